@@ -1,0 +1,34 @@
+// The exporter's NPA range allocator (the driver's drm_mm, in 4 KiB pages). A window spans
+// pages [first, end); the first 512 pages (2 MiB) of every window are kept for the rings.
+// Requests of 512 pages or more are aligned to 512 pages (2 MiB), so they can use 2 MiB
+// fragments.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+namespace podsim::driver {
+
+class NpaRangeAllocator {
+ public:
+  static constexpr std::uint64_t kRingPages = 512;
+  static constexpr std::uint64_t kLargeAlign = 512;
+
+  NpaRangeAllocator(std::uint64_t first, std::uint64_t end);
+
+  // First page of a free range of `pages` pages, or nothing if none fits.
+  std::optional<std::uint64_t> allocate(std::uint64_t pages);
+  // Returns a range allocate() gave out. Throws std::logic_error for a range it did not.
+  void free(std::uint64_t start, std::uint64_t pages);
+
+  std::uint64_t free_pages() const { return free_pages_; }
+  std::uint64_t allocated_ranges() const { return allocated_.size(); }
+
+ private:
+  std::map<std::uint64_t, std::uint64_t> free_;       // start -> length
+  std::map<std::uint64_t, std::uint64_t> allocated_;  // start -> length
+  std::uint64_t free_pages_ = 0;
+};
+
+}  // namespace podsim::driver

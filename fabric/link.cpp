@@ -1,0 +1,27 @@
+#include "fabric/link.hpp"
+
+namespace podsim {
+
+Link::Link(sc_core::sc_module_name name, const LinkConfig& cfg)
+    : sc_module(name), flight_(cfg.flight_time()) {
+  a_in.register_nb_transport_fw(this, &Link::forward_ab);
+  b_in.register_nb_transport_fw(this, &Link::forward_ba);
+}
+
+tlm::tlm_sync_enum Link::forward_ab(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                    sc_core::sc_time& d) {
+  access_of(gp).stamp(HopKind::Link, sim_now() + from_sc(d));
+  packets_ab_.inc();
+  sc_core::sc_time delay = d + to_sc(flight_);
+  return b_out->nb_transport_fw(gp, ph, delay);
+}
+
+tlm::tlm_sync_enum Link::forward_ba(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                    sc_core::sc_time& d) {
+  access_of(gp).stamp(HopKind::Link, sim_now() + from_sc(d));
+  packets_ba_.inc();
+  sc_core::sc_time delay = d + to_sc(flight_);
+  return a_out->nb_transport_fw(gp, ph, delay);
+}
+
+}  // namespace podsim

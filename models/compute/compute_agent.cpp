@@ -1,0 +1,121 @@
+#include "models/compute/compute_agent.hpp"
+
+#include <cstring>
+
+namespace podsim {
+
+std::vector<std::string> ComputeAgent::breakdown_parts() {
+  std::vector<std::string> parts;
+  for (const char* dir : {"req.", "resp."})
+    for (std::size_t k = 0; k < static_cast<std::size_t>(HopKind::Count); ++k)
+      parts.push_back(dir + std::string(hop_name(static_cast<HopKind>(k))));
+  return parts;
+}
+
+ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cfg, AccelId self,
+                           PacketPool& pool, Rng rng)
+    : sc_module(name),
+      cfg_(cfg),
+      self_(self),
+      pool_(pool),
+      rng_(rng),
+      breakdown_(stats_, "remote_breakdown", "ns",
+                 "mean time of a remote access spent in each hop (req. = request, resp. = "
+                 "response); the parts add up to the mean remote latency",
+                 breakdown_parts(), kPsPerNs) {
+  to_gpuvm.register_nb_transport_bw(this, &ComputeAgent::bw);
+  spawn_method("issue", issue_ev_, [this] { issue_more(); });
+  spawn_method("complete", completions_.event(), [this] {
+    completions_.drain([this](tlm::tlm_generic_payload* gp) { complete(gp); });
+  });
+}
+
+void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion> regions) {
+  traffic_ = traffic;
+  regions_ = std::move(regions);
+  if (regions_.empty() || traffic_.accesses == 0) {
+    traffic_.accesses = 0;
+    done_ev_.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
+  issue_ev_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void ComputeAgent::issue_more() {
+  while (in_flight_ < traffic_.outstanding && issued_ < traffic_.accesses)
+    issue_one();
+}
+
+void ComputeAgent::issue_one() {
+  const Time now = sim_now();
+  if (issued_ == 0) first_issue_ = now;
+  const AccessRegion& r = regions_[rng_.below(regions_.size())];
+  const std::uint64_t size = traffic_.access_size.count();
+  const std::uint64_t slots = r.bytes / size;
+  const std::uint64_t va = r.va + rng_.below(slots) * size;
+  const bool read = rng_.uniform() < traffic_.read_fraction;
+
+  tlm::tlm_generic_payload& gp = pool_.acquire();
+  Access& a = access_of(gp);
+  a.id = (static_cast<std::uint64_t>(self_) << 48) | issued_;
+  a.kind = PacketKind::Request;
+  a.op = read ? AccessOp::Read : AccessOp::Write;
+  a.src = self_;
+  a.size = static_cast<std::uint32_t>(size);
+  a.vaddr = va;
+  a.issued = now;
+  a.stamp(HopKind::Issue, now);
+  gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+  gp.set_data_length(static_cast<unsigned>(size));
+  if (!read) {
+    // A recognisable pattern: the access id, repeated.
+    for (std::uint64_t off = 0; off + 8 <= size; off += 8)
+      std::memcpy(&a.data[off], &a.id, 8);
+  }
+  ++issued_;
+  ++in_flight_;
+  tlm::tlm_phase ph = tlm::BEGIN_REQ;
+  sc_core::sc_time d = to_sc(cfg_.issue_latency);
+  to_gpuvm->nb_transport_fw(gp, ph, d);
+}
+
+tlm::tlm_sync_enum ComputeAgent::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                    sc_core::sc_time& d) {
+  completions_.push(sim_now() + from_sc(d), &gp);
+  return tlm::TLM_ACCEPTED;
+}
+
+void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
+  Access& a = access_of(*gp);
+  const Time now = sim_now();
+  a.stamp(HopKind::Complete, now);
+  --in_flight_;
+  ++completed_;
+  last_complete_ = now;
+
+  if (a.status != AccessStatus::Ok) {
+    faults_.inc();
+  } else if (a.dst == self_) {
+    local_accesses_.inc();
+  } else {
+    const Time latency = now - a.issued;
+    latency_.record(latency);
+    (a.op == AccessOp::Read ? read_latency_ : write_latency_).record(latency);
+    (a.op == AccessOp::Read ? remote_reads_ : remote_writes_).inc();
+    remote_bytes_.inc(a.size);
+    for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
+      const HopStamp& h = a.hops[i];
+      breakdown_.add(breakdown_slot(h.kind, h.response),
+                     static_cast<std::uint64_t>((a.hops[i + 1].at - h.at).as_ps()));
+    }
+    breakdown_.add_sample();
+  }
+  gp->release();
+  if (completed_ == traffic_.accesses) {
+    done_ev_.notify(sc_core::SC_ZERO_TIME);
+  } else {
+    issue_more();
+  }
+}
+
+}  // namespace podsim

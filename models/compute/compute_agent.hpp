@@ -1,0 +1,87 @@
+// ComputeAgent: the wavefronts of one GPU, reduced to what loads and stores do to memory. In
+// its access phase it keeps `outstanding` accesses in flight over the regions it was given
+// (uniform random, aligned to the access size), and records, for every completed access, its
+// latency and where that latency went hop by hop.
+#pragma once
+
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <vector>
+
+#include "models/compute/compute_config.hpp"
+#include "sim/base/rng.hpp"
+#include "sim/base/stats.hpp"
+#include "sim/kernel/access.hpp"
+#include "sim/kernel/timed_queue.hpp"
+
+namespace podsim {
+
+// A range of this GPU's virtual address space to access.
+struct AccessRegion {
+  std::uint64_t va = 0;
+  std::uint64_t bytes = 0;
+};
+
+class ComputeAgent final : public sc_core::sc_module, public HasStats {
+ public:
+  tlm_utils::simple_initiator_socket<ComputeAgent, 32, PodProtocol> to_gpuvm{"to_gpuvm"};
+
+  ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cfg, AccelId self,
+               PacketPool& pool, Rng rng);
+
+  // Starts the access phase now. `done()` fires when every access has completed.
+  void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions);
+  const sc_core::sc_event& done() const { return done_ev_; }
+  bool finished() const { return completed_ == traffic_.accesses; }
+  std::uint64_t issued() const { return issued_; }
+  std::uint64_t completed() const { return completed_; }
+
+  const StatGroup& stat_group() const override { return stats_; }
+  // Stats a pod-level summary merges across GPUs.
+  const Distribution& remote_latency() const { return latency_; }
+  const Breakdown& remote_breakdown() const { return breakdown_; }
+  Time first_issue() const { return first_issue_; }
+  Time last_complete() const { return last_complete_; }
+  std::uint64_t remote_bytes() const { return remote_bytes_.value(); }
+  std::uint64_t remote_reads() const { return remote_reads_.value(); }
+  std::uint64_t remote_writes() const { return remote_writes_.value(); }
+  std::uint64_t faults() const { return faults_.value(); }
+
+  static std::vector<std::string> breakdown_parts();
+  static std::size_t breakdown_slot(HopKind k, bool response) {
+    return (response ? static_cast<std::size_t>(HopKind::Count) : 0) + static_cast<std::size_t>(k);
+  }
+
+ private:
+  void issue_more();
+  void issue_one();
+  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  void complete(tlm::tlm_generic_payload* gp);
+
+  ComputeConfig cfg_;
+  AccelId self_;
+  PacketPool& pool_;
+  Rng rng_;
+  TrafficConfig traffic_;
+  std::vector<AccessRegion> regions_;
+  std::uint64_t issued_ = 0, completed_ = 0, in_flight_ = 0;
+  Time first_issue_ = Time::max(), last_complete_;
+  sc_core::sc_event issue_ev_, done_ev_;
+  TimedQueue<tlm::tlm_generic_payload*> completions_;
+
+  StatGroup stats_;
+  Counter remote_reads_{stats_, "remote_reads", "count", "completed remote loads"};
+  Counter remote_writes_{stats_, "remote_writes", "count", "completed remote stores"};
+  Counter local_accesses_{stats_, "local_accesses", "count", "completed local VRAM accesses"};
+  Counter faults_{stats_, "faults", "count", "accesses completed as faults (not served)"};
+  Counter remote_bytes_{stats_, "remote_bytes", "bytes", "payload bytes moved by remote accesses"};
+  Distribution latency_{stats_, "remote_latency", "ns",
+                        "issue-to-completion latency of remote accesses", kPsPerNs};
+  Distribution read_latency_{stats_, "remote_read_latency", "ns",
+                             "issue-to-completion latency of remote loads", kPsPerNs};
+  Distribution write_latency_{stats_, "remote_write_latency", "ns",
+                              "issue-to-completion latency of remote stores", kPsPerNs};
+  Breakdown breakdown_;
+};
+
+}  // namespace podsim

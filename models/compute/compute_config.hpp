@@ -1,0 +1,43 @@
+#pragma once
+
+#include "sim/base/params.hpp"
+#include "sim/base/units.hpp"
+
+namespace podsim {
+
+// The compute agent itself (part of every GPU).
+struct ComputeConfig {
+  Time issue_latency = Time::ns(5);
+
+  template <class V>
+  void visit(V& v) {
+    v.field("issue_latency", issue_latency,
+            "from a wavefront issuing a load/store to its address reaching GpuVm");
+  }
+};
+
+// The traffic an agent generates in the access phase.
+struct TrafficConfig {
+  std::uint64_t accesses = 2000;
+  std::uint32_t outstanding = 16;
+  double read_fraction = 0.5;
+  Bytes access_size = Bytes(64);
+
+  template <class V>
+  void visit(V& v) {
+    v.field("accesses", accesses, "loads and stores each initiating GPU issues",
+            between<std::uint64_t>(0, 1'000'000'000));
+    v.field("outstanding", outstanding, "accesses a GPU keeps in flight (closed loop)",
+            between<std::uint32_t>(1, 65536));
+    v.field("read_fraction", read_fraction, "fraction of accesses that are loads",
+            between(0.0, 1.0));
+    v.field("access_size", access_size, "bytes per load or store (64, 128, 192 or 256)",
+            between(Bytes(64), Bytes(256)));
+  }
+  template <class C>
+  void check(C& c) const {
+    if (access_size.count() % 64 != 0) c.fail("access_size", "must be a multiple of 64 bytes");
+  }
+};
+
+}  // namespace podsim

@@ -1,0 +1,42 @@
+// GpuNode: one GPU, composed. Its UALink port's `tx`/`rx` sockets are what the topology
+// wires to the fabric.
+//
+//   ComputeAgent -> GpuVm -> Vram                       (local accesses)
+//                     \-> UalinkPort.tx ...fabric...    (remote accesses)
+//   ...fabric... UalinkPort.rx -> NpaMmu -> Vram        (accesses from other GPUs)
+//   FirmwareMailbox <-> UalinkPort                      (driver-to-driver messages)
+//   DriverShell programs GpuVm, NpaMmu, Vram and talks through the mailbox.
+#pragma once
+
+#include "driver_model/sc/driver_shell.hpp"
+#include "fabric/fabric_config.hpp"
+#include "fabric/ualink_port.hpp"
+#include "models/compute/compute_agent.hpp"
+#include "models/gpu_config.hpp"
+#include "models/gpuvm/gpuvm.hpp"
+#include "models/mailbox/firmware_mailbox.hpp"
+#include "models/npa_mmu/npa_mmu.hpp"
+#include "models/vram/vram.hpp"
+
+namespace podsim {
+
+class GpuNode final : public sc_core::sc_module {
+ public:
+  GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const PortConfig& port_cfg,
+          AccelId id, NpaAddrMode mode, std::uint64_t seed, PacketPool& pool);
+
+  AccelId id() const { return id_; }
+
+  Vram vram;
+  GpuVm gpuvm;
+  NpaMmu npa_mmu;
+  FirmwareMailbox mailbox;
+  UalinkPort port;
+  ComputeAgent agent;
+  driver::DriverShell driver;
+
+ private:
+  AccelId id_;
+};
+
+}  // namespace podsim

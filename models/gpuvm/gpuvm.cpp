@@ -1,0 +1,95 @@
+#include "models/gpuvm/gpuvm.hpp"
+
+namespace podsim {
+
+GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self)
+    : sc_module(name), cfg_(cfg), self_(self), tlb_(cfg.tlb_entries, cfg.tlb_ways) {
+  from_agent.register_nb_transport_fw(this, &GpuVm::fw);
+  to_vram.register_nb_transport_bw(this, &GpuVm::bw);
+  to_port.register_nb_transport_bw(this, &GpuVm::bw);
+  spawn_method("arrive", arrivals_.event(), [this] {
+    arrivals_.drain([this](tlm::tlm_generic_payload* gp) { translate(gp); });
+  });
+}
+
+tlm::tlm_sync_enum GpuVm::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
+  arrivals_.push(sim_now() + from_sc(d), &gp);
+  return tlm::TLM_ACCEPTED;
+}
+
+// Responses pass straight back to the agent.
+tlm::tlm_sync_enum GpuVm::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                             sc_core::sc_time& d) {
+  return from_agent->nb_transport_bw(gp, ph, d);
+}
+
+void GpuVm::translate(tlm::tlm_generic_payload* gp) {
+  Access& a = access_of(*gp);
+  const Time now = sim_now();
+  a.stamp(HopKind::GpuVm, now);
+  translations_.inc();
+
+  const std::uint64_t page = a.vaddr >> kPageShift;
+  Time cost = cfg_.tlb_hit_latency;
+  Pte pte;
+  if (const Pte* hit = tlb_.lookup(a.vmid, page)) {
+    tlb_hits_.inc();
+    pte = *hit;
+  } else {
+    tlb_misses_.inc();
+    cost += cfg_.walk_level_latency * cfg_.walk_levels;
+    auto it = tables_.find(a.vmid);
+    if (it != tables_.end()) pte = it->second.lookup(page);
+    if (pte.target != PteTarget::Invalid) tlb_.insert(a.vmid, page, pte);
+  }
+
+  const bool write_denied = a.op == AccessOp::Write && !pte.writable;
+  if (pte.target == PteTarget::Invalid || write_denied) {
+    faults_.inc();
+    a.status = AccessStatus::Fault;
+    gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    tlm::tlm_phase ph = tlm::BEGIN_RESP;
+    sc_core::sc_time d = to_sc(cost);
+    from_agent->nb_transport_bw(*gp, ph, d);
+    return;
+  }
+
+  const std::uint64_t offset = a.vaddr & (kPageSize - 1);
+  tlm::tlm_phase ph = tlm::BEGIN_REQ;
+  sc_core::sc_time d = to_sc(cost);
+  if (pte.target == PteTarget::Vram) {
+    local_.inc();
+    a.pa = (pte.frame << kPageShift) | offset;
+    a.dst = self_;
+    gp->set_address(a.pa);
+    to_vram->nb_transport_fw(*gp, ph, d);
+  } else {
+    remote_.inc();
+    a.npa = (pte.frame << kPageShift) | offset;
+    a.dst = npa_accel(a.npa);
+    a.route_to = a.dst;
+    gp->set_address(a.npa);
+    to_port->nb_transport_fw(*gp, ph, d);
+  }
+}
+
+void GpuVm::map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) {
+  tables_[vmid].map(va_page, pte);
+}
+
+void GpuVm::unmap_page(std::uint16_t vmid, std::uint64_t va_page) {
+  auto it = tables_.find(vmid);
+  if (it != tables_.end()) it->second.unmap(va_page);
+}
+
+void GpuVm::invalidate_tlb(std::uint16_t vmid) {
+  invalidations_.inc();
+  tlb_.invalidate_space(vmid);
+}
+
+const GpuPageTable* GpuVm::page_table(std::uint16_t vmid) const {
+  auto it = tables_.find(vmid);
+  return it == tables_.end() ? nullptr : &it->second;
+}
+
+}  // namespace podsim

@@ -1,0 +1,25 @@
+#pragma once
+
+#include "sim/base/params.hpp"
+#include "sim/base/units.hpp"
+
+namespace podsim {
+
+struct MailboxConfig {
+  Time firmware_latency = Time::us(1);
+  Time interrupt_latency = Time::us(2);
+  std::uint32_t ring_slots = 64;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("firmware_latency", firmware_latency,
+            "receiver firmware time to take one command from its ring");
+    v.field("interrupt_latency", interrupt_latency,
+            "from firmware raising the interrupt to the driver's handler running");
+    v.field("ring_slots", ring_slots,
+            "64-byte slots in each per-sender ring (one stays empty, so slots-1 in flight)",
+            between<std::uint32_t>(2, 4096));
+  }
+};
+
+}  // namespace podsim

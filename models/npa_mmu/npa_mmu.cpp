@@ -1,0 +1,81 @@
+#include "models/npa_mmu/npa_mmu.hpp"
+
+#include "models/gpuvm/page_table.hpp"
+
+namespace podsim {
+
+NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode)
+    : sc_module(name), cfg_(cfg), mode_(mode), tlb_(cfg.tlb_entries, cfg.tlb_ways) {
+  from_port.register_nb_transport_fw(this, &NpaMmu::fw);
+  to_vram.register_nb_transport_bw(this, &NpaMmu::bw);
+  spawn_method("arrive", arrivals_.event(), [this] {
+    arrivals_.drain([this](tlm::tlm_generic_payload* gp) { translate(gp); });
+  });
+}
+
+std::uint64_t NpaMmu::key_of(std::uint64_t npa, AccelId requester) const {
+  std::uint64_t page = (npa >> kPageShift) & ((1ull << kNpaWindowPageBits) - 1);
+  if (mode_ == NpaAddrMode::SourceIdentification)
+    page |= static_cast<std::uint64_t>(requester) << kNpaWindowPageBits;
+  return page;
+}
+
+tlm::tlm_sync_enum NpaMmu::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
+  arrivals_.push(sim_now() + from_sc(d), &gp);
+  return tlm::TLM_ACCEPTED;
+}
+
+tlm::tlm_sync_enum NpaMmu::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                              sc_core::sc_time& d) {
+  return from_port->nb_transport_bw(gp, ph, d);
+}
+
+void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
+  Access& a = access_of(*gp);
+  const Time now = sim_now();
+  a.stamp(HopKind::NpaMmu, now);
+  translations_.inc();
+
+  const std::uint64_t key = key_of(a.npa, a.src);
+  Time cost = cfg_.tlb_hit_latency;
+  NpaPte pte;
+  if (const NpaPte* hit = tlb_.lookup(0, key)) {
+    tlb_hits_.inc();
+    pte = *hit;
+  } else {
+    tlb_misses_.inc();
+    cost += cfg_.walk_level_latency * cfg_.walk_levels;
+    auto it = table_.find(key);
+    if (it != table_.end()) pte = it->second;
+    if (pte.valid) tlb_.insert(0, key, pte);
+  }
+
+  sc_core::sc_time d = to_sc(cost);
+  if (!pte.valid) {
+    faults_.inc();
+    a.status = AccessStatus::RemoteFault;
+    gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    tlm::tlm_phase ph = tlm::BEGIN_RESP;
+    from_port->nb_transport_bw(*gp, ph, d);
+    return;
+  }
+  a.pa = (pte.vram_page << kPageShift) | (a.npa & (kPageSize - 1));
+  gp->set_address(a.pa);
+  tlm::tlm_phase ph = tlm::BEGIN_REQ;
+  to_vram->nb_transport_fw(*gp, ph, d);
+}
+
+void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page) {
+  table_[key] = NpaPte{true, vram_page};
+}
+
+void NpaMmu::unmap_page(std::uint64_t key) {
+  table_.erase(key);
+}
+
+void NpaMmu::flush_tlb() {
+  flushes_.inc();
+  tlb_.invalidate_all();
+}
+
+}  // namespace podsim

@@ -1,0 +1,50 @@
+#include "sim/base/stats.hpp"
+
+#include <stdexcept>
+
+namespace podsim {
+
+Stat::Stat(StatGroup& group, std::string name, std::string unit, std::string desc)
+    : name_(std::move(name)), unit_(std::move(unit)), desc_(std::move(desc)) {
+  group.stats_.push_back(this);
+}
+
+Formula::Formula(StatGroup& group, std::string name, std::string unit, std::string desc,
+                 std::function<double()> fn)
+    : Stat(group, std::move(name), std::move(unit), std::move(desc)), fn_(std::move(fn)) {}
+
+Distribution::Distribution(StatGroup& group, std::string name, std::string unit, std::string desc,
+                           double divisor)
+    : Stat(group, std::move(name), std::move(unit), std::move(desc)), divisor_(divisor) {}
+
+Breakdown::Breakdown(StatGroup& group, std::string name, std::string unit, std::string desc,
+                     std::vector<std::string> parts, double divisor)
+    : Stat(group, std::move(name), std::move(unit), std::move(desc)),
+      parts_(std::move(parts)),
+      sums_(parts_.size(), 0),
+      divisor_(divisor) {}
+
+double Breakdown::part_mean(std::size_t i) const {
+  if (samples_ == 0) return 0.0;
+  return static_cast<double>(part_sum(i) / samples_ / divisor_);
+}
+
+void Breakdown::merge(const Breakdown& o) {
+  if (o.parts_ != parts_) throw std::logic_error("Breakdown::merge: parts differ");
+  for (std::size_t i = 0; i < sums_.size(); ++i)
+    sums_[i] += o.sums_[i];
+  samples_ += o.samples_;
+}
+
+void StatGroup::for_each(const std::string& prefix,
+                         const std::function<void(const std::string&, const Stat&)>& fn) const {
+  for (const Stat* s : stats_)
+    fn(prefix.empty() ? s->name() : prefix + "." + s->name(), *s);
+  for (const StatGroup* g : children_) {
+    std::string p =
+        g->name().empty() ? prefix : (prefix.empty() ? g->name() : prefix + "." + g->name());
+    g->for_each(p, fn);
+  }
+}
+
+}  // namespace podsim

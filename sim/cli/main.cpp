@@ -1,0 +1,141 @@
+// podsim: the command line.
+//
+//   podsim run [CONFIG.json] [--set key.path=value ...] [--out DIR] [--seed N] [--quiet]
+//   podsim config [CONFIG.json] [--set ...]   print the resolved config
+//   podsim config-reference                   every config key, as a Markdown table
+//   podsim --help | --version
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <boost/program_options.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "sim/config/json_write.hpp"
+#include "sim/pod/pod_config_io.hpp"
+#include "sim/pod/run.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: podsim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run [CONFIG.json]     run a pod (without CONFIG: the embedded default pod, 8 GPUs on one\n"
+    "                        UALoE switch, every GPU loading and storing into the others' "
+    "buffers)\n"
+    "  config [CONFIG.json]  print the resolved config (every default filled in) and exit\n"
+    "  config-reference      print every config key with its type, default and meaning\n"
+    "\n"
+    "options:\n"
+    "  -h, --help            this help (also: podsim <command> --help)\n"
+    "  --version             print the version\n";
+
+struct Parsed {
+  po::variables_map vm;
+  bool help = false;
+};
+
+int parse(const std::string& cmd, const std::vector<std::string>& args,
+          po::options_description& desc, bool takes_config, po::variables_map& vm) {
+  po::positional_options_description pos;
+  po::options_description all;
+  all.add(desc);
+  if (takes_config) {
+    po::options_description hidden;
+    hidden.add_options()("config", po::value<std::string>(), "config file");
+    all.add(hidden);
+    pos.add("config", 1);
+  }
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    fmt::print(std::cerr, "podsim {}: {}\nTry 'podsim {} --help'.\n", cmd, e.what(), cmd);
+    return 2;
+  }
+  return 0;
+}
+
+int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool print_only) {
+  po::options_description desc(fmt::format("podsim {} [CONFIG.json] [options]", cmd));
+  desc.add_options()("help,h", "this help")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override one config value: --set key.path=value (repeatable); values are JSON, or "
+      "strings such as 200ns")("seed", po::value<std::uint64_t>(), "seed (overrides the config's)");
+  if (!print_only)
+    desc.add_options()("out,o", po::value<std::string>()->default_value("podsim-out"),
+                       "directory for stats.json, config.json and run.json")(
+        "quiet,q", "no summary on stdout");
+  po::variables_map vm;
+  if (int rc = parse(cmd, args, desc, true, vm)) return rc;
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  podsim::RunOptions opt;
+  if (vm.count("config")) opt.config_path = vm["config"].as<std::string>();
+  if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("seed")) opt.seed = vm["seed"].as<std::uint64_t>();
+  if (print_only) {
+    try {
+      auto doc = opt.config_path
+                     ? podsim::config::ConfigDoc::from_file(*opt.config_path)
+                     : podsim::config::ConfigDoc::from_text("{}", "<embedded default pod>");
+      for (const auto& s : opt.overrides)
+        doc.apply_override(s);
+      podsim::PodConfig cfg = podsim::read_pod_config(doc);
+      if (opt.seed) cfg.seed = *opt.seed;
+      std::cout << podsim::config::to_pretty_json(podsim::write_pod_config(cfg));
+      return 0;
+    } catch (const podsim::config::ConfigError& e) {
+      fmt::print(std::cerr, "podsim: config error: {}\n", e.what());
+      return 2;
+    }
+  }
+  opt.out_dir = vm["out"].as<std::string>();
+  opt.quiet = vm.count("quiet") > 0;
+  return podsim::run_command(opt, std::cout, std::cerr);
+}
+
+}  // namespace
+
+// SystemC prints a banner when its kernel starts, before sc_main runs: ask it not to.
+const bool kNoBanner = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0) == 0;
+
+// SystemC's main() calls this (declared extern "C" by SystemC).
+extern "C" int sc_main(int argc, char* argv[]);
+
+int sc_main(int argc, char* argv[]) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string cmd = args.front();
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (cmd == "--version") {
+      std::cout << "podsim " << podsim::podsim_version() << "\n";
+      return 0;
+    }
+    if (cmd == "run") return cmd_run(cmd, rest, false);
+    if (cmd == "config") return cmd_run(cmd, rest, true);
+    if (cmd == "config-reference") {
+      std::cout << podsim::pod_config_reference();
+      return 0;
+    }
+    fmt::print(std::cerr, "podsim: unknown command '{}'\n\n{}", cmd, kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(std::cerr, "podsim: internal error: {}\n", e.what());
+    return 1;
+  }
+}

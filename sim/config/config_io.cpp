@@ -1,0 +1,343 @@
+#include "sim/config/config_io.hpp"
+
+#include <fmt/format.h>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace json = boost::json;
+
+namespace podsim::config {
+
+ConfigError::ConfigError(std::string source, std::string path, std::string message)
+    : std::runtime_error(path.empty() ? fmt::format("{}: {}", source, message)
+                                      : fmt::format("{}: {}: {}", source, path, message)),
+      source_(std::move(source)),
+      path_(std::move(path)),
+      message_(std::move(message)) {}
+
+std::string join_path(std::string_view prefix, std::string_view key) {
+  if (prefix.empty()) return std::string(key);
+  return std::string(prefix) + "." + std::string(key);
+}
+
+namespace {
+
+json::parse_options lenient_syntax() {
+  json::parse_options opt;
+  opt.allow_comments = true;
+  opt.allow_trailing_commas = true;
+  return opt;
+}
+
+// Line and column (1-based) of byte offset `pos` in `text`.
+std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t pos) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < pos && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {line, col};
+}
+
+}  // namespace
+
+ConfigDoc ConfigDoc::from_text(std::string_view text, std::string source_name) {
+  json::stream_parser p({}, lenient_syntax());
+  json::error_code ec;
+  std::size_t used = p.write_some(text.data(), text.size(), ec);
+  if (!ec && used < text.size()) {
+    ec = json::make_error_code(json::error::extra_data);
+  }
+  if (!ec) p.finish(ec);
+  if (ec) {
+    auto [line, col] = line_col(text, used);
+    throw ConfigError(
+        source_name, "",
+        fmt::format("line {}, column {}: invalid JSON ({})", line, col, ec.message()));
+  }
+  ConfigDoc doc;
+  doc.root_ = p.release();
+  doc.source_ = std::move(source_name);
+  if (!doc.root_.is_object())
+    throw ConfigError(doc.source_, "", "the top level must be a JSON object ({ ... })");
+  return doc;
+}
+
+ConfigDoc ConfigDoc::from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, "", "cannot open the file for reading");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_text(ss.str(), path);
+}
+
+void ConfigDoc::apply_override(std::string_view assignment) {
+  const std::string origin = "--set " + std::string(assignment);
+  auto eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    throw ConfigError(origin, "", "expected key.path=value");
+  std::string path(assignment.substr(0, eq));
+  std::string_view text = assignment.substr(eq + 1);
+
+  json::value value;
+  {
+    json::error_code ec;
+    json::value parsed = json::parse(text, ec, {}, lenient_syntax());
+    if (!ec && !text.empty())
+      value = std::move(parsed);
+    else
+      value = json::string(text);
+  }
+
+  // Walk (creating objects as needed) to the parent of the last key.
+  json::value* node = &root_;
+  std::string walked;
+  std::size_t start = 0;
+  while (true) {
+    auto dot = path.find('.', start);
+    std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) throw ConfigError(origin, path, "empty key in the key path");
+    bool last = dot == std::string::npos;
+    if (node->is_array()) {
+      auto& arr = node->get_array();
+      std::size_t idx = 0;
+      auto [p, e] = std::from_chars(key.data(), key.data() + key.size(), idx);
+      if (e != std::errc() || p != key.data() + key.size() || idx >= arr.size())
+        throw ConfigError(origin, join_path(walked, key),
+                          fmt::format("{} is an array of {} elements; expected an index below {}",
+                                      walked, arr.size(), arr.size()));
+      if (last) {
+        arr[idx] = value;
+        break;
+      }
+      node = &arr[idx];
+    } else if (node->is_object()) {
+      auto& obj = node->get_object();
+      if (last) {
+        obj[key] = value;
+        break;
+      }
+      auto* child = obj.if_contains(key);
+      if (!child) child = &(obj[key] = json::object());
+      node = child;
+    } else {
+      throw ConfigError(origin, walked, "is not a section, so it has no key \"" + key + "\"");
+    }
+    walked = join_path(walked, key);
+    start = dot + 1;
+  }
+  overrides_.emplace_back(path, origin);
+}
+
+std::string ConfigDoc::origin_of(std::string_view path) const {
+  // The latest override that set this path, one of its parents or one of its children.
+  auto within = [](std::string_view inner, std::string_view outer) {
+    return inner == outer || (inner.size() > outer.size() &&
+                              inner.substr(0, outer.size()) == outer && inner[outer.size()] == '.');
+  };
+  for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it)
+    if (within(path, it->first) || within(it->first, path)) return it->second;
+  return source_;
+}
+
+// ---- value conversions ----
+namespace detail {
+
+void read_value(const json::value& v, bool& out) {
+  if (!v.is_bool()) throw Mismatch{what_of<bool>()};
+  out = v.get_bool();
+}
+
+template <class Int>
+static Int read_int(const json::value& v) {
+  if (v.is_int64()) {
+    std::int64_t x = v.get_int64();
+    if constexpr (std::is_unsigned_v<Int>) {
+      if (x < 0) throw Mismatch{"a non-negative integer"};
+    }
+    if (static_cast<std::uint64_t>(x) >
+            static_cast<std::uint64_t>(std::numeric_limits<Int>::max()) &&
+        x > 0)
+      throw Mismatch{fmt::format("an integer no larger than {}", std::numeric_limits<Int>::max())};
+    return static_cast<Int>(x);
+  }
+  if (v.is_uint64()) {
+    std::uint64_t x = v.get_uint64();
+    if (x > static_cast<std::uint64_t>(std::numeric_limits<Int>::max()))
+      throw Mismatch{fmt::format("an integer no larger than {}", std::numeric_limits<Int>::max())};
+    return static_cast<Int>(x);
+  }
+  throw Mismatch{std::is_unsigned_v<Int> ? "a non-negative integer" : "an integer"};
+}
+
+void read_value(const json::value& v, std::uint32_t& out) {
+  out = read_int<std::uint32_t>(v);
+}
+void read_value(const json::value& v, std::uint64_t& out) {
+  out = read_int<std::uint64_t>(v);
+}
+void read_value(const json::value& v, std::int64_t& out) {
+  out = read_int<std::int64_t>(v);
+}
+
+void read_value(const json::value& v, double& out) {
+  if (v.is_double())
+    out = v.get_double();
+  else if (v.is_int64())
+    out = static_cast<double>(v.get_int64());
+  else if (v.is_uint64())
+    out = static_cast<double>(v.get_uint64());
+  else
+    throw Mismatch{what_of<double>()};
+  if (!std::isfinite(out)) throw Mismatch{"a finite number"};
+}
+
+void read_value(const json::value& v, std::string& out) {
+  if (!v.is_string()) throw Mismatch{what_of<std::string>()};
+  out = std::string(v.get_string());
+}
+
+template <class T>
+static void read_unit(const json::value& v, T& out) {
+  if (!v.is_string()) throw Mismatch{what_of<T>()};
+  out = UnitTraits<T>::parse(std::string_view(v.get_string()));
+}
+void read_value(const json::value& v, Time& out) {
+  read_unit(v, out);
+}
+void read_value(const json::value& v, Bytes& out) {
+  read_unit(v, out);
+}
+void read_value(const json::value& v, Bandwidth& out) {
+  read_unit(v, out);
+}
+void read_value(const json::value& v, Frequency& out) {
+  read_unit(v, out);
+}
+void read_value(const json::value& v, Length& out) {
+  read_unit(v, out);
+}
+
+json::value write_value(bool v) {
+  return v;
+}
+json::value write_value(std::uint32_t v) {
+  return v;
+}
+json::value write_value(std::uint64_t v) {
+  return v;
+}
+json::value write_value(std::int64_t v) {
+  return v;
+}
+json::value write_value(double v) {
+  return v;
+}
+json::value write_value(const std::string& v) {
+  return json::string(v);
+}
+json::value write_value(Time v) {
+  return json::string(to_string(v));
+}
+json::value write_value(Bytes v) {
+  return json::string(to_string(v));
+}
+json::value write_value(Bandwidth v) {
+  return json::string(to_string(v));
+}
+json::value write_value(Frequency v) {
+  return json::string(to_string(v));
+}
+json::value write_value(Length v) {
+  return json::string(to_string(v));
+}
+
+}  // namespace detail
+
+// ---- JsonReader ----
+
+JsonReader::JsonReader(const ConfigDoc& doc, const json::value& node, std::string path)
+    : doc_(doc), obj_(&node.get_object()), path_(std::move(path)) {}
+
+const json::value* JsonReader::take(std::string_view key) {
+  taken_.emplace(key);
+  return obj_->if_contains(key);
+}
+
+void JsonReader::finish() const {
+  for (const auto& kv : *obj_) {
+    if (taken_.count(std::string_view(kv.key()))) continue;
+    std::string known;
+    for (const auto& k : taken_)
+      known += (known.empty() ? "" : ", ") + k;
+    std::string where = path_.empty() ? "the top level" : "\"" + path_ + "\"";
+    fail(kv.key(), fmt::format("unknown key; {} has the keys: {}", where, known));
+  }
+}
+
+void JsonReader::fail(std::string_view key, const std::string& message) const {
+  std::string p = join_path(path_, key);
+  throw ConfigError(doc_.origin_of(p), p, message);
+}
+
+std::string JsonReader::kind_of(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "a boolean";
+    case json::kind::int64:
+    case json::kind::uint64:
+      return "an integer";
+    case json::kind::double_:
+      return "a number";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
+  }
+  return "?";
+}
+
+std::string JsonReader::describe(const json::value& v) {
+  if (v.is_object() || v.is_array()) return kind_of(v);
+  if (v.is_double()) return kind_of(v) + " " + fmt::format("{}", v.get_double());
+  return kind_of(v) + " " + json::serialize(v);
+}
+
+// ---- DocWriter ----
+
+std::string DocWriter::markdown() const {
+  std::string out = "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
+  auto esc = [](std::string s) {
+    std::string r;
+    for (char c : s) {
+      if (c == '|')
+        r += "\\|";
+      else
+        r += c;
+    }
+    return r;
+  };
+  for (const auto& r : rows_) {
+    if (r.type == "section") {
+      out += fmt::format("| **`{}`** | section | | | {} |\n", r.path, esc(r.desc));
+    } else {
+      out += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", r.path, r.type, esc(r.default_value),
+                         esc(r.allowed), esc(r.desc));
+    }
+  }
+  return out;
+}
+
+}  // namespace podsim::config

@@ -1,0 +1,96 @@
+#include "sim/kernel/access.hpp"
+
+namespace podsim {
+
+std::string_view hop_name(HopKind k) {
+  switch (k) {
+    case HopKind::Issue:
+      return "issue";
+    case HopKind::GpuVm:
+      return "gpuvm";
+    case HopKind::PortTx:
+      return "port_tx";
+    case HopKind::Link:
+      return "link";
+    case HopKind::Switch:
+      return "switch";
+    case HopKind::PortRx:
+      return "port_rx";
+    case HopKind::NpaMmu:
+      return "npa_mmu";
+    case HopKind::Vram:
+      return "vram";
+    case HopKind::Complete:
+      return "complete";
+    case HopKind::Count:
+      break;
+  }
+  return "?";
+}
+
+void Access::reset_for_use() {
+  id = 0;
+  src = dst = route_to = 0;
+  kind = PacketKind::Request;
+  op = AccessOp::Read;
+  status = AccessStatus::Ok;
+  size = 0;
+  vmid = 0;
+  vaddr = npa = pa = 0;
+  plane = 0;
+  tag = 0;
+  issued = Time{};
+  hop_count = 0;
+  hops_dropped = 0;
+}
+
+tlm::tlm_extension_base* Access::clone() const {
+  return new Access(*this);
+}
+
+void Access::copy_from(const tlm::tlm_extension_base& other) {
+  *this = static_cast<const Access&>(other);
+}
+
+PacketPool::PacketPool(std::size_t reserve) {
+  all_.reserve(reserve);
+  free_.reserve(reserve);
+  for (std::size_t i = 0; i < reserve; ++i)
+    grow();
+}
+
+PacketPool::~PacketPool() {
+  for (auto* gp : all_)
+    delete gp;  // the payload deletes its extensions
+}
+
+void PacketPool::grow() {
+  auto* gp = new tlm::tlm_generic_payload(this);
+  gp->set_extension(new Access);
+  all_.push_back(gp);
+  free_.push_back(gp);
+}
+
+tlm::tlm_generic_payload& PacketPool::acquire() {
+  if (free_.empty()) grow();
+  tlm::tlm_generic_payload* gp = free_.back();
+  free_.pop_back();
+  ++in_use_;
+  Access& a = access_of(*gp);
+  a.reset_for_use();
+  gp->set_address(0);
+  gp->set_data_ptr(a.data.data());
+  gp->set_data_length(0);
+  gp->set_streaming_width(0);
+  gp->set_byte_enable_ptr(nullptr);
+  gp->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  gp->acquire();
+  return *gp;
+}
+
+void PacketPool::free(tlm::tlm_generic_payload* gp) {
+  --in_use_;
+  free_.push_back(gp);
+}
+
+}  // namespace podsim

@@ -1,0 +1,126 @@
+// The shared transaction type: a TLM-2.0 generic payload carrying an `Access` extension.
+// One pooled payload carries one remote access for its whole round trip (the request packet
+// and its response), or one control message; every hop stamps it, so each completed access
+// knows where its time went.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <tlm>
+#include <vector>
+
+#include "sim/base/ids.hpp"
+#include "sim/base/units.hpp"
+
+namespace podsim {
+
+// podsim's own protocol traits: generic payloads, but not the base protocol's phase rules.
+// Inside a GPU a request goes forward with BEGIN_REQ and its answer comes back on the
+// backward path with BEGIN_RESP; targets always accept. On a fabric link every packet goes
+// forward with BEGIN_REQ (its head reaching the far end after the annotated delay).
+struct PodProtocol {
+  using tlm_payload_type = tlm::tlm_generic_payload;
+  using tlm_phase_type = tlm::tlm_phase;
+};
+
+enum class AccessOp : std::uint8_t { Read, Write };
+enum class PacketKind : std::uint8_t { Request, Response, Control };
+enum class AccessStatus : std::uint8_t {
+  Ok,
+  Fault,        // the importer's GPUVM had no valid mapping: never sent, never served
+  RemoteFault,  // the exporter's NPA MMU had no valid mapping: not served
+};
+
+// Where a stamp was taken. A stamp marks the moment a packet enters that component.
+enum class HopKind : std::uint8_t {
+  Issue,     // the compute agent issued the access
+  GpuVm,     // address translation at the requester
+  PortTx,    // transmit side of a UALink port (queueing, serialization start, pipeline)
+  Link,      // on the wire
+  Switch,    // inside a UALoE switch (latency, output queueing)
+  PortRx,    // receive side of a UALink port (rest of serialization, pipeline)
+  NpaMmu,    // NPA translation at the exporter
+  Vram,      // memory (channel queueing, transfer, access)
+  Complete,  // the response reached the compute agent
+  Count
+};
+std::string_view hop_name(HopKind k);
+
+struct HopStamp {
+  Time at;
+  HopKind kind;
+  bool response;
+};
+
+class Access final : public tlm::tlm_extension<Access> {
+ public:
+  static constexpr std::size_t kMaxHops = 40;
+  static constexpr std::size_t kMaxData = 256;
+
+  // -- identity and addressing
+  std::uint64_t id = 0;
+  AccelId src = 0;       // requester (importer) or message sender
+  AccelId dst = 0;       // exporter or message receiver
+  AccelId route_to = 0;  // where the fabric delivers this packet now
+  PacketKind kind = PacketKind::Request;
+  AccessOp op = AccessOp::Read;
+  AccessStatus status = AccessStatus::Ok;
+  std::uint32_t size = 0;  // payload bytes (64..256 for data, 64 for control commands)
+  std::uint16_t vmid = 0;
+  std::uint64_t vaddr = 0;  // the importer's GPU virtual address
+  std::uint64_t npa = 0;    // network physical address (driver- and hardware-internal only)
+  std::uint64_t pa = 0;     // local VRAM byte address once translated
+  std::uint32_t plane = 0;  // fabric plane / port index chosen by the requester
+  std::uint32_t tag = 0;    // requester-private slot (the agent's outstanding entry)
+  Time issued;
+
+  // -- the per-hop timestamp trail
+  void stamp(HopKind k, Time at) {
+    if (hop_count < kMaxHops)
+      hops[hop_count++] = HopStamp{at, k, kind == PacketKind::Response};
+    else
+      ++hops_dropped;
+  }
+  std::uint8_t hop_count = 0;
+  std::uint8_t hops_dropped = 0;
+  std::array<HopStamp, kMaxHops> hops{};
+
+  // -- inline data (reads fill it, writes carry it, control commands live in it)
+  std::array<unsigned char, kMaxData> data{};
+
+  // Clears per-use state; the pool calls it when a payload is handed out.
+  void reset_for_use();
+
+  tlm::tlm_extension_base* clone() const override;
+  void copy_from(const tlm::tlm_extension_base& other) override;
+};
+
+inline Access& access_of(tlm::tlm_generic_payload& gp) {
+  return *gp.get_extension<Access>();
+}
+
+// A pool of payloads with their Access extensions: the hot path never allocates once the
+// pool has grown to the number of packets in flight.
+class PacketPool final : public tlm::tlm_mm_interface {
+ public:
+  explicit PacketPool(std::size_t reserve = 0);
+  ~PacketPool() override;
+  PacketPool(const PacketPool&) = delete;
+  PacketPool& operator=(const PacketPool&) = delete;
+
+  // A fresh payload with reference count 1 (release it with gp.release()).
+  tlm::tlm_generic_payload& acquire();
+  void free(tlm::tlm_generic_payload* gp) override;
+
+  std::size_t in_use() const { return in_use_; }
+  std::size_t allocated() const { return all_.size(); }
+
+ private:
+  void grow();
+  std::vector<tlm::tlm_generic_payload*> all_;
+  std::vector<tlm::tlm_generic_payload*> free_;
+  std::size_t in_use_ = 0;
+};
+
+}  // namespace podsim

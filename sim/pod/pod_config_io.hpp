@@ -1,0 +1,19 @@
+// Reading, writing and documenting the pod config.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <string>
+
+#include "sim/config/config_io.hpp"
+#include "sim/pod/pod_config.hpp"
+
+namespace podsim {
+
+// Strict: throws config::ConfigError naming the source, key path and expectation.
+PodConfig read_pod_config(const config::ConfigDoc& doc);
+// Every field, defaults filled in: a config file that reproduces `cfg` exactly.
+boost::json::object write_pod_config(const PodConfig& cfg);
+// The reference table of every key (Markdown).
+std::string pod_config_reference();
+
+}  // namespace podsim

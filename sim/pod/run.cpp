@@ -1,0 +1,125 @@
+#include "sim/pod/run.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+
+#include "sim/config/json_write.hpp"
+#include "sim/pod/pod.hpp"
+#include "sim/pod/pod_config_io.hpp"
+#include "sim/pod/stats_json.hpp"
+#include "sim/pod/summary.hpp"
+
+#ifndef PODSIM_VERSION
+#define PODSIM_VERSION "0.0.0"
+#endif
+
+namespace podsim {
+
+const char* podsim_version() {
+  return PODSIM_VERSION;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Writes `text` to `path` through a temporary file, so no half-written file is left behind.
+void write_file(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write " + tmp.string());
+    f << text;
+    if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
+  // 1. The config: everything is checked before anything is built or written.
+  PodConfig cfg;
+  try {
+    config::ConfigDoc doc = opt.config_path
+                                ? config::ConfigDoc::from_file(*opt.config_path)
+                                : config::ConfigDoc::from_text("{}", "<embedded default pod>");
+    for (const std::string& s : opt.overrides)
+      doc.apply_override(s);
+    cfg = read_pod_config(doc);
+  } catch (const config::ConfigError& e) {
+    fmt::print(err, "podsim: config error: {}\n", e.what());
+    return 2;
+  }
+  if (opt.seed) cfg.seed = *opt.seed;
+
+  const fs::path out_dir(opt.out_dir);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    fmt::print(err, "podsim: cannot create the output directory {}: {}\n", out_dir.string(),
+               ec.message());
+    return 2;
+  }
+
+  // 2. Build and run. (sc_stop's "simulation stopped by user" is not news.)
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
+  const auto t0 = std::chrono::steady_clock::now();
+  Pod pod("pod", cfg);
+  pod.run();
+  const double host_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // 3. Results: the resolved config, the run's identity, every stat.
+  boost::json::object run;
+  run["podsim_version"] = podsim_version();
+  run["seed"] = cfg.seed;
+  run["config_source"] = opt.config_path ? *opt.config_path : "<embedded default pod>";
+  boost::json::array sets;
+  for (const auto& s : opt.overrides)
+    sets.push_back(boost::json::string(s));
+  run["overrides"] = std::move(sets);
+  run["simulated_time_ns"] = sim_now().as_ns();
+  run["host_seconds"] = host_s;
+  run["finished"] = pod.finished();
+  boost::json::array failures;
+  for (const auto& f : pod.failures())
+    failures.push_back(boost::json::string(f));
+  run["failures"] = std::move(failures);
+
+  boost::json::object stats;
+  stats["podsim_version"] = podsim_version();
+  stats["config_name"] = cfg.name;
+  stats["seed"] = cfg.seed;
+  stats["simulated_time_ns"] = sim_now().as_ns();
+  stats["stats"] = collect_stats_json();
+
+  try {
+    write_file(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
+    write_file(out_dir / "run.json", config::to_pretty_json(run));
+    write_file(out_dir / "stats.json", config::to_pretty_json(stats));
+  } catch (const std::exception& e) {
+    fmt::print(err, "podsim: {}\n", e.what());
+    return 1;
+  }
+
+  if (!opt.quiet) print_summary(pod, HostTiming{host_s}, out_dir.string(), out);
+
+  for (const auto& f : pod.failures())
+    fmt::print(err, "podsim: workload failed: {}\n", f);
+  if (!pod.finished()) {
+    if (pod.failures().empty())
+      fmt::print(err, "podsim: the workload had not finished at sim.max_time ({})\n",
+                 to_string(cfg.sim.max_time));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace podsim

@@ -1,0 +1,26 @@
+// `podsim run`: load and check the config, build the pod, run it, write the results.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace podsim {
+
+struct RunOptions {
+  std::optional<std::string> config_path;  // none: the embedded default pod
+  std::vector<std::string> overrides;      // "key.path=value"
+  std::optional<std::uint64_t> seed;
+  std::string out_dir = "podsim-out";
+  bool quiet = false;
+};
+
+// Exit codes: 0 ok; 1 the run failed (a workload error, an unfinished workload); 2 the
+// config or command line is wrong (nothing is written then).
+int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err);
+
+const char* podsim_version();
+
+}  // namespace podsim

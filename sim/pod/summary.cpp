@@ -1,0 +1,62 @@
+#include "sim/pod/summary.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <ostream>
+
+#include "sim/pod/pod.hpp"
+#include "sim/pod/run.hpp"
+
+namespace podsim {
+
+void print_summary(const Pod& pod, const HostTiming& host, const std::string& out_dir,
+                   std::ostream& out) {
+  const PodConfig& cfg = pod.config();
+  const Distribution& lat = pod.remote_latency();
+  const LogHistogram& h = lat.histogram();
+  auto ns = [&](std::uint64_t v) { return lat.reported(static_cast<double>(v)); };
+  const Time sim = sim_now();
+
+  fmt::print(out, "podsim {} | {} | {} GPUs | {} | seed {}\n", podsim_version(), cfg.name,
+             cfg.pod.gpus,
+             enum_name(std::span<const EnumName<Topology>>(kTopologyNames), cfg.fabric.topology),
+             cfg.seed);
+  const double rate =
+      host.seconds > 0 ? static_cast<double>(pod.remote_accesses()) / host.seconds : 0;
+  fmt::print(out,
+             "simulated {} in {:.2f} s of host time ({:.0f} remote accesses per host second)\n\n",
+             pretty(sim), host.seconds, rate);
+
+  fmt::print(out, "{:<18}{} ({} loads, {} stores), {} faults\n", "remote accesses",
+             pod.remote_accesses(), pod.remote_reads(), pod.remote_writes(), pod.faults());
+  if (h.count() > 0) {
+    fmt::print(out, "{:<18}mean {:.1f}  p50 {:.1f}  p99 {:.1f}  min {:.1f}  max {:.1f}\n",
+               "latency (ns)", lat.reported(h.mean()), ns(h.percentile(0.5)),
+               ns(h.percentile(0.99)), ns(h.min()), ns(h.max()));
+    fmt::print(out, "{:<18}{:.2f} GB/s of remote payload over a {} access phase\n", "bandwidth",
+               pod.achieved_bandwidth() / 1e9, pretty(pod.access_phase()));
+    const Breakdown& b = pod.remote_breakdown();
+    fmt::print(out, "per-hop breakdown (mean ns per remote access)\n");
+    double total = 0;
+    std::string last_dir;
+    for (std::size_t i = 0; i < b.part_count(); ++i) {
+      if (b.part_sum(i) <= 0) continue;
+      const std::string& name = b.part_name(i);
+      const auto dot = name.find('.');
+      std::string dir = name.substr(0, dot) == "req" ? "request" : "response";
+      fmt::print(out, "  {:<10}{:<10}{:>10.1f}\n", dir == last_dir ? "" : dir, name.substr(dot + 1),
+                 b.part_mean(i));
+      last_dir = dir;
+      total += b.part_mean(i);
+    }
+    fmt::print(out, "  {:<20}{:>10.1f}\n", "total", total);
+  }
+  const LogHistogram& imp = pod.import_time().histogram();
+  if (imp.count() > 0)
+    fmt::print(out, "{:<18}{} first imports, mean {:.2f} us, p99 {:.2f} us\n", "control path",
+               imp.count(), imp.mean() / 1e6, static_cast<double>(imp.percentile(0.99)) / 1e6);
+  fmt::print(out, "{:<18}{}/stats.json, config.json, run.json\n", "outputs", out_dir);
+}
+
+}  // namespace podsim

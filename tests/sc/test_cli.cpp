@@ -1,0 +1,111 @@
+// The podsim command line, run as a user runs it.
+#include <catch2/catch.hpp>
+
+#include "tests/support/run_podsim.hpp"
+
+using podsim::test::run_podsim;
+using podsim::test::source_path;
+using podsim::test::write_temp_file;
+
+TEST_CASE("version and help", "[cli]") {
+  auto v = run_podsim({"--version"}, false);
+  CHECK(v.exit_code == 0);
+  CHECK_THAT(v.out, Catch::StartsWith("podsim 0."));
+  auto h = run_podsim({"--help"}, false);
+  CHECK(h.exit_code == 0);
+  CHECK_THAT(h.out, Catch::Contains("run [CONFIG.json]"));
+  auto rh = run_podsim({"run", "--help"}, false);
+  CHECK(rh.exit_code == 0);
+  CHECK_THAT(rh.out,
+             Catch::Contains("--set") && Catch::Contains("--seed") && Catch::Contains("--out"));
+  CHECK(run_podsim({}, false).exit_code == 2);
+  CHECK(run_podsim({"frobnicate"}, false).exit_code == 2);
+  auto bad_opt = run_podsim({"run", "--frobnicate"});
+  CHECK(bad_opt.exit_code == 2);
+  CHECK_FALSE(bad_opt.out_dir_exists);
+}
+
+TEST_CASE("config errors: exit 2, the file and key path named, nothing written", "[cli]") {
+  struct Case {
+    const char* json;
+    const char* path;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{R"({"fabric": {"switch": {"latncy": "150ns"}}})", "fabric.switch.latncy",
+                "unknown key"},
+           Case{R"({"fabric": {"switch": {"latency": "150 furlongs"}}})", "fabric.switch.latency",
+                "unknown unit"},
+           Case{R"({"pod": {"gpus": "eight"}})", "pod.gpus", "integer, got a string"},
+           Case{R"({"pod": {"gpus": 5000}})", "pod.gpus", "at most 1024"},
+           Case{R"({"workload": {"traffic": {"access_size": "100B"}}})",
+                "workload.traffic.access_size", "multiple of 64"},
+       }) {
+    const std::string file = write_temp_file("bad.json", c.json);
+    auto r = run_podsim({"run", file});
+    INFO(c.json);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file) && Catch::Contains(c.path) && Catch::Contains(c.says));
+    CHECK(r.out.empty());
+    CHECK_FALSE(r.out_dir_exists);
+  }
+}
+
+TEST_CASE("override (--set) errors name the --set and the key path", "[cli]") {
+  auto r = run_podsim({"run", "--set", "gpu.vram.access_latency=fast"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--set gpu.vram.access_latency=fast") &&
+                        Catch::Contains("gpu.vram.access_latency") &&
+                        Catch::Contains("does not start with a number"));
+  CHECK_FALSE(r.out_dir_exists);
+  auto u = run_podsim({"run", "--set", "gpu.vram.speed=1"});
+  CHECK(u.exit_code == 2);
+  CHECK_THAT(u.err, Catch::Contains("gpu.vram.speed") && Catch::Contains("unknown key"));
+}
+
+TEST_CASE("a missing or malformed file is an error naming it", "[cli]") {
+  auto missing = run_podsim({"run", "/nonexistent/pod.json"});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.err,
+             Catch::Contains("/nonexistent/pod.json") && Catch::Contains("cannot open"));
+  auto bad = run_podsim({"run", write_temp_file("syntax.json", "{\"pod\": {\n  \"gpus\": 8 8}}")});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("line 2"));
+}
+
+TEST_CASE("configs/default.json is the embedded default pod", "[cli]") {
+  auto embedded = run_podsim({"config"}, false);
+  auto file = run_podsim({"config", source_path("configs/default.json")}, false);
+  REQUIRE(embedded.exit_code == 0);
+  REQUIRE(file.exit_code == 0);
+  CHECK(file.out == embedded.out);
+  CHECK_THAT(embedded.out, Catch::Contains("\"gpus\": 8"));
+}
+
+TEST_CASE("a run writes its resolved config, seed and version; the config reproduces it", "[cli]") {
+  auto first = run_podsim({"run", "--seed", "7", "--set", "workload.traffic.accesses=300"});
+  REQUIRE(first.exit_code == 0);
+  REQUIRE(first.config);
+  REQUIRE(first.run);
+  CHECK(first.config->at("seed").to_number<int>() == 7);
+  CHECK(first.run->at("seed").to_number<int>() == 7);
+  CHECK(first.run->at("podsim_version").as_string().size() > 0);
+  CHECK(first.config->at("workload").at("traffic").at("accesses").to_number<int>() == 300);
+  CHECK(first.config->at("fabric").at("switch").at("latency").as_string() == "150ns");
+
+  const std::string resolved =
+      write_temp_file("resolved.json", boost::json::serialize(*first.config));
+  auto again = run_podsim({"run", resolved});
+  REQUIRE(again.exit_code == 0);
+  CHECK(boost::json::serialize(again.stats->at("stats")) ==
+        boost::json::serialize(first.stats->at("stats")));
+}
+
+TEST_CASE("the default run prints a remote-access count and its latency breakdown", "[cli]") {
+  auto r = run_podsim({"run"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("remote accesses") && Catch::Contains("latency (ns)") &&
+                        Catch::Contains("per-hop breakdown") && Catch::Contains("switch"));
+  CHECK(r.stat("pod.summary.remote_accesses") > 0);
+  CHECK(r.err.empty());
+}

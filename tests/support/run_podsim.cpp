@@ -1,0 +1,85 @@
+#include "tests/support/run_podsim.hpp"
+
+#include <unistd.h>
+
+#include <sys/wait.h>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace podsim::test {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+fs::path fresh_dir() {
+  static int counter = 0;
+  fs::path base = fs::temp_directory_path() /
+                  ("podsim-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  return base;
+}
+
+std::optional<boost::json::value> read_json(const fs::path& p) {
+  if (!fs::exists(p)) return std::nullopt;
+  return boost::json::parse(slurp(p));
+}
+
+}  // namespace
+
+double PodsimRun::stat(const std::string& path, const std::string& field) const {
+  if (!stats) throw std::runtime_error("no stats.json");
+  const auto* s = stats->at("stats").as_object().if_contains(path);
+  if (!s) throw std::runtime_error("stats.json has no stat " + path);
+  return s->at(field).to_number<double>();
+}
+
+PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out) {
+  fs::path work = fresh_dir();
+  PodsimRun r;
+  r.out_dir = (work / "out").string();
+  std::string cmd = quote(PODSIM_EXE);
+  for (const auto& a : args)
+    cmd += " " + quote(a);
+  if (add_out) cmd += " --out " + quote(r.out_dir);
+  cmd += " </dev/null >" + quote((work / "stdout").string()) + " 2>" +
+         quote((work / "stderr").string());
+  int status = std::system(cmd.c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(work / "stdout");
+  r.err = slurp(work / "stderr");
+  r.out_dir_exists = fs::exists(r.out_dir);
+  r.stats = read_json(fs::path(r.out_dir) / "stats.json");
+  r.config = read_json(fs::path(r.out_dir) / "config.json");
+  r.run = read_json(fs::path(r.out_dir) / "run.json");
+  return r;
+}
+
+std::string source_path(const std::string& relative) {
+  return (fs::path(PODSIM_SOURCE_DIR) / relative).string();
+}
+
+std::string write_temp_file(const std::string& name, const std::string& text) {
+  fs::path p = fresh_dir() / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+}  // namespace podsim::test

@@ -1,0 +1,29 @@
+// Runs the podsim binary as a user would, in a fresh output directory, and reads what it
+// wrote. Used by the tests of the command line, the outputs and the validation tier.
+#pragma once
+
+#include <boost/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace podsim::test {
+
+struct PodsimRun {
+  int exit_code = -1;
+  std::string out, err;
+  std::string out_dir;
+  std::optional<boost::json::value> stats, config, run;  // what the run wrote, if anything
+  bool out_dir_exists = false;
+
+  // A stat's field from stats.json, e.g. stat("pod.summary.remote_latency", "mean").
+  double stat(const std::string& path, const std::string& field = "value") const;
+};
+
+// `args` after the binary name; "--out <fresh dir>" is added for `run`.
+PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out = true);
+
+std::string source_path(const std::string& relative);
+std::string write_temp_file(const std::string& name, const std::string& text);
+
+}  // namespace podsim::test

@@ -1,0 +1,180 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "sim/config/config_io.hpp"
+#include "sim/config/json_write.hpp"
+#include "sim/pod/pod_config_io.hpp"
+
+using namespace podsim;
+using config::ConfigDoc;
+using config::ConfigError;
+
+namespace {
+
+PodConfig read(const std::string& text, std::vector<std::string> sets = {}) {
+  ConfigDoc doc = ConfigDoc::from_text(text, "test.json");
+  for (const auto& s : sets)
+    doc.apply_override(s);
+  return read_pod_config(doc);
+}
+
+// The error a config gives: its source, key path and message.
+ConfigError error_of(const std::string& text, std::vector<std::string> sets = {}) {
+  try {
+    read(text, std::move(sets));
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  FAIL("expected a config error for " << text);
+  return ConfigError("", "", "");
+}
+
+}  // namespace
+
+TEST_CASE("an empty config is the default pod", "[config]") {
+  PodConfig c = read("{}");
+  CHECK(c.pod.gpus == 8);
+  CHECK(c.fabric.switch_.latency == Time::ns(150));
+  CHECK(c.fabric.port.rate() == parse_bandwidth("800Gb/s"));
+  CHECK(c.workload.initiators.empty());
+}
+
+TEST_CASE("values are read into their unit types", "[config]") {
+  PodConfig c = read(R"({
+    // comments and trailing commas are allowed
+    "pod": {"gpus": 16,},
+    "fabric": {"switch": {"latency": "200ns", "ports": 32}, "link": {"cable_length": "3.5m"}},
+    "gpu": {"vram": {"capacity": "192GiB"}},
+    "workload": {"initiators": [0, 3], "traffic": {"read_fraction": 1}},
+  })");
+  CHECK(c.pod.gpus == 16);
+  CHECK(c.fabric.switch_.latency == Time::ns(200));
+  CHECK(c.fabric.switch_.ports == 32);
+  CHECK(c.fabric.link.cable_length == Length::mm(3500));
+  CHECK(c.gpu.vram.capacity == Bytes::GiB(192));
+  CHECK(c.workload.initiators == std::vector<std::uint32_t>{0, 3});
+  CHECK(c.workload.traffic.read_fraction == 1.0);
+}
+
+TEST_CASE("an unknown key names the file, its path and the keys that exist", "[config]") {
+  auto e = error_of(R"({"fabric": {"switch": {"latency": "150ns", "latncy": "1ns"}}})");
+  CHECK(e.source() == "test.json");
+  CHECK(e.path() == "fabric.switch.latncy");
+  CHECK_THAT(e.message(), Catch::Contains("unknown key") && Catch::Contains("latency"));
+  CHECK_THAT(std::string(e.what()), Catch::StartsWith("test.json: fabric.switch.latncy: "));
+  CHECK(error_of(R"({"gpus": 8})").path() == "gpus");
+}
+
+TEST_CASE("a wrong type says what was expected and what was found", "[config]") {
+  auto e = error_of(R"({"fabric": {"switch": {"latency": 150}}})");
+  CHECK(e.path() == "fabric.switch.latency");
+  CHECK_THAT(e.message(), Catch::Contains("expected a time such as \"150ns\"") &&
+                              Catch::Contains("got an integer 150"));
+  CHECK_THAT(error_of(R"({"pod": {"gpus": "8"}})").message(),
+             Catch::Contains("integer") && Catch::Contains("got a string \"8\""));
+  CHECK_THAT(error_of(R"({"pod": {"gpus": 8.5}})").message(),
+             Catch::Contains("integer") && Catch::Contains("got a number 8.5"));
+  CHECK_THAT(error_of(R"({"pod": {"gpus": -3}})").message(), Catch::Contains("non-negative"));
+  CHECK_THAT(error_of(R"({"pod": 8})").message(), Catch::Contains("expected an object"));
+  CHECK_THAT(error_of(R"({"workload": {"initiators": 3}})").message(),
+             Catch::Contains("expected an array"));
+  CHECK(error_of(R"({"workload": {"initiators": [0, "x"]}})").path() == "workload.initiators.1");
+}
+
+TEST_CASE("a bad unit names the unit and the ones allowed", "[config]") {
+  auto e = error_of(R"({"gpu": {"vram": {"capacity": "192 GiBs"}}})");
+  CHECK(e.path() == "gpu.vram.capacity");
+  CHECK_THAT(e.message(), Catch::Contains("unknown unit \"GiBs\"") && Catch::Contains("KiB"));
+}
+
+TEST_CASE("out-of-range values give the allowed range", "[config]") {
+  auto e = error_of(R"({"pod": {"gpus": 1}})");
+  CHECK(e.path() == "pod.gpus");
+  CHECK_THAT(e.message(), Catch::Contains("at least 2") && Catch::Contains("got 1"));
+  CHECK_THAT(error_of(R"({"workload": {"traffic": {"read_fraction": 1.5}}})").message(),
+             Catch::Contains("at most 1"));
+  CHECK(error_of(R"({"fabric": {"port": {"lanes": 3}}})").path() == "fabric.port.lanes");
+  CHECK(error_of(R"({"gpu": {"gpuvm": {"tlb_entries": 10, "tlb_ways": 4}}})").path() ==
+        "gpu.gpuvm.tlb_ways");
+  CHECK_THAT(error_of(R"({"fabric": {"switch": {"latency": "1ms"}}, "pod": {"addr_mode": "x"}})")
+                 .message(),
+             Catch::Contains("\"x\" is not one of \"source_aliasing\""));
+}
+
+TEST_CASE("checks across sections name the key at fault", "[config]") {
+  auto e = error_of(R"({"pod": {"gpus": 72}})");
+  CHECK(e.path() == "pod.gpus");
+  CHECK_THAT(e.message(), Catch::Contains("fabric.switch.ports is 64"));
+  CHECK(error_of(R"({"pod": {"gpus": 4}, "workload": {"initiators": [0, 4]}})").path() ==
+        "workload.initiators.1");
+}
+
+TEST_CASE("JSON syntax errors give line and column", "[config]") {
+  try {
+    ConfigDoc::from_text("{\n  \"pod\": {\"gpus\": 8,,}\n}", "bad.json");
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.source() == "bad.json");
+    CHECK_THAT(e.message(), Catch::Contains("line 2, column"));
+  }
+  CHECK_THROWS_AS(ConfigDoc::from_text("[1, 2]", "x.json"), ConfigError);
+  CHECK_THROWS_AS(ConfigDoc::from_text("{} {}", "x.json"), ConfigError);
+}
+
+TEST_CASE("overrides (--set) follow the same rules and say they came from --set", "[config]") {
+  PodConfig c = read("{}", {"fabric.switch.latency=250ns", "pod.gpus=4", "workload.initiators=[1]",
+                            "name=\"my pod\""});
+  CHECK(c.fabric.switch_.latency == Time::ns(250));
+  CHECK(c.pod.gpus == 4);
+  CHECK(c.workload.initiators == std::vector<std::uint32_t>{1});
+  CHECK(c.name == "my pod");
+
+  auto e = error_of("{}", {"fabric.switch.latncy=1ns"});
+  CHECK(e.source() == "--set fabric.switch.latncy=1ns");
+  CHECK(e.path() == "fabric.switch.latncy");
+  auto bad_unit = error_of("{}", {"fabric.switch.latency=200 nanos"});
+  CHECK(bad_unit.source() == "--set fabric.switch.latency=200 nanos");
+  CHECK_THAT(bad_unit.message(), Catch::Contains("unknown unit"));
+  CHECK(error_of("{}", {"fabric.swtch.latency=1ns"}).path() == "fabric.swtch");
+  CHECK_THAT(error_of("{}", {"pod.gpus=x"}).message(), Catch::Contains("integer, got a string"));
+  CHECK_THROWS_WITH(read(R"({"pod": {"gpus": 8}})", {"pod.gpus.x=1"}),
+                    Catch::Contains("is not a section"));
+  CHECK_THROWS_WITH(read("{}", {"nokey"}), Catch::Contains("expected key.path=value"));
+  CHECK_THROWS_WITH(read(R"({"workload": {"initiators": [0]}})", {"workload.initiators.5=1"}),
+                    Catch::Contains("expected an index below 1"));
+  // A later override wins; errors elsewhere still name the file.
+  CHECK(read("{}", {"pod.gpus=4", "pod.gpus=6"}).pod.gpus == 6);
+  CHECK(error_of(R"({"bogus": 1})", {"pod.gpus=4"}).source() == "test.json");
+}
+
+TEST_CASE("the resolved config reproduces the config exactly", "[config]") {
+  PodConfig c = read(R"({"pod": {"gpus": 16}, "fabric": {"switch": {"latency": "123.456ns"}},
+                         "gpu": {"vram": {"channel_bandwidth": "1.225TB/s"}},
+                         "workload": {"traffic": {"read_fraction": 0.3}}})");
+  const std::string once = config::to_pretty_json(write_pod_config(c));
+  PodConfig again = read(once);
+  const std::string twice = config::to_pretty_json(write_pod_config(again));
+  CHECK(once == twice);
+  CHECK(again.fabric.switch_.latency == Time::ps(123'456));
+  CHECK(again.workload.traffic.read_fraction == 0.3);
+  CHECK(again.gpu.vram.channel_bandwidth == c.gpu.vram.channel_bandwidth);
+}
+
+TEST_CASE("the reference lists every key with its default", "[config]") {
+  const std::string ref = pod_config_reference();
+  for (const char* key : {"`pod.gpus`", "`fabric.switch.latency`", "`gpu.vram.capacity`",
+                          "`workload.traffic.outstanding`", "`gpu.driver.response_timeout`"})
+    CHECK_THAT(ref, Catch::Contains(key));
+  CHECK_THAT(ref, Catch::Contains("`\"150ns\"`"));
+}
+
+TEST_CASE("docs/config-reference.md is current", "[config][docs]") {
+  std::ifstream in(std::string(PODSIM_SOURCE_DIR) + "/docs/config-reference.md");
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  INFO("regenerate it: see the header of docs/config-reference.md");
+  CHECK_THAT(ss.str(), Catch::EndsWith(pod_config_reference()));
+}

@@ -1,0 +1,65 @@
+#include <catch2/catch.hpp>
+
+#include "sim/base/histogram.hpp"
+#include "sim/base/rng.hpp"
+
+using namespace podsim;
+
+TEST_CASE("small values are recorded exactly", "[histogram]") {
+  LogHistogram h;
+  for (std::uint64_t v = 0; v < 256; ++v)
+    h.record(v);
+  CHECK(h.count() == 256);
+  CHECK(h.min() == 0);
+  CHECK(h.max() == 255);
+  CHECK(h.percentile(0.5) == 127);
+  CHECK(h.percentile(1.0) == 255);
+  CHECK(h.mean() == Approx(127.5));
+}
+
+TEST_CASE("a single value comes back exactly from every percentile", "[histogram]") {
+  LogHistogram h;
+  h.record(948'013, 5);
+  CHECK(h.percentile(0.0) == 948'013);
+  CHECK(h.percentile(0.5) == 948'013);
+  CHECK(h.percentile(0.99) == 948'013);
+  CHECK(h.mean() == Approx(948'013.0));
+}
+
+TEST_CASE("buckets tile the integers and bound the relative error", "[histogram]") {
+  LogHistogram h;
+  std::uint64_t prev_upper = 0;
+  for (std::uint64_t v : {255ull, 256ull, 257ull, 1000ull, 65'535ull, 1'000'000ull, 1ull << 40}) {
+    std::size_t i = LogHistogram::index_of(v);
+    h.record(v);
+    CHECK(h.bucket_lower(i) <= v);
+    CHECK(v <= h.bucket_upper(i));
+    const double width = static_cast<double>(h.bucket_upper(i) - h.bucket_lower(i) + 1);
+    CHECK(width / static_cast<double>(v) <= 1.0 / 128);
+    (void)prev_upper;
+  }
+  // Consecutive buckets are adjacent.
+  for (std::size_t i = 1; i < 4000; ++i)
+    CHECK(h.bucket_lower(i) == h.bucket_upper(i - 1) + 1);
+}
+
+TEST_CASE("percentiles of a uniform sample are within the bucket precision", "[histogram]") {
+  LogHistogram h;
+  Rng rng(7);
+  for (int i = 0; i < 100'000; ++i)
+    h.record(1'000'000 + rng.below(1'000'000));
+  CHECK(static_cast<double>(h.percentile(0.5)) == Approx(1'500'000).epsilon(0.01));
+  CHECK(static_cast<double>(h.percentile(0.99)) == Approx(1'990'000).epsilon(0.01));
+}
+
+TEST_CASE("merging equals recording everything in one", "[histogram]") {
+  LogHistogram a, b, all;
+  for (std::uint64_t v = 0; v < 5000; v += 7)
+    (v % 2 ? a : b).record(v * 13), all.record(v * 13);
+  a.merge(b);
+  CHECK(a.count() == all.count());
+  CHECK(a.min() == all.min());
+  CHECK(a.max() == all.max());
+  CHECK(a.percentile(0.9) == all.percentile(0.9));
+  CHECK(a.mean() == Approx(all.mean()));
+}

@@ -1,0 +1,35 @@
+#include <catch2/catch.hpp>
+
+#include "driver_model/npa_allocator.hpp"
+
+using podsim::driver::NpaRangeAllocator;
+
+TEST_CASE("the first 2 MiB of the window are kept for the rings", "[npa]") {
+  NpaRangeAllocator a(NpaRangeAllocator::kRingPages, 1u << 20);
+  auto r = a.allocate(1);
+  REQUIRE(r);
+  CHECK(*r == 512);
+}
+
+TEST_CASE("ranges of 512 pages or more are aligned to 2 MiB", "[npa]") {
+  NpaRangeAllocator a(512, 1u << 20);
+  CHECK(*a.allocate(3) == 512);
+  auto big = a.allocate(512);
+  REQUIRE(big);
+  CHECK(*big % 512 == 0);
+  CHECK(*big == 1024);
+  CHECK(*a.allocate(2) == 515);  // small ones fill the hole before the aligned range
+}
+
+TEST_CASE("freed ranges merge and can be reused; bad frees are caught", "[npa]") {
+  NpaRangeAllocator a(512, 512 + 100);
+  auto x = *a.allocate(40);
+  auto y = *a.allocate(60);
+  CHECK_FALSE(a.allocate(1));  // NOSPACE
+  a.free(x, 40);
+  a.free(y, 60);
+  CHECK(a.free_pages() == 100);
+  CHECK(*a.allocate(100) == 512);
+  CHECK_THROWS(a.free(600, 3));
+  CHECK_FALSE(a.allocate(0));
+}

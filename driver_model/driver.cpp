@@ -1,33 +1,39 @@
 #include "driver_model/driver.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace podsim::driver {
 
 std::string_view conn_state_name(ConnState s) {
   switch (s) {
-    case ConnState::NotReady:
-      return "NOT_READY";
-    case ConnState::InProgress:
-      return "IN_PROGRESS";
-    case ConnState::Pending:
-      return "PENDING";
-    case ConnState::Established:
-      return "ESTABLISHED";
+    case ConnState::NotReady: return "NOT_READY";
+    case ConnState::InProgress: return "IN_PROGRESS";
+    case ConnState::Pending: return "PENDING";
+    case ConnState::Established: return "ESTABLISHED";
   }
   return "?";
 }
 
 namespace {
-constexpr std::uint64_t kWindowEnd = (1ull << kNpaWindowPageBits) - 1;  // exclusive
 
 Errno errno_of(FailReason r) {
   return r == FailReason::NoSpace ? Errno::NoSpc : Errno::Inval;
 }
 }  // namespace
 
-Driver::Driver(const DriverConfig& cfg, AccelId self, NpaAddrMode mode, Rng rng, DriverEnv& env)
-    : cfg_(cfg), self_(self), mode_(mode), rng_(rng), env_(env), conns_(kMaxAccels) {
+Driver::Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode mode, Rng rng,
+               DriverEnv& env)
+    : cfg_(cfg),
+      self_(self),
+      vpod_(std::move(vpod)),
+      mode_(mode),
+      rng_(rng),
+      env_(env),
+      conns_(kMaxAccels) {
   for (std::size_t t = 1; t < kMsgTypes; ++t) {
     std::string n(msg_name(static_cast<MsgType>(t)));
     sent_by_type_.push_back(std::make_unique<Counter>(stats_, "sent." + n, "count",
@@ -35,11 +41,22 @@ Driver::Driver(const DriverConfig& cfg, AccelId self, NpaAddrMode mode, Rng rng,
     received_by_type_.push_back(std::make_unique<Counter>(
         stats_, "received." + n, "count", "protocol messages of this type received"));
   }
+  start_workers();
 }
 
 Driver::~Driver() = default;
 
-// ---- buffer objects --------------------------------------------------------------------------
+void Driver::start_workers() {
+  runner_.run(irq_worker());
+  runner_.run(cleanup_worker());
+  if (cfg_.exported_memory == ExportedMemory::Unpinned) runner_.run(eviction_worker());
+}
+
+std::uint64_t Driver::messages_sent(MsgType t) const {
+  return sent_by_type_[static_cast<std::size_t>(t) - 1]->value();
+}
+
+// ---- buffers and handles -----------------------------------------------------------------------
 
 std::uint64_t Driver::new_bo(Domain d, std::uint64_t pages) {
   std::uint64_t id = next_bo_++;
@@ -50,69 +67,98 @@ std::uint64_t Driver::new_bo(Domain d, std::uint64_t pages) {
   return id;
 }
 
-GemHandle Driver::new_gem(std::uint64_t bo) {
-  GemHandle g = next_gem_++;
-  gems_[g] = bo;
+GemHandle Driver::new_gem(ProcessId p, std::uint64_t bo) {
+  Process& proc = process(p);
+  GemHandle g = proc.next_gem++;
+  proc.gems[g] = bo;
   Bo& b = bos_.at(bo);
   ++b.refs;
   ++b.handle_count;
   return g;
 }
 
-Fd Driver::new_fd(std::uint64_t bo) {
-  Fd fd = next_fd_++;
-  files_[fd] = File{bo};
+Fd Driver::new_fd(ProcessId p, std::uint64_t bo) {
+  Process& proc = process(p);
+  Fd fd = proc.next_fd++;
+  proc.fds[fd] = bo;
   ++bos_.at(bo).refs;
   return fd;
 }
 
-void Driver::unref_bo(std::uint64_t id) {
+void Driver::unref(std::uint64_t id) {
   auto it = bos_.find(id);
   if (it == bos_.end()) throw std::logic_error("driver: unref of a freed buffer object");
   Bo& bo = it->second;
   if (--bo.refs > 0) return;
+  if (bo.pins > 0)
+    env_.note_violation(
+        fmt::format("gpu{}: {} freed while pinned {} time(s)", self_, describe(bo), bo.pins));
   if (bo.domain == Domain::Vram) env_.vram_free(bo.vram_pages);
   bos_.erase(it);
 }
 
-Driver::Bo* Driver::bo_of_gem(GemHandle gem) {
-  auto it = gems_.find(gem);
-  if (it == gems_.end()) return nullptr;
+Driver::Bo* Driver::bo_of(ProcessId p, GemHandle gem) {
+  auto pit = processes_.find(p);
+  if (pit == processes_.end()) return nullptr;
+  auto it = pit->second.gems.find(gem);
+  if (it == pit->second.gems.end()) return nullptr;
   return &bos_.at(it->second);
 }
 
-Result<GemHandle> Driver::gem_create(Bytes bytes, Domain domain) {
-  env_.spend(cfg_.ioctl_latency);
-  if (domain == Domain::Npa || bytes.count() == 0) return {Errno::Inval, 0};
+std::string Driver::describe(const Bo& bo) const {
+  std::string what = bo.domain == Domain::Npa ? "NPA buffer" : "VRAM buffer";
+  if (bo.ualink) return fmt::format("{} {} (handle {:016x})", what, bo.id, bo.ualink->lo);
+  return fmt::format("{} {}", what, bo.id);
+}
+
+Task<Result<GemHandle>> Driver::gem_create(ProcessId p, Bytes bytes, Domain domain) {
+  co_await sleep(cfg_.ioctl_latency);
+  if (domain == Domain::Npa || bytes.count() == 0) co_return Result<GemHandle>{Errno::Inval, 0};
   const std::uint64_t pages = (bytes.count() + kPageSize - 1) / kPageSize;
   std::uint64_t id = new_bo(domain, pages);
   if (domain == Domain::Vram) {
     auto got = env_.vram_alloc(pages);
     if (!got) {
       bos_.erase(id);
-      return {Errno::NoMem, 0};
+      co_return Result<GemHandle>{Errno::NoMem, 0};
     }
     bos_[id].vram_pages = std::move(*got);
   }
-  return {Errno::Ok, new_gem(id)};
+  co_return Result<GemHandle>{Errno::Ok, new_gem(p, id)};
 }
 
-Errno Driver::gem_cpu_map(GemHandle gem) {
-  env_.spend(cfg_.ioctl_latency);
-  Bo* bo = bo_of_gem(gem);
-  if (!bo) return Errno::NoEnt;
-  if (bo->domain == Domain::Npa) return Errno::Inval;  // remote memory is never CPU-mappable
-  return Errno::Ok;
+Task<Errno> Driver::gem_close(ProcessId p, GemHandle gem) {
+  co_await sleep(cfg_.ioctl_latency);
+  Process& proc = process(p);
+  auto it = proc.gems.find(gem);
+  if (it == proc.gems.end()) co_return Errno::NoEnt;
+  const std::uint64_t id = it->second;
+  proc.gems.erase(it);
+  Bo& bo = bos_.at(id);
+  // drm_gem: the handle count reaching 0 revokes the export.
+  if (--bo.handle_count == 0 && bo.ualink) revoke(bo);
+  unref(id);
+  co_return Errno::Ok;
 }
 
-Errno Driver::gem_va_map(GemHandle gem, std::uint64_t va, std::uint16_t vmid) {
-  env_.spend(cfg_.ioctl_latency);
-  Bo* bo = bo_of_gem(gem);
-  if (!bo) return Errno::NoEnt;
-  if (va % kPageSize != 0) return Errno::Inval;
-  if (bo->domain == Domain::Gtt) return Errno::OpNotSupp;  // system memory is not modelled
+Task<Errno> Driver::gem_cpu_map(ProcessId p, GemHandle gem) {
+  co_await sleep(cfg_.ioctl_latency);
+  Bo* bo = bo_of(p, gem);
+  if (!bo) co_return Errno::NoEnt;
+  if (bo->domain == Domain::Npa) co_return Errno::Inval;  // remote memory: GPU access only
+  co_return Errno::Ok;
+}
+
+Task<Errno> Driver::gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va) {
+  co_await sleep(cfg_.ioctl_latency);
+  Bo* bo = bo_of(p, gem);
+  if (!bo) co_return Errno::NoEnt;
+  if (va % kPageSize != 0) co_return Errno::Inval;
+  if (bo->domain == Domain::Gtt) co_return Errno::OpNotSupp;  // system memory is not modelled
+  if (bo->evicted) co_return Errno::Inval;                    // its access was revoked
+  const std::uint64_t id = bo->id, pages = bo->pages;
   const std::uint64_t first = va >> kPageShift;
-  for (std::uint64_t i = 0; i < bo->pages; ++i) {
+  for (std::uint64_t i = 0; i < pages; ++i) {
     Pte pte;
     pte.writable = true;
     if (bo->domain == Domain::Vram) {
@@ -122,18 +168,107 @@ Errno Driver::gem_va_map(GemHandle gem, std::uint64_t va, std::uint16_t vmid) {
       pte.target = PteTarget::Npa;
       pte.frame = bo->npa_page + i;
     }
-    env_.gpuvm_map(vmid, first + i, pte);
+    env_.gpuvm_map(p, first + i, pte);
   }
-  env_.spend(cfg_.pte_update_latency * static_cast<std::int64_t>(bo->pages));
-  env_.gpuvm_flush_tlb(vmid);
-  env_.spend(cfg_.tlb_flush_latency);
-  return Errno::Ok;
+  bo->mappings.push_back({p, va});
+  ++bo->refs;  // the mapping (bo_va) holds the buffer
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages));
+  env_.gpuvm_flush_tlb(p);
+  co_await sleep(cfg_.tlb_flush_latency);
+  (void)id;
+  co_return Errno::Ok;
 }
 
-std::uint32_t Driver::pin_count(GemHandle gem) const {
-  auto it = gems_.find(gem);
-  if (it == gems_.end()) return 0;
+Task<Errno> Driver::gem_va_unmap(ProcessId p, GemHandle gem, std::uint64_t va) {
+  co_await sleep(cfg_.ioctl_latency);
+  Bo* bo = bo_of(p, gem);
+  if (!bo) co_return Errno::NoEnt;
+  auto it = std::find_if(bo->mappings.begin(), bo->mappings.end(),
+                         [&](const Mapping& m) { return m.process == p && m.va == va; });
+  if (it == bo->mappings.end()) co_return Errno::Inval;
+  bo->mappings.erase(it);
+  const std::uint64_t id = bo->id, pages = bo->pages;
+  if (!bo->evicted)
+    for (std::uint64_t i = 0; i < pages; ++i)
+      env_.gpuvm_unmap(p, (va >> kPageShift) + i);
+  env_.gpuvm_flush_tlb(p);
+  unref(id);
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages) +
+                 cfg_.tlb_flush_latency);
+  co_return Errno::Ok;
+}
+
+std::uint32_t Driver::pin_count(ProcessId p, GemHandle gem) const {
+  auto pit = processes_.find(p);
+  if (pit == processes_.end()) return 0;
+  auto it = pit->second.gems.find(gem);
+  if (it == pit->second.gems.end()) return 0;
   return bos_.at(it->second).pins;
+}
+
+Bytes Driver::gem_size(ProcessId p, GemHandle gem) const {
+  auto pit = processes_.find(p);
+  if (pit == processes_.end()) return Bytes(0);
+  auto it = pit->second.gems.find(gem);
+  if (it == pit->second.gems.end()) return Bytes(0);
+  return Bytes(bos_.at(it->second).pages * kPageSize);
+}
+
+Task<Result<GemHandle>> Driver::prime_fd_to_handle(ProcessId p, Fd fd) {
+  co_await sleep(cfg_.ioctl_latency);
+  Process& proc = process(p);
+  auto it = proc.fds.find(fd);
+  if (it == proc.fds.end()) co_return Result<GemHandle>{Errno::Inval, 0};
+  co_return Result<GemHandle>{Errno::Ok, new_gem(p, it->second)};
+}
+
+Task<Errno> Driver::close_fd(ProcessId p, Fd fd) {
+  co_await sleep(cfg_.ioctl_latency);
+  Process& proc = process(p);
+  auto it = proc.fds.find(fd);
+  if (it == proc.fds.end()) co_return Errno::Inval;
+  const std::uint64_t bo = it->second;
+  proc.fds.erase(it);
+  unref(bo);  // closing fds never sends RELEASE
+  co_return Errno::Ok;
+}
+
+Task<void> Driver::process_exit(ProcessId p) {
+  co_await sleep(cfg_.ioctl_latency);
+  auto pit = processes_.find(p);
+  if (pit == processes_.end()) co_return;
+  // Mappings first (the address space goes), then fds, then GEM handles.
+  for (auto& [id, bo] : bos_) {
+    for (auto it = bo.mappings.begin(); it != bo.mappings.end();) {
+      if (it->process != p) {
+        ++it;
+        continue;
+      }
+      if (!bo.evicted)
+        for (std::uint64_t i = 0; i < bo.pages; ++i)
+          env_.gpuvm_unmap(p, (it->va >> kPageShift) + i);
+      it = bo.mappings.erase(it);
+      --bo.refs;  // released below through unref when it was the last
+    }
+  }
+  env_.gpuvm_flush_tlb(p);
+  // Buffers whose last reference was a mapping.
+  std::vector<std::uint64_t> unreferenced;
+  for (auto& [id, bo] : bos_)
+    if (bo.refs == 0) unreferenced.push_back(id);
+  for (std::uint64_t id : unreferenced) {
+    ++bos_.at(id).refs;
+    unref(id);
+  }
+  Process proc = std::move(processes_.at(p));
+  processes_.erase(p);
+  for (auto& [fd, bo] : proc.fds)
+    unref(bo);
+  for (auto& [g, id] : proc.gems) {
+    Bo& bo = bos_.at(id);
+    if (--bo.handle_count == 0 && bo.ualink) revoke(bo);
+    unref(id);
+  }
 }
 
 // ---- export ----------------------------------------------------------------------------------
@@ -142,46 +277,54 @@ UalinkHandle Driver::new_handle() {
   UalinkHandle h;
   do {
     h.lo = (rng_.next() & ~0x3FFull) | self_;
-  } while (h.lo == 0 || exports_.count(h.lo));
+  } while (h.lo == 0 || exports_.count(h.lo) || invalid_.count(h.lo));
   h.hi = rng_.next();
   return h;
 }
 
-Result<UalinkHandle> Driver::export_handle(GemHandle gem) {
+Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
   const Time t0 = env_.now();
-  env_.spend(cfg_.ioctl_latency);
-  auto finish = [&](Result<UalinkHandle> r) {
-    export_time_.record(env_.now() - t0);
-    return r;
-  };
-  if (!ualink_active_) return finish({Errno::OpNotSupp, {}});
-  Bo* bo = bo_of_gem(gem);
-  if (!bo) return finish({Errno::NoEnt, {}});
-  if (bo->domain != Domain::Vram) return finish({Errno::OpNotSupp, {}});
-  if (bo->ualink) {
+  co_await sleep(cfg_.ioctl_latency);
+  Result<UalinkHandle> r;
+  Bo* bo = bo_of(p, gem);
+  if (!ualink_active_) {
+    r.err = Errno::OpNotSupp;
+  } else if (!bo) {
+    r.err = Errno::NoEnt;
+  } else if (bo->domain != Domain::Vram) {
+    r.err = Errno::OpNotSupp;
+  } else if (bo->ualink) {
     exports_repeated_.inc();
-    return finish({Errno::Ok, *bo->ualink});
+    r.value = *bo->ualink;
+  } else {
+    auto node = std::make_shared<ExportNode>();
+    node->handle = new_handle();
+    node->bo = bo->id;
+    node->importers.assign(kMaxAccels, false);
+    node->gen.assign(kMaxAccels, 0);
+    node->pending.assign(kMaxAccels, false);
+    bo->refs += 2;  // the node's reference, and the dma-buf the snapshot makes (never used)
+    bo->ualink = node->handle;
+    exports_.emplace(node->handle.lo, node);
+    exports_created_.inc();
+    r.value = node->handle;
   }
-  UalinkHandle h = new_handle();
-  ExportNode node;
-  node.handle = h;
-  node.bo = bo->id;
-  node.importers.assign(kMaxAccels, false);
-  node.generations.assign(kMaxAccels, 0);
-  ++bo->refs;  // the export node holds the buffer
-  bo->ualink = h;
-  exports_.emplace(h.lo, std::move(node));
-  exports_created_.inc();
-  return finish({Errno::Ok, h});
+  export_time_.record(env_.now() - t0);
+  co_return r;
 }
 
 std::size_t Driver::importer_count(const UalinkHandle& h) const {
   auto it = exports_.find(h.lo);
   if (it == exports_.end()) return 0;
   std::size_t n = 0;
-  for (bool b : it->second.importers)
+  for (bool b : it->second->importers)
     n += b;
   return n;
+}
+
+ImportState Driver::import_state(const UalinkHandle& h) const {
+  auto it = imports_.find(h.lo);
+  return it == imports_.end() ? ImportState::Teardown : it->second->state;
 }
 
 NpaRangeAllocator& Driver::window(AccelId importer) {
@@ -189,293 +332,599 @@ NpaRangeAllocator& Driver::window(AccelId importer) {
   // importer I's window, [I<<29 | 512, I<<29 | 0x1FFFFFFF) in the exporter's NPA VM.
   AccelId key = mode_ == NpaAddrMode::SourceAliasing ? self_ : importer;
   auto it = windows_.find(key);
-  if (it == windows_.end())
-    it = windows_.emplace(key, NpaRangeAllocator(NpaRangeAllocator::kRingPages, kWindowEnd)).first;
+  if (it == windows_.end()) {
+    // The window's last page (0x1FFFFFFF in the full 2 TiB window) is not handed out.
+    const std::uint64_t end = cfg_.npa_window.count() / kPageSize - 1;
+    it = windows_.emplace(key, NpaRangeAllocator(NpaRangeAllocator::kRingPages, end)).first;
+  }
   return it->second;
 }
 
-const NpaRangeAllocator& Driver::npa_allocator(AccelId window_owner) const {
-  return windows_.at(window_owner);
+std::uint64_t Driver::npa_key(AccelId importer, std::uint64_t window_page) const {
+  if (mode_ == NpaAddrMode::SourceIdentification)
+    return (static_cast<std::uint64_t>(importer) << kNpaWindowPageBits) | window_page;
+  return window_page;
 }
 
-void Driver::map_npa_range(const Bo& bo, std::uint64_t key_base) {
-  for (std::uint64_t i = 0; i < bo.pages; ++i)
-    env_.npa_map(key_base + i, bo.vram_pages[i]);
-  env_.spend(cfg_.pte_update_latency * static_cast<std::int64_t>(bo.pages));
+Task<void> Driver::map_range(const Bo& bo, std::uint64_t key_base, std::uint64_t tag) {
+  const std::uint64_t pages = bo.pages;
+  for (std::uint64_t i = 0; i < pages; ++i)
+    env_.npa_map(key_base + i, bo.vram_pages[i], tag);
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages));
   env_.npa_flush_tlb();
-  env_.spend(cfg_.tlb_flush_latency);
+  co_await sleep(cfg_.tlb_flush_latency);
 }
 
-void Driver::on_npa_req(AccelId from, const Message& m) {
-  if (conns_[from].state != ConnState::Established) {
-    setup(from);  // and drop the request: the importer will time out
+void Driver::unmap_range(std::uint64_t key_base, std::uint64_t pages) {
+  for (std::uint64_t i = 0; i < pages; ++i)
+    env_.npa_unmap(key_base + i);
+}
+
+void Driver::free_range(AccelId importer, std::uint64_t window_page, std::uint64_t pages,
+                        std::uint64_t tag) {
+  const std::uint64_t key = npa_key(importer, window_page);
+  if (env_.npa_any_mapped(key, pages))
+    env_.note_violation(fmt::format(
+        "gpu{}: NPA range at page {:#x} ({} pages) of export {:016x} freed while PTEs still "
+        "map it",
+        self_, key, pages, tag));
+  window(importer).free(window_page, pages);
+}
+
+void Driver::unpin(Bo& bo) {
+  if (cfg_.exported_memory == ExportedMemory::Unpinned) return;
+  if (bo.pins == 0) {
+    env_.note_violation(
+        fmt::format("gpu{}: {} unpinned more often than pinned", self_, describe(bo)));
     return;
+  }
+  --bo.pins;
+}
+
+Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
+  if (conns_[from].state != ConnState::Established) {
+    dropped_.inc();
+    co_await setup(from, cfg_.bug("B7"));  // and drop the request: the importer will time out
+    co_return;
   }
   auto fail = [&](FailReason r) {
     Message f;
     f.type = MsgType::NpaFail;
     f.handle = m.handle;
     f.reason = r;
-    send(from, f);
+    return send(from, f);
   };
-  auto it = exports_.find(m.handle.lo);
-  if (it == exports_.end() || it->second.handle.hi != m.handle.hi) {
-    fail(FailReason::InvalidHandle);
-    return;
+  if (!vpod_.contains(from)) {
+    refused_.inc();
+    co_await fail(FailReason::Error);
+    co_return;
   }
-  ExportNode& node = it->second;
-  Bo& bo = bos_.at(node.bo);
-  ++bo.pins;  // once per request
+  auto it = exports_.find(m.handle.lo);
+  if (it == exports_.end() || it->second->handle.hi != m.handle.hi) {
+    co_await fail(FailReason::InvalidHandle);
+    co_return;
+  }
+  ExportPtr node = it->second;
+  ++node->refs;
+  Bo& bo = bos_.at(node->bo);
+  const std::uint64_t tag = node->handle.lo;
+  if (cfg_.exported_memory == ExportedMemory::Pinned) ++bo.pins;  // once per request
 
   std::uint64_t window_page = 0;
+  bool fresh_range = false;
+  std::optional<FailReason> failure;
   if (mode_ == NpaAddrMode::SourceIdentification) {
-    if (node.ident_npa.count(from)) {
-      --bo.pins;
-      fail(FailReason::Duplicate);
-      return;
+    if (node->ident_npa.count(from)) {
+      failure = FailReason::Duplicate;
+    } else if (auto got = window(from).allocate(bo.pages)) {
+      window_page = *got;
+      fresh_range = true;
+      node->ident_npa[from] = window_page;
+    } else {
+      failure = FailReason::NoSpace;
     }
-    auto got = window(from).allocate(bo.pages);
-    if (!got) {
-      --bo.pins;
-      fail(FailReason::NoSpace);
-      return;
-    }
+  } else if (node->shared_npa) {
+    window_page = *node->shared_npa;
+  } else if (auto got = window(from).allocate(bo.pages)) {
     window_page = *got;
-    node.ident_npa[from] = window_page;
-    map_npa_range(bo, (static_cast<std::uint64_t>(from) << kNpaWindowPageBits) | window_page);
-  } else if (node.shared_npa) {
-    window_page = *node.shared_npa;
+    fresh_range = true;
+    node->shared_npa = window_page;
   } else {
-    auto got = window(from).allocate(bo.pages);
-    if (!got) {
-      --bo.pins;
-      fail(FailReason::NoSpace);
-      return;
-    }
-    window_page = *got;
-    node.shared_npa = window_page;
-    map_npa_range(bo, window_page);
+    failure = FailReason::NoSpace;
   }
+  if (failure) {
+    unpin(bo);
+    co_await fail(*failure);
+    put_export(node);
+    co_return;
+  }
+  if (fresh_range) co_await map_range(bo, npa_key(from, window_page), tag);
 
   Message rsp;
   rsp.type = MsgType::NpaRsp;
-  rsp.handle = node.handle;
-  rsp.size_pages = static_cast<std::uint32_t>(bo.pages);
+  rsp.handle = node->handle;
+  rsp.size_pages = static_cast<std::uint32_t>(bos_.at(node->bo).pages);
   rsp.npa_page = static_cast<std::uint32_t>(window_page);
-  if (!send(from, rsp)) {
+  const std::uint32_t gen = conns_[from].generation;
+  const Errno sent = co_await send(from, rsp);
+  Bo& b = bos_.at(node->bo);
+  if (sent != Errno::Ok) {
     // Undo everything and send no FAIL.
-    --bo.pins;
-    if (mode_ == NpaAddrMode::SourceIdentification) {
-      for (std::uint64_t i = 0; i < bo.pages; ++i)
-        env_.npa_unmap((static_cast<std::uint64_t>(from) << kNpaWindowPageBits) |
-                       (window_page + i));
-      window(from).free(window_page, bo.pages);
-      node.ident_npa.erase(from);
+    unpin(b);
+    if (fresh_range) {
+      unmap_range(npa_key(from, window_page), b.pages);
+      env_.npa_flush_tlb();
+      free_range(from, window_page, b.pages, tag);
+      if (mode_ == NpaAddrMode::SourceIdentification)
+        node->ident_npa.erase(from);
+      else
+        node->shared_npa.reset();
     }
+  } else if (!node->importers[from]) {
+    node->importers[from] = true;
+    node->gen[from] = gen;
+  }
+  put_export(node);
+}
+
+// ---- revoke --------------------------------------------------------------------------------
+
+void Driver::revoke(Bo& bo) {
+  auto it = exports_.find(bo.ualink->lo);
+  if (it == exports_.end()) return;
+  ExportPtr node = it->second;
+  exports_.erase(it);
+  invalid_[node->handle.lo] = node;
+  node->revoked = true;
+  node->revoke_started = env_.now();
+  revokes_.inc();
+  put_export(node);  // the export table's reference
+}
+
+void Driver::put_export(const ExportPtr& node) {
+  if (--node->refs > 0 || !node->revoked) return;
+  cleanup_queue_.push_back(node);
+  cleanup_ready_.wake_all();
+}
+
+Task<void> Driver::cleanup_worker() {
+  while (true) {
+    while (cleanup_queue_.empty())
+      co_await cleanup_ready_.wait(env_);
+    ExportPtr node = cleanup_queue_.front();
+    cleanup_queue_.pop_front();
+    co_await cleanup(node);
+  }
+}
+
+Task<void> Driver::cleanup(ExportPtr node) {
+  node->cleaning = true;
+  const std::uint64_t tag = node->handle.lo;
+  const std::uint64_t bo_id = node->bo;
+  std::vector<AccelId> orig;
+  for (AccelId i = 0; i < kMaxAccels; ++i)
+    if (node->importers[i]) orig.push_back(i);
+
+  auto release_bo = [&](bool leak_dmabuf) {
+    Bo& bo = bos_.at(bo_id);
+    bo.ualink.reset();
+    if (!leak_dmabuf) unref(bo_id);  // the dma-buf
+    unref(bo_id);                    // the node's reference
+  };
+
+  if (orig.empty()) {
+    // No importers: drop the buffer and free the node (B3: the dma-buf, and with it the
+    // buffer, leak).
+    release_bo(cfg_.bug("B3"));
+    invalid_.erase(tag);
+    revoke_time_.record(env_.now() - node->revoke_started);
+    co_return;
+  }
+
+  const std::uint64_t pages = bos_.at(bo_id).pages;
+  auto ready = [&](AccelId i) {
+    return conns_[i].state == ConnState::Established && conns_[i].generation == node->gen[i];
+  };
+  auto range_of = [&](AccelId i) -> std::optional<std::uint64_t> {
+    if (mode_ == NpaAddrMode::SourceIdentification) {
+      auto r = node->ident_npa.find(i);
+      if (r == node->ident_npa.end()) return std::nullopt;
+      return npa_key(i, r->second);
+    }
+    if (!node->shared_npa) return std::nullopt;
+    return npa_key(i, *node->shared_npa);
+  };
+
+  // 1. PTE.X = 1 for the ranges of importers still ready: their accesses now get retries.
+  std::vector<AccelId> live;
+  for (AccelId i : orig)
+    if (ready(i)) live.push_back(i);
+  std::vector<std::uint64_t> retried;
+  for (AccelId i : live) {
+    auto key = range_of(i);
+    if (!key || std::find(retried.begin(), retried.end(), *key) != retried.end()) continue;
+    retried.push_back(*key);
+    for (std::uint64_t p = 0; p < pages; ++p)
+      env_.npa_set_retry(*key + p, true);
+  }
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages * retried.size()));
+  env_.npa_flush_tlb();
+  co_await sleep(cfg_.tlb_flush_latency);
+
+  // 2. A remote heavyweight shootdown to each; importers no longer ready are dropped.
+  for (AccelId i : orig) {
+    if (!ready(i)) {
+      node->importers[i] = false;
+      continue;
+    }
+    co_await shootdown(i);
+  }
+
+  // 3. Unmap (no-retry invalid PTEs) and flush. B6: importers dropped as stale keep theirs.
+  std::vector<std::uint64_t> unmapped;
+  for (AccelId i : orig) {
+    if (cfg_.bug("B6") && !node->importers[i]) continue;
+    auto key = range_of(i);
+    if (!key || std::find(unmapped.begin(), unmapped.end(), *key) != unmapped.end()) continue;
+    unmapped.push_back(*key);
+    unmap_range(*key, pages);
+  }
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages * unmapped.size()));
+  env_.npa_flush_tlb();
+  co_await sleep(cfg_.tlb_flush_latency);
+
+  // 4. Unpin once per importer, clear the handle, release the dma-buf and the buffer.
+  for (std::size_t k = 0; k < orig.size(); ++k)
+    unpin(bos_.at(bo_id));
+  release_bo(false);
+
+  // 5. Mark each ready importer pending, then send NPA_REVOKE (B4: marked while sending).
+  std::vector<AccelId> notify;
+  for (AccelId i : orig)
+    if (node->importers[i]) notify.push_back(i);
+  if (!cfg_.bug("B4"))
+    for (AccelId i : notify)
+      node->pending[i] = true;
+  for (AccelId i : notify) {
+    if (cfg_.bug("B4")) node->pending[i] = true;
+    Message rv;
+    rv.type = MsgType::NpaRevoke;
+    rv.handle = node->handle;
+    if (co_await send(i, rv) != Errno::Ok) node->pending[i] = false;
+  }
+
+  // 6. Wait for the releases (B4: even when nothing is pending).
+  auto any_pending = [&] {
+    for (AccelId i : orig)
+      if (node->pending[i]) return true;
+    return false;
+  };
+  if (any_pending() || cfg_.bug("B4")) {
+    const Time deadline = env_.now() + cfg_.release_timeout;
+    while (any_pending() && env_.now() < deadline)
+      co_await node->released.wait(env_, deadline - env_.now());
+    if (!any_pending() && cfg_.bug("B4") && env_.now() < deadline)
+      co_await sleep(deadline - env_.now());
+  }
+  revoke_time_.record(env_.now() - node->revoke_started);
+
+  // 7. Free the NPA ranges of every importer in the snapshot.
+  if (mode_ == NpaAddrMode::SourceIdentification) {
+    for (AccelId i : orig) {
+      auto r = node->ident_npa.find(i);
+      if (r == node->ident_npa.end()) continue;
+      free_range(i, r->second, pages, tag);
+      node->ident_npa.erase(r);
+    }
+  } else if (node->shared_npa) {
+    free_range(self_, *node->shared_npa, pages, tag);
+    node->shared_npa.reset();
+  }
+
+  // 8. Importers that never answered: reset the connection.
+  for (AccelId i : orig) {
+    if (!node->pending[i]) continue;
+    releases_missing_.inc();
+    node->pending[i] = false;
+    env_.note_released(tag, i);
+    co_await reset_connection(i, ConnState::NotReady, node->gen[i]);
+  }
+  // 9. Free the node.
+  invalid_.erase(tag);
+}
+
+void Driver::on_npa_release(AccelId from, const Message& m) {
+  auto it = invalid_.find(m.handle.lo);
+  if (it == invalid_.end() || it->second->handle.hi != m.handle.hi) {
+    unsolicited_.inc();
     return;
   }
-  if (!node.importers[from]) {
-    node.importers[from] = true;
-    node.generations[from] = conns_[from].generation;
-  }
+  ExportNode& node = *it->second;
+  if (!node.pending[from]) releases_unexpected_.inc();
+  node.pending[from] = false;
+  env_.note_released(node.handle.lo, from);
+  bool any = false;
+  for (bool b : node.pending)
+    any = any || b;
+  if (!any) node.released.wake_all();
 }
 
 // ---- import ----------------------------------------------------------------------------------
 
-void Driver::import_handle(const UalinkHandle& h, ImportCallback done) {
+Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
   const Time t0 = env_.now();
-  env_.spend(cfg_.ioctl_latency);
+  co_await sleep(cfg_.ioctl_latency);
   const AccelId r = h.exporter();
-  auto fail_now = [&](Errno e) {
+  auto failed = [&](Errno e) {
     import_errors_.inc();
-    done({e, -1});
+    return Result<Fd>{e, -1};
   };
-  if (!ualink_active_) return fail_now(Errno::OpNotSupp);
-  if (r >= cfg_.accel_max) return fail_now(Errno::Inval);
+  if (!ualink_active_) co_return failed(Errno::OpNotSupp);
+  if (r >= cfg_.accel_max) co_return failed(Errno::Inval);
+  if (!vpod_.contains(r)) {
+    refused_.inc();
+    co_return failed(Errno::Inval);  // not authorized: the exporter is outside our vPod
+  }
 
-  auto it = imports_.find(h.lo);  // hi is not checked (B5)
-  if (it != imports_.end()) {
-    switch (it->second.state) {
+  if (auto it = imports_.find(h.lo); it != imports_.end()) {
+    const ImportNode& node = *it->second;
+    if (!cfg_.bug("B5") && node.handle.hi != h.hi) co_return failed(Errno::Inval);
+    switch (node.state) {
       case ImportState::NotReady:
-      case ImportState::Pending:
-        return fail_now(Errno::Again);
-      case ImportState::Teardown:
-        return fail_now(Errno::Inval);
+      case ImportState::Pending: co_return failed(Errno::Again);
+      case ImportState::Teardown: co_return failed(Errno::Inval);
       case ImportState::Ready: {
         imports_repeated_.inc();
-        Fd fd = new_fd(it->second.bo);
+        Fd fd = new_fd(p, node.bo);
         import_repeat_time_.record(env_.now() - t0);
-        done({Errno::Ok, fd});
-        return;
+        co_return Result<Fd>{Errno::Ok, fd};
       }
     }
   }
 
-  ImportNode node;
-  node.handle = h;
-  node.done = std::move(done);
-  node.started = t0;
-  ImportNode& n = imports_.emplace(h.lo, std::move(node)).first->second;
+  // A new node: another thread importing the same handle meanwhile wins the insert.
+  co_await sleep(cfg_.alloc_latency);
+  if (imports_.count(h.lo)) co_return failed(Errno::Busy);
+  auto node = std::make_shared<ImportNode>();
+  node->handle = h;
+  imports_[h.lo] = node;
   imports_first_.inc();
-  switch (setup(r)) {
-    case SetupResult::Ready:
-      send_request(n);
-      break;
-    case SetupResult::Waiting:
-      n.waiting_connection = true;
-      break;
-    case SetupResult::Again:
-      finish_import(h.lo, Errno::Again);
-      break;
-    case SetupResult::Failed:
-      finish_import(h.lo, Errno::NoSpc);
-      break;
-  }
-}
+  auto abandon = [&](Errno e) {
+    auto cur = imports_.find(h.lo);
+    if (cur != imports_.end() && cur->second == node) imports_.erase(cur);
+    return failed(e);
+  };
 
-void Driver::send_request(ImportNode& node) {
-  node.waiting_connection = false;
+  Errno e = co_await setup(r, true);
+  if (e != Errno::Ok) co_return abandon(e);
+  const std::uint32_t gen = conns_[r].generation;
   Message req;
   req.type = MsgType::NpaReq;
-  req.handle = node.handle;
-  if (!send(node.handle.exporter(), req)) {
-    finish_import(node.handle.lo, Errno::NoSpc);
-    return;
+  req.handle = h;
+  e = co_await send(r, req);
+  if (e != Errno::Ok) co_return abandon(e);
+  if (node->state == ImportState::NotReady) {
+    const bool answered = co_await node->answered.wait(env_, cfg_.response_timeout);
+    if (!answered && node->state == ImportState::NotReady) {
+      Result<Fd> res = abandon(Errno::TimedOut);
+      co_await reset_connection(r, ConnState::NotReady, gen);
+      co_return res;
+    }
   }
-  node.timer = start_timer(TimerKind::Response, node.handle.lo, cfg_.response_timeout);
-}
+  if (node->state == ImportState::Teardown) co_return abandon(Errno::Inval);  // reset meanwhile
+  if (node->fail) co_return abandon(errno_of(*node->fail));
+  if (node->npa_page == 0 || node->size_pages == 0) co_return abandon(Errno::Inval);
+  if ((node->npa_page & kNpaWindowPageMask) == 0) co_return abandon(Errno::Inval);
 
-void Driver::finish_import(std::uint64_t lo, Errno err) {
-  auto it = imports_.find(lo);
-  if (it == imports_.end()) return;
-  ImportNode& node = it->second;
-  timers_.erase(node.timer);
-  ImportCallback done = std::move(node.done);
-  if (err != Errno::Ok) {
-    import_errors_.inc();
-    imports_.erase(it);
-    if (done) done({err, -1});
-    return;
-  }
-  // A buffer object in the NPA domain over [npa, npa + size), no CPU access.
-  std::uint64_t bo = new_bo(Domain::Npa, node.size_pages);
-  bos_[bo].npa_page = node.npa_page;
-  node.bo = bo;
-  ++bos_[bo].refs;  // the import node's reference
-  node.state = ImportState::Ready;
-  Fd fd = new_fd(bo);
-  import_time_.record(env_.now() - node.started);
-  if (done) done({Errno::Ok, fd});
+  // A buffer in the NPA domain over [npa, npa + size), no CPU access; a GEM handle for the
+  // driver's internal client and a dma-buf, which the node keeps.
+  co_await sleep(cfg_.alloc_latency);
+  if (node->state == ImportState::Teardown) co_return abandon(Errno::Inval);
+  const std::uint64_t bo = new_bo(Domain::Npa, node->size_pages);
+  bos_[bo].npa_page = node->npa_page;
+  node->bo = bo;
+  ++bos_[bo].refs;  // the node's reference
+  node->state = ImportState::Ready;
+  Fd fd = new_fd(p, bo);
+  import_time_.record(env_.now() - t0);
+  co_return Result<Fd>{Errno::Ok, fd};
 }
 
 void Driver::on_npa_rsp(AccelId from, const Message& m) {
-  if (conns_[from].state != ConnState::Established) {
-    setup(from);
+  auto it = imports_.find(m.handle.lo);
+  if (it == imports_.end()) {
+    unsolicited_.inc();
     return;
   }
-  auto it = imports_.find(m.handle.lo);
-  if (it == imports_.end()) return;  // unsolicited
-  ImportNode& node = it->second;
+  ImportNode& node = *it->second;
+  if (node.state != ImportState::NotReady) {
+    unsolicited_.inc();  // the snapshot overwrites the fields anyway (B5)
+    if (!cfg_.bug("B5")) return;
+  }
   node.npa_page = m.npa_page | (static_cast<std::uint64_t>(from) << kNpaWindowPageBits);
   node.size_pages = m.size_pages;
-  if (node.state != ImportState::NotReady) return;
-  node.state = ImportState::Pending;
-  if (m.npa_page == 0 || m.size_pages == 0) {
-    finish_import(m.handle.lo, Errno::Inval);
-    return;
+  if (node.state == ImportState::NotReady) {
+    node.state = ImportState::Pending;
+    node.answered.wake_all();
   }
-  finish_import(m.handle.lo, Errno::Ok);
 }
 
-void Driver::on_npa_fail(AccelId from, const Message& m) {
-  if (conns_[from].state != ConnState::Established) {
-    setup(from);
-    return;
-  }
+void Driver::on_npa_fail(AccelId, const Message& m) {
   auto it = imports_.find(m.handle.lo);
-  if (it == imports_.end() || it->second.state != ImportState::NotReady) return;
-  finish_import(m.handle.lo, errno_of(m.reason));
+  if (it == imports_.end() || it->second->state != ImportState::NotReady) {
+    unsolicited_.inc();
+    return;
+  }
+  ImportNode& node = *it->second;
+  node.fail = m.reason;
+  node.state = ImportState::Pending;
+  node.answered.wake_all();
 }
 
-Result<GemHandle> Driver::gem_from_fd(Fd fd) {
-  env_.spend(cfg_.ioctl_latency);
-  auto it = files_.find(fd);
-  if (it == files_.end()) return {Errno::Inval, 0};
-  return {Errno::Ok, new_gem(it->second.bo)};
+Task<void> Driver::invalidate_import(const ImportPtr& node) {
+  auto it = bos_.find(node->bo);
+  if (node->bo == 0 || it == bos_.end()) co_return;
+  Bo& bo = it->second;
+  // Evict to an empty placement: every VM mapping of it loses its PTEs.
+  bo.evicted = true;
+  std::uint64_t ptes = 0;
+  std::vector<ProcessId> vms;
+  for (const Mapping& m : bo.mappings) {
+    for (std::uint64_t i = 0; i < bo.pages; ++i)
+      env_.gpuvm_unmap(m.process, (m.va >> kPageShift) + i);
+    ptes += bo.pages;
+    if (std::find(vms.begin(), vms.end(), m.process) == vms.end()) vms.push_back(m.process);
+  }
+  for (ProcessId vm : vms)
+    env_.gpuvm_flush_tlb(vm);
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(ptes) +
+                 cfg_.tlb_flush_latency * static_cast<std::int64_t>(vms.size()));
 }
 
-Errno Driver::close_fd(Fd fd) {
-  env_.spend(cfg_.ioctl_latency);
-  auto it = files_.find(fd);
-  if (it == files_.end()) return Errno::Inval;
-  std::uint64_t bo = it->second.bo;
-  files_.erase(it);
-  unref_bo(bo);  // closing fds never sends RELEASE
-  return Errno::Ok;
+Task<void> Driver::on_npa_revoke(AccelId from, const Message& m) {
+  auto it = imports_.find(m.handle.lo);
+  // A mismatch is ignored with no reply: the exporter resets after its timeout.
+  if (it == imports_.end() || it->second->handle.hi != m.handle.hi ||
+      it->second->state != ImportState::Ready) {
+    unsolicited_.inc();
+    co_return;
+  }
+  ImportPtr node = it->second;
+  node->state = ImportState::Teardown;
+  imports_.erase(it);
+  co_await invalidate_import(node);
+  if (node->bo && bos_.count(node->bo)) unref(node->bo);  // user fds survive without backing
+  Message rel;
+  rel.type = MsgType::NpaRelease;
+  rel.handle = node->handle;
+  co_await send(from, rel);
 }
 
 // ---- connections -----------------------------------------------------------------------------
 
-Driver::SetupResult Driver::setup(AccelId peer) {
+Task<Errno> Driver::setup(AccelId peer, bool wait) {
   Connection& c = conns_[peer];
   switch (c.state) {
-    case ConnState::Established:
-      return SetupResult::Ready;
+    case ConnState::Established: co_return Errno::Ok;
     case ConnState::InProgress:
-    case ConnState::Pending:
-      return SetupResult::Again;
-    case ConnState::NotReady:
-      break;
+    case ConnState::Pending: co_return Errno::Again;
+    case ConnState::NotReady: break;
   }
   c.state = ConnState::InProgress;
   Message hello;
   hello.type = MsgType::Hello;
   hello.hello_recv = peer;
   hello.hello_sender = self_;
-  if (!send(peer, hello)) {
-    c.state = ConnState::NotReady;
-    return SetupResult::Failed;
+  const Errno e = co_await send(peer, hello);
+  if (e != Errno::Ok) {
+    if (c.state == ConnState::InProgress) c.state = ConnState::NotReady;
+    c.established.wake_all();
+    co_return e;
   }
-  c.timer = start_timer(TimerKind::Hello, peer, cfg_.response_timeout);
-  return SetupResult::Waiting;
+  if (!wait) co_return Errno::Again;
+  if (c.state != ConnState::Established) {
+    const bool woken = co_await c.established.wait(env_, cfg_.response_timeout);
+    if (!woken && c.state == ConnState::InProgress) {
+      c.state = ConnState::NotReady;
+      co_return Errno::TimedOut;
+    }
+  }
+  co_return c.state == ConnState::Established ? Errno::Ok : Errno::Again;
 }
 
 void Driver::established(AccelId peer) {
   Connection& c = conns_[peer];
   c.state = ConnState::Established;
   ++c.generation;
-  timers_.erase(c.timer);
-  // Wake the imports that were waiting for this connection.
-  std::vector<std::uint64_t> waiting;
-  for (auto& [lo, node] : imports_)
-    if (node.waiting_connection && node.handle.exporter() == peer) waiting.push_back(lo);
-  for (std::uint64_t lo : waiting)
-    send_request(imports_.at(lo));
+  c.established.wake_all();
 }
 
-void Driver::reset_connection(AccelId peer, ConnState to) {
+Task<void> Driver::reset_connection(AccelId peer, ConnState to, std::uint32_t gen) {
   Connection& c = conns_[peer];
+  // Acts only if the connection is established at that generation (0: any).
+  if (c.state != ConnState::Established || (gen != 0 && c.generation != gen)) co_return;
   c.state = to;
-  timers_.erase(c.timer);
-  // Imports still waiting for this peer fail.
-  std::vector<std::uint64_t> waiting;
-  for (auto& [lo, node] : imports_)
-    if (node.handle.exporter() == peer && node.state == ImportState::NotReady)
-      waiting.push_back(lo);
-  for (std::uint64_t lo : waiting)
-    finish_import(lo, Errno::TimedOut);
+  connection_resets_.inc();
+  c.established.wake_all();
+
+  // Imports from the peer: torn down, invalidated, dropped. No RELEASE.
+  std::vector<ImportPtr> gone;
+  for (auto it = imports_.begin(); it != imports_.end();) {
+    if (it->second->handle.exporter() == peer) {
+      it->second->state = ImportState::Teardown;
+      it->second->answered.wake_all();
+      gone.push_back(it->second);
+      it = imports_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Exports to the peer: bit cleared, unpinned; ranges unmapped and freed (alias: only when
+  // no importer is left). No REVOKE, no shootdown.
+  std::vector<ExportPtr> nodes;
+  for (auto& [lo, n] : exports_)
+    nodes.push_back(n);
+  for (auto& [lo, n] : invalid_)
+    nodes.push_back(n);
+  for (const ExportPtr& n : nodes) {
+    if (!n->importers[peer]) continue;
+    n->importers[peer] = false;
+    n->pending[peer] = false;
+    env_.note_released(n->handle.lo, peer);
+    // Once cleanup has its snapshot, it unpins, unmaps and frees for every importer in it.
+    const bool mine = !n->cleaning;
+    auto bo = bos_.find(n->bo);
+    if (bo != bos_.end() && mine) unpin(bo->second);
+    const std::uint64_t pages = bo != bos_.end() ? bo->second.pages : 0;
+    if (mode_ == NpaAddrMode::SourceIdentification) {
+      auto r = n->ident_npa.find(peer);
+      if (r != n->ident_npa.end() && mine) {
+        unmap_range(npa_key(peer, r->second), pages);
+        env_.npa_flush_tlb();
+        free_range(peer, r->second, pages, n->handle.lo);
+        n->ident_npa.erase(r);
+      }
+    } else if (n->shared_npa && mine) {
+      bool left = false;
+      for (bool b : n->importers)
+        left = left || b;
+      if (!left) {
+        unmap_range(npa_key(peer, *n->shared_npa), pages);
+        env_.npa_flush_tlb();
+        free_range(self_, *n->shared_npa, pages, n->handle.lo);
+        n->shared_npa.reset();
+      }
+    }
+    if (n->cleaning) {
+      bool any = false;
+      for (bool b : n->pending)
+        any = any || b;
+      if (!any) n->released.wake_all();
+    }
+  }
+  for (const ImportPtr& node : gone) {
+    co_await invalidate_import(node);
+    if (node->bo && bos_.count(node->bo)) unref(node->bo);
+  }
 }
 
-void Driver::on_hello(AccelId from, const Message& m) {
-  if (m.hello_recv != self_ || m.hello_sender != from || from >= cfg_.accel_max) return;
+Task<void> Driver::on_hello(AccelId from, const Message& m) {
+  if (m.hello_recv != self_ || m.hello_sender != from || from >= cfg_.accel_max) co_return;
   Connection& c = conns_[from];
-  if (c.state == ConnState::NotReady || c.state == ConnState::Established)
+  if (c.state == ConnState::Established) {
+    // The peer was reset: what we held with it is gone. B1: PENDING is set first, so the
+    // reset (which needs ESTABLISHED) never runs.
+    if (!cfg_.bug("B1")) co_await reset_connection(from, ConnState::Pending, c.generation);
     c.state = ConnState::Pending;
+  } else if (c.state == ConnState::NotReady) {
+    c.state = ConnState::Pending;
+  }
   Message ack;
   ack.type = MsgType::HelloAck;
-  if (!send(from, ack)) {
+  if (co_await send(from, ack) != Errno::Ok) {
     c.state = ConnState::NotReady;
-    return;
+    c.established.wake_all();
+    co_return;
   }
   established(from);
 }
@@ -485,66 +934,174 @@ void Driver::on_hello_ack(AccelId from) {
   established(from);
 }
 
-// ---- messages and timers ---------------------------------------------------------------------
+// ---- messages and workers --------------------------------------------------------------------
 
-bool Driver::send(AccelId dst, const Message& m) {
-  if (!env_.send(dst, encode(m))) {
-    ring_full_.inc();
-    return false;
-  }
-  sent_by_type_[static_cast<std::size_t>(m.type) - 1]->inc();
-  return true;
+Task<Errno> Driver::send(AccelId dst, Message m) {
+  const Errno e = co_await env_.send(dst, Ring::Interrupt, encode(m));
+  if (e == Errno::Ok)
+    sent_by_type_[static_cast<std::size_t>(m.type) - 1]->inc();
+  else
+    send_failures_.inc();
+  co_return e;
 }
 
-void Driver::on_message(AccelId from, const Dwords& dw) {
-  env_.spend(cfg_.irq_handler_latency);
+Task<Errno> Driver::shootdown(AccelId dst) {
+  shootdowns_.inc();
+  // TLB_INV, heavyweight (0x2); the snapshot always flushes everything.
+  const Errno e = co_await env_.send(dst, Ring::Tlb, Dwords{0x2, 0, 0, 0});
+  if (e != Errno::Ok) send_failures_.inc();
+  co_return e;
+}
+
+void Driver::on_interrupt(AccelId from, const Dwords& dw) {
+  irq_queue_.emplace_back(from, dw);
+  irq_ready_.wake_all();
+}
+
+Task<void> Driver::irq_worker() {
+  while (true) {
+    while (irq_queue_.empty())
+      co_await irq_ready_.wait(env_);
+    auto [from, dw] = irq_queue_.front();
+    irq_queue_.pop_front();
+    co_await handle(from, dw);
+  }
+}
+
+Task<void> Driver::handle(AccelId from, Dwords dw) {
+  co_await sleep(cfg_.irq_handler_latency);
   Message m;
-  if (!decode(dw, from, self_, m)) return;
+  if (!decode(dw, from, self_, m)) co_return;
   received_by_type_[static_cast<std::size_t>(m.type) - 1]->inc();
+  const bool needs_connection =
+      m.type == MsgType::NpaRsp || m.type == MsgType::NpaFail;  // REQ checks for itself
+  if (needs_connection && conns_[from].state != ConnState::Established) {
+    dropped_.inc();
+    co_await setup(from, cfg_.bug("B7"));
+    co_return;
+  }
   switch (m.type) {
-    case MsgType::Hello:
-      on_hello(from, m);
-      break;
-    case MsgType::HelloAck:
-      on_hello_ack(from);
-      break;
-    case MsgType::NpaReq:
-      on_npa_req(from, m);
-      break;
-    case MsgType::NpaRsp:
-      on_npa_rsp(from, m);
-      break;
-    case MsgType::NpaFail:
-      on_npa_fail(from, m);
-      break;
-    case MsgType::NpaRevoke:
-    case MsgType::NpaRelease:
-      break;  // revoke and release: see the driver-model issue
+    case MsgType::Hello: co_await on_hello(from, m); break;
+    case MsgType::HelloAck: on_hello_ack(from); break;
+    case MsgType::NpaReq: co_await on_npa_req(from, m); break;
+    case MsgType::NpaRsp: on_npa_rsp(from, m); break;
+    case MsgType::NpaFail: on_npa_fail(from, m); break;
+    case MsgType::NpaRevoke: co_await on_npa_revoke(from, m); break;
+    case MsgType::NpaRelease: on_npa_release(from, m); break;
   }
 }
 
-std::uint64_t Driver::start_timer(TimerKind kind, std::uint64_t subject, Time delay) {
-  std::uint64_t token = next_timer_++;
-  timers_[token] = {kind, subject};
-  env_.start_timer(token, delay);
-  return token;
+// The v1 draft: TTM may move exported pages. Each eviction makes the page's NPA PTEs
+// not-present (importers retry), shoots down every importer's TLB, copies the page and maps
+// the new place.
+Task<void> Driver::eviction_worker() {
+  while (true) {
+    const double u = rng_.uniform();
+    const double mean_ps = static_cast<double>(cfg_.migration.eviction_interval.as_ps());
+    co_await sleep(Time::ps(static_cast<std::int64_t>(-std::log1p(-u) * mean_ps) + 1));
+    // A page of an export that has importers, chosen at random.
+    std::vector<ExportPtr> candidates;
+    for (auto& [lo, n] : exports_) {
+      bool any = false;
+      for (bool b : n->importers)
+        any = any || b;
+      if (any) candidates.push_back(n);
+    }
+    if (candidates.empty()) continue;
+    std::sort(candidates.begin(), candidates.end(),
+              [](const ExportPtr& a, const ExportPtr& b) { return a->handle.lo < b->handle.lo; });
+    ExportPtr node = candidates[rng_.below(candidates.size())];
+    ++node->refs;
+    Bo& bo = bos_.at(node->bo);
+    const std::uint64_t page = rng_.below(bo.pages);
+    std::vector<std::uint64_t> keys;
+    if (node->shared_npa) keys.push_back(npa_key(self_, *node->shared_npa) + page);
+    for (auto& [imp, wp] : node->ident_npa)
+      keys.push_back(npa_key(imp, wp) + page);
+    for (std::uint64_t k : keys)
+      env_.npa_set_retry(k, true);
+    env_.npa_flush_tlb();
+    co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(keys.size()) +
+                   cfg_.tlb_flush_latency);
+    for (AccelId i = 0; i < kMaxAccels; ++i)
+      if (node->importers[i]) co_await shootdown(i);
+    co_await sleep(cfg_.migration.copy_latency);
+    auto fresh = env_.vram_alloc(1);
+    Bo& b = bos_.at(node->bo);
+    if (fresh && !node->revoked) {
+      env_.vram_free(std::span<const std::uint64_t>(&b.vram_pages[page], 1));
+      b.vram_pages[page] = (*fresh)[0];
+      for (std::uint64_t k : keys)
+        env_.npa_map(k, b.vram_pages[page], node->handle.lo);
+      evictions_.inc();
+    } else {
+      if (fresh) env_.vram_free(*fresh);
+      if (!node->revoked)
+        for (std::uint64_t k : keys)
+          env_.npa_set_retry(k, false);
+    }
+    env_.npa_flush_tlb();
+    co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(keys.size()) +
+                   cfg_.tlb_flush_latency);
+    put_export(node);
+  }
 }
 
-void Driver::on_timer(std::uint64_t token) {
-  auto it = timers_.find(token);
-  if (it == timers_.end()) return;  // cancelled
-  auto [kind, subject] = it->second;
-  timers_.erase(it);
-  if (kind == TimerKind::Hello) {
-    auto peer = static_cast<AccelId>(subject);
-    if (conns_[peer].state == ConnState::InProgress) reset_connection(peer, ConnState::NotReady);
-  } else {
-    auto node = imports_.find(subject);
-    if (node == imports_.end() || node->second.state != ImportState::NotReady) return;
-    AccelId peer = node->second.handle.exporter();
-    finish_import(subject, Errno::TimedOut);
-    reset_connection(peer, ConnState::NotReady);
+// ---- device reset and accounting -------------------------------------------------------------
+
+void Driver::device_reset() {
+  device_resets_.inc();
+  // Abandon everything in flight; the frames go, the state goes.
+  runner_.cancel_all();
+  bos_.clear();
+  processes_.clear();
+  exports_.clear();
+  invalid_.clear();
+  imports_.clear();
+  for (Connection& c : conns_) {
+    c.state = ConnState::NotReady;
+    c.generation = 0;
   }
+  windows_.clear();
+  irq_queue_.clear();
+  cleanup_queue_.clear();
+  next_bo_ = 1;
+  start_workers();
+}
+
+bool Driver::quiescent() const {
+  const std::size_t workers = cfg_.exported_memory == ExportedMemory::Unpinned ? 3 : 2;
+  return irq_queue_.empty() && cleanup_queue_.empty() && invalid_.empty() &&
+         runner_.running() <= workers && irq_ready_.size() == 1 && cleanup_ready_.size() == 1;
+}
+
+Holdings Driver::holdings() const {
+  Holdings h;
+  h.buffers = bos_.size();
+  for (const auto& [id, bo] : bos_) {
+    h.pins += bo.pins;
+    h.details.push_back(fmt::format("{}: {} reference(s), {} handle(s), {} pin(s)", describe(bo),
+                                    bo.refs, bo.handle_count, bo.pins));
+  }
+  for (const auto& [owner, w] : windows_)
+    h.npa_ranges += w.allocated_ranges();
+  h.exports = exports_.size();
+  h.revoking = invalid_.size();
+  h.imports = imports_.size();
+  for (const auto& [p, proc] : processes_) {
+    h.handles += proc.gems.size();
+    h.fds += proc.fds.size();
+  }
+  for (const Connection& c : conns_)
+    h.waiters += c.established.size();
+  for (const auto& [lo, n] : imports_)
+    h.waiters += n->answered.size();
+  // The IRQ and cleanup workers (and the eviction worker) always run; anything else is a
+  // call or a message still in progress.
+  const std::size_t workers = cfg_.exported_memory == ExportedMemory::Unpinned ? 3 : 2;
+  const std::size_t running = runner_.running();
+  h.busy_tasks = running > workers ? running - workers : 0;
+  return h;
 }
 
 }  // namespace podsim::driver

@@ -1,14 +1,20 @@
-// The amdgpu UALink driver of one GPU, as plain C++: GEM objects and buffer objects, the
-// export and import tables, the per-peer connection state machine and the NPA range
-// allocator, following ../shared/reference/amdgpu-ualink-protocol.md. It has no notion of
-// SystemC: it acts through a DriverEnv, and time passes only by what it spends there.
+// The amdgpu UALink driver of one GPU, as plain C++ coroutines: GEM objects and buffer
+// objects, the export and import tables, one connection per peer, the NPA range allocator,
+// revoke and release, connection reset, device reset — following
+// ../shared/reference/amdgpu-ualink-protocol.md, with the snapshot's apparent bugs fixed
+// unless DriverConfig::reintroduce_bugs puts them back.
+//
+// Contexts, as in the kernel: user calls (ioctls) run in the calling process's context; a
+// single IRQ worker handles protocol messages one at a time; a cleanup worker revokes
+// exports; the unpinned design adds an eviction worker. They interleave only where they
+// block (co_await), and re-check state after blocking.
 //
 // The user API returns GEM handles, 128-bit UALink handles and dma-buf file descriptors;
 // never an NPA.
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "driver_model/coro.hpp"
 #include "driver_model/driver_config.hpp"
 #include "driver_model/driver_env.hpp"
 #include "driver_model/errno.hpp"
@@ -34,141 +41,206 @@ std::string_view conn_state_name(ConnState s);
 
 enum class ImportState : std::uint8_t { NotReady, Pending, Ready, Teardown };
 
+using ProcessId = std::uint16_t;  // a process on this GPU; also its GPUVM VMID
 using GemHandle = std::uint32_t;
 using Fd = std::int32_t;
-using ImportCallback = std::function<void(Result<Fd>)>;
+
+// The vPod this GPU belongs to: who may import from whom.
+struct VpodInfo {
+  std::uint32_t id = 0;
+  std::vector<bool> members;  // by accelerator ID
+  bool contains(AccelId a) const { return a < members.size() && members[a]; }
+};
+
+// What is still held, for the end-of-run invariant check.
+struct Holdings {
+  std::uint64_t buffers = 0, pins = 0, npa_ranges = 0, exports = 0, revoking = 0, imports = 0,
+                handles = 0, fds = 0, waiters = 0, busy_tasks = 0;
+  std::vector<std::string> details;  // one line per buffer still allocated
+};
 
 class Driver {
  public:
-  Driver(const DriverConfig& cfg, AccelId self, NpaAddrMode mode, Rng rng, DriverEnv& env);
+  Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode mode, Rng rng,
+         DriverEnv& env);
   ~Driver();
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
 
-  // ---- user API (each call is one ioctl) --------------------------------------------------
-  // A buffer of `bytes` (rounded up to whole pages) in `domain`; user mode may not ask for
-  // the NPA domain (EINVAL), and a full VRAM gives ENOMEM.
-  Result<GemHandle> gem_create(Bytes bytes, Domain domain);
+  // ---- user API: one ioctl each, in process `p`'s context ---------------------------------
+  // A buffer of `bytes` (rounded up to whole pages). User mode may not ask for the NPA domain
+  // (EINVAL); a full VRAM gives ENOMEM.
+  Task<Result<GemHandle>> gem_create(ProcessId p, Bytes bytes, Domain domain);
+  // Drops a GEM handle. When a buffer's last handle goes, its export is revoked.
+  Task<Errno> gem_close(ProcessId p, GemHandle gem);
   // DRM_IOCTL_AMDGPU_UALINK_HANDLE, op EXPORT.
-  Result<UalinkHandle> export_handle(GemHandle gem);
-  // DRM_IOCTL_AMDGPU_UALINK_HANDLE, op IMPORT. Completes through `done` with a dma-buf fd,
-  // at once for a cached import or an error, later when the exporter has answered.
-  void import_handle(const UalinkHandle& h, ImportCallback done);
-  // PRIME import of a dma-buf fd: a GEM handle for the same buffer object.
-  Result<GemHandle> gem_from_fd(Fd fd);
-  Errno close_fd(Fd fd);
-  // GEM_VA MAP (readable | writeable) of the whole buffer at `va` in address space `vmid`.
-  Errno gem_va_map(GemHandle gem, std::uint64_t va, std::uint16_t vmid);
-  // CPU mapping of a buffer: an NPA buffer cannot be CPU-mapped (EINVAL).
-  Errno gem_cpu_map(GemHandle gem);
+  Task<Result<UalinkHandle>> export_handle(ProcessId p, GemHandle gem);
+  // DRM_IOCTL_AMDGPU_UALINK_HANDLE, op IMPORT: a dma-buf fd for the remote buffer.
+  Task<Result<Fd>> import_handle(ProcessId p, UalinkHandle h);
+  // PRIME import of a dma-buf fd: a GEM handle for the same buffer.
+  Task<Result<GemHandle>> prime_fd_to_handle(ProcessId p, Fd fd);
+  Task<Errno> close_fd(ProcessId p, Fd fd);
+  // GEM_VA MAP / UNMAP (readable | writeable) of the whole buffer at `va`.
+  Task<Errno> gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va);
+  Task<Errno> gem_va_unmap(ProcessId p, GemHandle gem, std::uint64_t va);
+  // CPU mapping: an NPA buffer cannot be CPU-mapped (EINVAL).
+  Task<Errno> gem_cpu_map(ProcessId p, GemHandle gem);
+  // The process exits: its mappings, fds and GEM handles go, as the kernel closes them.
+  Task<void> process_exit(ProcessId p);
 
+  // ---- firmware ---------------------------------------------------------------------------
+  // An INT command from `from`'s driver; the IRQ worker handles messages in arrival order.
+  void on_interrupt(AccelId from, const Dwords& dw);
+
+  // ---- device reset -----------------------------------------------------------------------
+  // The device is reset: everything in flight is abandoned and all driver state is lost (the
+  // shell resets the hardware). It comes back with fresh state, as a driver reload would.
+  void device_reset();
   void set_ualink_active(bool active) { ualink_active_ = active; }
 
-  // ---- firmware and timers -----------------------------------------------------------------
-  // An INT command from `from`'s driver arrived (after firmware and interrupt latency).
-  void on_message(AccelId from, const Dwords& dw);
-  void on_timer(std::uint64_t token);
-
-  // ---- inspection --------------------------------------------------------------------------
+  // ---- inspection -------------------------------------------------------------------------
   AccelId self() const { return self_; }
   ConnState connection(AccelId peer) const { return conns_[peer].state; }
   std::uint32_t generation(AccelId peer) const { return conns_[peer].generation; }
   std::size_t exports() const { return exports_.size(); }
   std::size_t imports() const { return imports_.size(); }
-  std::uint32_t pin_count(GemHandle gem) const;
-  // Importers the exporter has handed an NPA range for this export.
+  std::size_t revoking() const { return invalid_.size(); }
+  std::uint32_t pin_count(ProcessId p, GemHandle gem) const;
+  // The size of a buffer the process holds a GEM handle to (0 if none).
+  Bytes gem_size(ProcessId p, GemHandle gem) const;
   std::size_t importer_count(const UalinkHandle& h) const;
-  const NpaRangeAllocator& npa_allocator(AccelId window_owner) const;
+  ImportState import_state(const UalinkHandle& h) const;
+  // No message queued or being handled, no revoke pending or running.
+  bool quiescent() const;
+  // Everything still held: buffers, pins, NPA ranges, table entries, handles, waiters.
+  Holdings holdings() const;
   const StatGroup& stats() const { return stats_; }
   const Distribution& import_time() const { return import_time_; }
+  const Distribution& import_repeat_time() const { return import_repeat_time_; }
   const Distribution& export_time() const { return export_time_; }
+  const Distribution& revoke_time() const { return revoke_time_; }
+  std::uint64_t messages_sent(MsgType t) const;
 
  private:
+  struct Mapping {
+    ProcessId process;
+    std::uint64_t va;
+  };
   struct Bo {
     std::uint64_t id = 0;
     Domain domain = Domain::Vram;
     std::uint64_t pages = 0;
-    std::vector<std::uint64_t> vram_pages;  // VRAM domain: scattered pages
-    std::uint64_t npa_page = 0;             // NPA domain: first NPA page (exporter ID at 38:29)
-    std::uint32_t refs = 0;                 // GEM handles, dma-bufs and tables holding it
-    std::uint32_t handle_count = 0;         // user GEM handles
+    std::vector<std::uint64_t> vram_pages;  // VRAM: scattered pages
+    std::uint64_t npa_page = 0;             // NPA: first NPA page (exporter ID at bits 38:29)
+    std::uint32_t refs = 0;          // handles, fds, VA mappings, export/import nodes, dma-buf
+    std::uint32_t handle_count = 0;  // user GEM handles
     std::uint32_t pins = 0;
-    std::optional<UalinkHandle> ualink;  // set once exported
+    std::optional<UalinkHandle> ualink;  // set while exported
+    std::vector<Mapping> mappings;
+    bool evicted = false;  // NPA buffer whose access was revoked
   };
   struct ExportNode {
     UalinkHandle handle;
     std::uint64_t bo = 0;
-    std::vector<bool> importers;             // bit I: importer I holds an NPA range
-    std::vector<std::uint32_t> generations;  // connection generation when I was added
-    // Source-aliasing: one shared range. Source-identification: one per importer.
-    std::optional<std::uint64_t> shared_npa;
-    std::map<AccelId, std::uint64_t> ident_npa;
+    std::uint32_t refs = 1;          // the export table's, plus one per NPA_REQ in progress
+    std::vector<bool> importers;     // bit I: importer I was handed an NPA range
+    std::vector<std::uint32_t> gen;  // connection generation when I was added
+    std::optional<std::uint64_t> shared_npa;     // source-aliasing: one range (window page)
+    std::map<AccelId, std::uint64_t> ident_npa;  // source-identification: one per importer
+    std::vector<bool> pending;                   // revoke: NPA_RELEASE still expected
+    WaitQueue released;
+    Time revoke_started;
+    bool revoked = false;   // out of the export table, waiting for or in cleanup
+    bool cleaning = false;  // cleanup has taken its snapshot of the importers
   };
   struct ImportNode {
     UalinkHandle handle;
     ImportState state = ImportState::NotReady;
-    bool waiting_connection = false;
-    std::uint64_t npa_page = 0;  // full NPA page (exporter ID at 38:29)
+    std::uint64_t npa_page = 0;  // full NPA page (exporter ID at bits 38:29)
     std::uint32_t size_pages = 0;
+    std::optional<FailReason> fail;
     std::uint64_t bo = 0;
-    ImportCallback done;
-    Time started;
-    std::uint64_t timer = 0;
+    WaitQueue answered;
   };
   struct Connection {
     ConnState state = ConnState::NotReady;
     std::uint32_t generation = 0;
-    std::uint64_t timer = 0;
+    WaitQueue established;
   };
-  struct File {
-    std::uint64_t bo = 0;
+  struct Process {
+    std::map<GemHandle, std::uint64_t> gems;
+    std::map<Fd, std::uint64_t> fds;
+    GemHandle next_gem = 1;
+    Fd next_fd = 3;
   };
-  enum class SetupResult { Ready, Waiting, Again, Failed };
-  enum class TimerKind : std::uint8_t { Hello, Response };
+  using ExportPtr = std::shared_ptr<ExportNode>;
+  using ImportPtr = std::shared_ptr<ImportNode>;
 
+  // time and blocking
+  Sleep sleep(Time d) { return Sleep(env_, d); }
+  Task<Errno> send(AccelId dst, Message m);
+  Task<Errno> shootdown(AccelId dst);
+  // workers
+  Task<void> irq_worker();
+  Task<void> cleanup_worker();
+  Task<void> eviction_worker();
+  void start_workers();
   // connections
-  SetupResult setup(AccelId peer);
+  Task<Errno> setup(AccelId peer, bool wait);
   void established(AccelId peer);
-  void reset_connection(AccelId peer, ConnState to);
+  Task<void> reset_connection(AccelId peer, ConnState to, std::uint32_t gen);
   // messages
-  bool send(AccelId dst, const Message& m);
-  void on_hello(AccelId from, const Message& m);
+  Task<void> handle(AccelId from, Dwords dw);
+  Task<void> on_hello(AccelId from, const Message& m);
   void on_hello_ack(AccelId from);
-  void on_npa_req(AccelId from, const Message& m);
+  Task<void> on_npa_req(AccelId from, const Message& m);
   void on_npa_rsp(AccelId from, const Message& m);
   void on_npa_fail(AccelId from, const Message& m);
-  // imports
-  void send_request(ImportNode& node);
-  void finish_import(std::uint64_t lo, Errno err);
-  // buffer objects
-  Bo* bo_of_gem(GemHandle gem);
-  std::uint64_t new_bo(Domain d, std::uint64_t pages);
-  GemHandle new_gem(std::uint64_t bo);
-  Fd new_fd(std::uint64_t bo);
-  void unref_bo(std::uint64_t bo);
-  UalinkHandle new_handle();
-  std::uint64_t start_timer(TimerKind kind, std::uint64_t subject, Time delay);
-  void map_npa_range(const Bo& bo, std::uint64_t key_base);
+  Task<void> on_npa_revoke(AccelId from, const Message& m);
+  void on_npa_release(AccelId from, const Message& m);
+  // export side
+  void revoke(Bo& bo);
+  void put_export(const ExportPtr& node);
+  Task<void> cleanup(ExportPtr node);
+  std::uint64_t npa_key(AccelId importer, std::uint64_t window_page) const;
+  Task<void> map_range(const Bo& bo, std::uint64_t key_base, std::uint64_t tag);
+  void unmap_range(std::uint64_t key_base, std::uint64_t pages);
+  void free_range(AccelId importer, std::uint64_t window_page, std::uint64_t pages,
+                  std::uint64_t tag);
+  void unpin(Bo& bo);
   NpaRangeAllocator& window(AccelId importer);
+  // import side
+  Task<void> invalidate_import(const ImportPtr& node);
+  // buffers and handles
+  Bo* bo_of(ProcessId p, GemHandle gem);
+  std::uint64_t new_bo(Domain d, std::uint64_t pages);
+  GemHandle new_gem(ProcessId p, std::uint64_t bo);
+  Fd new_fd(ProcessId p, std::uint64_t bo);
+  void unref(std::uint64_t bo);
+  UalinkHandle new_handle();
+  Process& process(ProcessId p) { return processes_[p]; }
+  std::string describe(const Bo& bo) const;
 
   DriverConfig cfg_;
   AccelId self_;
+  VpodInfo vpod_;
   NpaAddrMode mode_;
   Rng rng_;
   DriverEnv& env_;
   bool ualink_active_ = true;
 
   std::unordered_map<std::uint64_t, Bo> bos_;
-  std::map<GemHandle, std::uint64_t> gems_;
-  std::map<Fd, File> files_;
-  std::unordered_map<std::uint64_t, ExportNode> exports_;  // by handle lo
-  std::unordered_map<std::uint64_t, ImportNode> imports_;  // by handle lo
+  std::map<ProcessId, Process> processes_;
+  std::unordered_map<std::uint64_t, ExportPtr> exports_;  // exp_xa, by handle lo
+  std::unordered_map<std::uint64_t, ExportPtr> invalid_;  // handle_invalid_xa
+  std::unordered_map<std::uint64_t, ImportPtr> imports_;  // imp_xa, by handle lo
   std::vector<Connection> conns_;
-  std::map<AccelId, NpaRangeAllocator> windows_;  // alias mode: one, keyed by self
-  std::map<std::uint64_t, std::pair<TimerKind, std::uint64_t>> timers_;
-  std::uint64_t next_bo_ = 1, next_timer_ = 1;
-  GemHandle next_gem_ = 1;
-  Fd next_fd_ = 3;
+  std::map<AccelId, NpaRangeAllocator> windows_;
+  std::deque<std::pair<AccelId, Dwords>> irq_queue_;
+  WaitQueue irq_ready_;
+  std::deque<ExportPtr> cleanup_queue_;
+  WaitQueue cleanup_ready_;
+  std::uint64_t next_bo_ = 1;
 
   StatGroup stats_;
   Counter exports_created_{stats_, "exports", "count", "buffers exported (new UALink handles)"};
@@ -179,7 +251,24 @@ class Driver {
   Counter imports_repeated_{stats_, "imports_repeated", "count",
                             "imports answered from the import table"};
   Counter import_errors_{stats_, "import_errors", "count", "imports that returned an error"};
-  Counter ring_full_{stats_, "send_ring_full", "count", "messages not sent: ring full"};
+  Counter revokes_{stats_, "revokes", "count", "exports revoked (last GEM handle closed)"};
+  Counter releases_missing_{stats_, "releases_missing", "count",
+                            "importers that did not answer NPA_REVOKE in time (reset)"};
+  Counter releases_unexpected_{stats_, "releases_unexpected", "count",
+                               "NPA_RELEASE from an importer that was not pending"};
+  Counter connection_resets_{stats_, "connection_resets", "count", "connections reset"};
+  Counter unsolicited_{stats_, "unsolicited", "count",
+                       "NPA_RSP/FAIL/REVOKE for no matching import (ignored)"};
+  Counter dropped_{stats_, "dropped_not_established", "count",
+                   "requests dropped because the connection was not established"};
+  Counter refused_{stats_, "refused_unauthorized", "count",
+                   "requests from accelerators outside this GPU's vPod"};
+  Counter send_failures_{stats_, "send_failures", "count",
+                         "messages not delivered (ring full, not consumed, firmware error)"};
+  Counter shootdowns_{stats_, "remote_shootdowns", "count", "remote TLB shootdowns sent"};
+  Counter evictions_{stats_, "evictions", "count",
+                     "exported pages migrated (unpinned design only)"};
+  Counter device_resets_{stats_, "device_resets", "count", "resets of this device"};
   std::vector<std::unique_ptr<Counter>> sent_by_type_;
   std::vector<std::unique_ptr<Counter>> received_by_type_;
   Distribution export_time_{stats_, "export_time", "ns", "duration of export calls", kPsPerNs};
@@ -187,6 +276,11 @@ class Driver {
                             "first imports: from the ioctl to the dma-buf fd", kPsPerNs};
   Distribution import_repeat_time_{stats_, "import_repeat_time", "ns",
                                    "repeated imports: from the ioctl to the dma-buf fd", kPsPerNs};
+  Distribution revoke_time_{stats_, "revoke_time", "ns",
+                            "from the last handle's close to the last importer's release",
+                            kPsPerNs};
+
+  TaskRunner runner_;  // last: destroyed first, while what its tasks wait on still exists
 };
 
 }  // namespace podsim::driver

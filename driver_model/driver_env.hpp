@@ -1,48 +1,55 @@
-// What the driver model sees of the world: its own GPU (VRAM allocator, NPA VM, GPUVM), its
-// firmware mailbox, and time. The SystemC shell implements it against the models; unit tests
-// implement it with plain fakes. Every effect takes place at the driver's current time, which
-// advances by what the driver spends.
+// What the driver model sees of the world: time (it is a Scheduler), its own GPU's hardware
+// (VRAM allocator, NPA VM, GPUVM), its firmware mailbox, and the invariant checker. The
+// SystemC shell implements it against the models; unit tests with plain fakes. Hardware
+// programming takes effect at once; what it costs, the driver spends (co_await sleep).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "driver_model/coro.hpp"
+#include "driver_model/errno.hpp"
 #include "driver_model/messages.hpp"
 #include "models/gpuvm/page_table.hpp"
-#include "sim/base/units.hpp"
 
 namespace podsim::driver {
 
-class DriverEnv {
+// The two rings each sender has at each receiver.
+enum class Ring : std::uint8_t { Interrupt = 0, Tlb = 1 };
+
+class DriverEnv : public Scheduler {
  public:
-  virtual ~DriverEnv() = default;
-
-  // The driver's current time: when its current operation started plus what it has spent.
-  virtual Time now() const = 0;
-  // CPU time the current operation takes (PTE writes, handler dispatch, ioctl entry...).
-  virtual void spend(Time t) = 0;
-
   // VRAM pages (4 KiB page numbers), or nothing when VRAM is full.
   virtual std::optional<std::vector<std::uint64_t>> vram_alloc(std::uint64_t pages) = 0;
   virtual void vram_free(std::span<const std::uint64_t> pages) = 0;
 
-  // This GPU's NPA VM: `key` as NpaMmu::key_of gives it.
-  virtual void npa_map(std::uint64_t key, std::uint64_t vram_page) = 0;
+  // This GPU's NPA VM. `key` as NpaMmu::key_of gives it; `tag` names the export (handle lo)
+  // so the invariant checker can tell whose range an access used.
+  virtual void npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag) = 0;
+  // PTE.X = 1: accesses get a retry response instead of memory (revoke, page migration).
+  virtual void npa_set_retry(std::uint64_t key, bool retry) = 0;
   virtual void npa_unmap(std::uint64_t key) = 0;
   virtual void npa_flush_tlb() = 0;
+  // True if any valid PTE remains in [first_key, first_key + pages).
+  virtual bool npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const = 0;
 
   // A process's GPUVM page table.
   virtual void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) = 0;
   virtual void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) = 0;
   virtual void gpuvm_flush_tlb(std::uint16_t vmid) = 0;
 
-  // Writes a message into `dst`'s interrupt ring. False when that ring is full.
-  virtual bool send(AccelId dst, const Dwords& message) = 0;
+  // Writes a command into `dst`'s ring and polls the write-back page until `dst`'s firmware
+  // has consumed it: Ok, NoSpc (ring full), Time (not consumed in time), Comm (firmware
+  // error). A TLB-ring command makes `dst`'s firmware flush its GPUVM TLBs.
+  virtual Task<Errno> send(AccelId dst, Ring ring, Dwords command) = 0;
 
-  // Calls Driver::on_timer(token) `delay` after now().
-  virtual void start_timer(std::uint64_t token, Time delay) = 0;
+  // The invariant checker: `importer` gave up export `tag` (release received, or the
+  // connection was reset); from now on no access of its may be served from it.
+  virtual void note_released(std::uint64_t tag, AccelId importer) = 0;
+  virtual void note_violation(const std::string& what) = 0;
 };
 
 }  // namespace podsim::driver

@@ -5,9 +5,11 @@
 
 namespace podsim::driver {
 namespace {
-constexpr std::array<std::pair<Errno, std::string_view>, 13> kNames{{
+constexpr std::array<std::pair<Errno, std::string_view>, 15> kNames{{
     {Errno::Ok, "OK"},
     {Errno::NoEnt, "ENOENT"},
+    {Errno::Io, "EIO"},
+    {Errno::NoDev, "ENODEV"},
     {Errno::Again, "EAGAIN"},
     {Errno::NoMem, "ENOMEM"},
     {Errno::Fault, "EFAULT"},

@@ -8,10 +8,12 @@ namespace podsim::driver {
 enum class Errno : int {
   Ok = 0,
   NoEnt = 2,
+  Io = 5,
   Again = 11,
   NoMem = 12,
   Fault = 14,
   Busy = 16,
+  NoDev = 19,  // the call was cut short by a reset of this device
   Inval = 22,
   NoSpc = 28,
   Time = 62,

@@ -4,20 +4,13 @@ namespace podsim::driver {
 
 std::string_view msg_name(MsgType t) {
   switch (t) {
-    case MsgType::Hello:
-      return "HELLO";
-    case MsgType::HelloAck:
-      return "HELLO_ACK";
-    case MsgType::NpaReq:
-      return "NPA_REQ";
-    case MsgType::NpaRsp:
-      return "NPA_RSP";
-    case MsgType::NpaFail:
-      return "NPA_FAIL";
-    case MsgType::NpaRevoke:
-      return "NPA_REVOKE";
-    case MsgType::NpaRelease:
-      return "NPA_RELEASE";
+    case MsgType::Hello: return "HELLO";
+    case MsgType::HelloAck: return "HELLO_ACK";
+    case MsgType::NpaReq: return "NPA_REQ";
+    case MsgType::NpaRsp: return "NPA_RSP";
+    case MsgType::NpaFail: return "NPA_FAIL";
+    case MsgType::NpaRevoke: return "NPA_REVOKE";
+    case MsgType::NpaRelease: return "NPA_RELEASE";
   }
   return "?";
 }
@@ -32,9 +25,7 @@ Dwords encode(const Message& m) {
       dw[0] = type | (static_cast<std::uint32_t>(m.hello_recv) << 10) |
               (static_cast<std::uint32_t>(m.hello_sender) << 20);
       break;
-    case MsgType::HelloAck:
-      dw[0] = type;
-      break;
+    case MsgType::HelloAck: dw[0] = type; break;
     case MsgType::NpaReq:
     case MsgType::NpaRevoke:
     case MsgType::NpaRelease:
@@ -71,8 +62,7 @@ bool decode(const Dwords& dw, AccelId sender, AccelId self, Message& out) {
       out.hello_recv = static_cast<AccelId>((dw[0] >> 10) & 0x3FF);
       out.hello_sender = static_cast<AccelId>((dw[0] >> 20) & 0x3FF);
       break;
-    case MsgType::HelloAck:
-      break;
+    case MsgType::HelloAck: break;
     case MsgType::NpaReq:
     case MsgType::NpaRelease:
       out.handle.lo = lo_with(self);

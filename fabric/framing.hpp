@@ -9,12 +9,9 @@ namespace podsim {
 
 inline std::uint64_t payload_bytes_on_wire(const Access& a) {
   switch (a.kind) {
-    case PacketKind::Request:
-      return a.op == AccessOp::Write ? a.size : 0;
-    case PacketKind::Response:
-      return a.op == AccessOp::Read ? a.size : 0;
-    case PacketKind::Control:
-      return a.size;
+    case PacketKind::Request: return a.op == AccessOp::Write ? a.size : 0;
+    case PacketKind::Response: return a.op == AccessOp::Read ? a.size : 0;
+    case PacketKind::Control: return a.size;
   }
   return 0;
 }

@@ -27,8 +27,7 @@ void SingleSwitchFabric::attach(UalinkPort& port, AccelId id) {
 
 std::unique_ptr<Fabric> make_fabric(const FabricConfig& cfg, std::uint32_t gpus) {
   switch (cfg.topology) {
-    case Topology::SingleSwitch:
-      return std::make_unique<SingleSwitchFabric>("fabric", cfg, gpus);
+    case Topology::SingleSwitch: return std::make_unique<SingleSwitchFabric>("fabric", cfg, gpus);
   }
   throw std::logic_error("unknown topology");
 }

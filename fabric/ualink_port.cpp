@@ -43,6 +43,11 @@ tlm::tlm_sync_enum UalinkPort::response_from_memory(tlm::tlm_generic_payload& gp
 void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
   const Time now = sim_now();
+  if (down_ && a.status != AccessStatus::Unreachable) {
+    dropped_.inc();
+    gp->release();
+    return;
+  }
   a.stamp(HopKind::PortTx, now);
   const Bytes wire = wire_bytes(a, cfg_);
   const Time start = std::max(now, tx_free_);
@@ -70,6 +75,19 @@ tlm::tlm_sync_enum UalinkPort::incoming(tlm::tlm_generic_payload& gp, tlm::tlm_p
   // Whole packet in, then SerDes, FEC and the pipeline.
   const Time ready = head + rate_.transfer_time(wire) + cfg_.rx_latency();
   sc_core::sc_time delay = to_sc(ready - sim_now());
+  if (down_) {
+    if (a.kind == PacketKind::Request) {
+      a.status = AccessStatus::Unreachable;
+      a.kind = PacketKind::Response;
+      a.route_to = a.src;
+      gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+      tx_queue_.push(ready, &gp);
+    } else {
+      dropped_.inc();
+      gp.release();
+    }
+    return tlm::TLM_ACCEPTED;
+  }
   switch (a.kind) {
     case PacketKind::Request: {
       tlm::tlm_phase ph = tlm::BEGIN_REQ;

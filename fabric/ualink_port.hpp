@@ -29,6 +29,11 @@ class UalinkPort final : public sc_core::sc_module, public HasStats {
 
   UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, AccelId self);
 
+  // A port that is down (its GPU is being reset) sends and takes nothing, except that it
+  // answers incoming data requests with an error, as the switch would for a dead link.
+  void set_down(bool down) { down_ = down; }
+  bool down() const { return down_; }
+
   const StatGroup& stat_group() const override { return stats_; }
   const PortConfig& config() const { return cfg_; }
 
@@ -44,6 +49,7 @@ class UalinkPort final : public sc_core::sc_module, public HasStats {
   PortConfig cfg_;
   AccelId self_;
   Bandwidth rate_;
+  bool down_ = false;
   Time tx_free_;
   Time tx_busy_;
   TimedQueue<tlm::tlm_generic_payload*> tx_queue_;
@@ -54,6 +60,8 @@ class UalinkPort final : public sc_core::sc_module, public HasStats {
   Counter tx_payload_bytes_{stats_, "tx_payload_bytes", "bytes", "data bytes transmitted"};
   Counter rx_packets_{stats_, "rx_packets", "count", "packets received"};
   Counter rx_wire_bytes_{stats_, "rx_wire_bytes", "bytes", "bytes received, headers included"};
+  Counter dropped_{stats_, "dropped_while_down", "count",
+                   "packets dropped because the port was down"};
   Distribution tx_queue_delay_{stats_, "tx_queue_delay", "ns",
                                "time a packet waited for the transmitter", kPsPerNs};
   Formula tx_utilisation_;

@@ -17,15 +17,24 @@
 #include "models/mailbox/firmware_mailbox.hpp"
 #include "models/npa_mmu/npa_mmu.hpp"
 #include "models/vram/vram.hpp"
+#include "sim/base/invariants.hpp"
 
 namespace podsim {
 
 class GpuNode final : public sc_core::sc_module {
  public:
   GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const PortConfig& port_cfg,
-          AccelId id, NpaAddrMode mode, std::uint64_t seed, PacketPool& pool);
+          AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed, PacketPool& pool,
+          InvariantLog* invariants);
 
   AccelId id() const { return id_; }
+
+  // The GPU is reset now and stays down for `down_for`: its port and firmware take nothing,
+  // its processes and driver state are gone, its memory and page tables are wiped. It then
+  // comes back with fresh state.
+  void reset(Time down_for);
+  bool down() const { return port.down(); }
+  const sc_core::sc_event& back_up() const { return up_ev_; }
 
   Vram vram;
   GpuVm gpuvm;
@@ -37,6 +46,7 @@ class GpuNode final : public sc_core::sc_module {
 
  private:
   AccelId id_;
+  sc_core::sc_event up_ev_;
 };
 
 }  // namespace podsim

@@ -1,130 +1,160 @@
 #include "driver_model/sc/driver_shell.hpp"
 
-#include <stdexcept>
-
 namespace podsim::driver {
 
 DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, AccelId self,
-                         NpaAddrMode mode, Rng rng, GpuVm& gpuvm, NpaMmu& npa_mmu, Vram& vram,
-                         FirmwareMailbox& mailbox)
+                         VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed, GpuVm& gpuvm,
+                         NpaMmu& npa_mmu, Vram& vram, FirmwareMailbox& mailbox,
+                         InvariantLog* invariants)
     : sc_module(name),
+      cfg_(cfg),
       gpuvm_(gpuvm),
       npa_mmu_(npa_mmu),
       vram_(vram),
       mailbox_(mailbox),
-      driver_(cfg, self, mode, rng, *this) {
-  mailbox_.set_interrupt_handler([this](AccelId from, const FwCommand& cmd) {
-    if (cmd.kind != FwCommandKind::Int) return;
-    Dwords dw = cmd.dw;
-    work_.push(sim_now(), Work{[this, from, dw] { driver_.on_message(from, dw); }, true});
-  });
-  spawn_method("work", work_.event(), [this] {
-    work_.drain([this](Work& w) {
-      if (!w.is_op) {
-        w.fn();
-        return;
-      }
-      // The driver runs one operation at a time: come back when it is free.
-      if (busy_until_ > sim_now()) {
-        work_.push(busy_until_, std::move(w));
-        return;
-      }
-      begin_op();
-      w.fn();
-      end_op();
+      invariants_(invariants),
+      poll_rng_(Rng::for_component(seed, std::string(this->name()) + ".poll")),
+      timers_(256),
+      driver_(cfg, self, std::move(vpod), mode, Rng::for_component(seed, std::string(this->name())),
+              *this) {
+  stats_.add_child(driver_.stats());
+  spawn_method("timers", timers_.event(), [this] {
+    timers_.drain([this](Callback& c) {
+      if (cancelled_.erase(c.id)) return;
+      c.fn();
     });
   });
+  mailbox_.set_interrupt_handler([this](AccelId from, const FwCommand& cmd) {
+    if (cmd.kind == FwCommandKind::Int) driver_.on_interrupt(from, cmd.dw);
+  });
+  mailbox_.set_writeback_handler(
+      [this](AccelId receiver, unsigned ring, std::uint32_t seq, std::uint32_t status) {
+        auto it = sends_.find({receiver, ring, seq});
+        if (it == sends_.end()) return;  // the sender gave up, or was reset
+        it->second.consumed = true;
+        it->second.status = status;
+      });
 }
 
-void DriverShell::begin_op() {
-  if (in_op_) throw std::logic_error("driver operation started inside another");
-  in_op_ = true;
-  op_start_ = std::max(sim_now(), busy_until_);
-  spent_ = Time{};
+DriverShell::~DriverShell() = default;
+
+void DriverShell::start(Task<void> t, std::function<void()> done) {
+  const std::uint64_t id = next_call_++;
+  auto shared = std::make_shared<std::function<void()>>(std::move(done));
+  aborts_[id] = [shared] { (*shared)(); };
+  struct Wrap {
+    static Task<int> run(Task<void> t) {
+      co_await std::move(t);
+      co_return 0;
+    }
+  };
+  calls_.run(Wrap::run(std::move(t)), [this, id, shared](int) {
+    aborts_.erase(id);
+    (*shared)();
+  });
 }
 
-void DriverShell::end_op() {
-  in_op_ = false;
-  busy_until_ = op_start_ + spent_;
+void DriverShell::call(Task<void> t) {
+  bool finished = false;
+  sc_core::sc_event ev;
+  start(std::move(t), std::function<void()>([&] {
+          finished = true;
+          ev.notify(sc_core::SC_ZERO_TIME);
+        }));
+  while (!finished)
+    sc_core::wait(ev);
 }
 
-void DriverShell::wait_until_op_end() {
-  Time left = busy_until_ - sim_now();
-  if (left > Time{}) sc_core::wait(to_sc(left));
+void DriverShell::device_reset() {
+  calls_.cancel_all();
+  auto aborts = std::move(aborts_);
+  aborts_.clear();
+  sends_.clear();
+  driver_.device_reset();
+  for (auto& [id, abort] : aborts)
+    abort();
 }
 
-void DriverShell::at_driver_time(std::function<void()> effect) {
-  Time t = now();
-  if (t <= sim_now()) {
-    effect();
-    return;
-  }
-  work_.push(t, Work{std::move(effect), false});
+Scheduler::TimerId DriverShell::call_at(Time at, std::function<void()> fn) {
+  const TimerId id = next_timer_++;
+  timers_.push(at < sim_now() ? sim_now() : at, Callback{id, std::move(fn)});
+  return id;
+}
+
+void DriverShell::cancel(TimerId id) {
+  if (id != 0 && id < next_timer_) cancelled_.insert(id);
 }
 
 std::optional<std::vector<std::uint64_t>> DriverShell::vram_alloc(std::uint64_t pages) {
   return vram_.allocator().allocate(pages);
 }
 void DriverShell::vram_free(std::span<const std::uint64_t> pages) {
-  std::vector<std::uint64_t> copy(pages.begin(), pages.end());
-  at_driver_time([this, copy] { vram_.allocator().free(copy); });
+  vram_.allocator().free(pages);
 }
-void DriverShell::npa_map(std::uint64_t key, std::uint64_t vram_page) {
-  at_driver_time([this, key, vram_page] { npa_mmu_.map_page(key, vram_page); });
+void DriverShell::npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag) {
+  npa_mmu_.map_page(key, vram_page, tag);
+}
+void DriverShell::npa_set_retry(std::uint64_t key, bool retry) {
+  npa_mmu_.set_retry(key, retry);
 }
 void DriverShell::npa_unmap(std::uint64_t key) {
-  at_driver_time([this, key] { npa_mmu_.unmap_page(key); });
+  npa_mmu_.unmap_page(key);
 }
 void DriverShell::npa_flush_tlb() {
-  at_driver_time([this] { npa_mmu_.flush_tlb(); });
+  npa_mmu_.flush_tlb();
+}
+bool DriverShell::npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const {
+  return npa_mmu_.any_mapped(first_key, pages);
 }
 void DriverShell::gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) {
-  at_driver_time([this, vmid, va_page, pte] { gpuvm_.map_page(vmid, va_page, pte); });
+  gpuvm_.map_page(vmid, va_page, pte);
 }
 void DriverShell::gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) {
-  at_driver_time([this, vmid, va_page] { gpuvm_.unmap_page(vmid, va_page); });
+  gpuvm_.unmap_page(vmid, va_page);
 }
 void DriverShell::gpuvm_flush_tlb(std::uint16_t vmid) {
-  at_driver_time([this, vmid] { gpuvm_.invalidate_tlb(vmid); });
+  gpuvm_.invalidate_tlb(vmid);
 }
 
-bool DriverShell::send(AccelId dst, const Dwords& message) {
+void DriverShell::note_released(std::uint64_t tag, AccelId importer) {
+  npa_mmu_.mark_released(tag, importer);
+}
+
+void DriverShell::note_violation(const std::string& what) {
+  if (invariants_) invariants_->report(sim_now(), what);
+}
+
+Task<Errno> DriverShell::send(AccelId dst, Ring ring, Dwords command) {
   FwCommand cmd;
-  cmd.kind = FwCommandKind::Int;
-  cmd.dw = message;
-  Time delay = now() - sim_now();
-  return mailbox_.send(dst, cmd, delay < Time{} ? Time{} : delay);
-}
-
-void DriverShell::start_timer(std::uint64_t token, Time delay) {
-  work_.push(now() + delay, Work{[this, token] { driver_.on_timer(token); }, true});
-}
-
-void DriverShell::import_async(const UalinkHandle& h, std::function<void(Result<Fd>)> done) {
-  begin_op();
-  driver_.import_handle(h, [this, done = std::move(done)](Result<Fd> r) {
-    // Completion is seen at the driver's time when it happened.
-    Time t = now();
-    if (t <= sim_now())
-      done(r);
-    else
-      work_.push(t, Work{[done, r] { done(r); }, false});
-  });
-  end_op();
-}
-
-Result<Fd> DriverShell::import_blocking(const UalinkHandle& h) {
-  Result<Fd> result{Errno::Fault, -1};
-  bool finished = false;
-  sc_core::sc_event ev;
-  import_async(h, [&](Result<Fd> r) {
-    result = r;
-    finished = true;
-    ev.notify(sc_core::SC_ZERO_TIME);
-  });
-  while (!finished)
-    sc_core::wait(ev);
-  return result;
+  cmd.kind = ring == Ring::Tlb ? FwCommandKind::TlbInv : FwCommandKind::Int;
+  cmd.dw = command;
+  const auto seq = mailbox_.send(dst, cmd);
+  if (!seq) co_return Errno::NoSpc;
+  const SendKey key{dst, static_cast<unsigned>(ring), *seq};
+  sends_[key] = SendState{};
+  const Time t0 = sim_now();
+  // Poll the write-back page, sleeping poll_interval_min..max between looks.
+  const std::uint64_t span =
+      static_cast<std::uint64_t>((cfg_.poll_interval_max - cfg_.poll_interval_min).as_ps());
+  while (true) {
+    polls_.inc();
+    auto it = sends_.find(key);
+    if (it == sends_.end()) co_return Errno::NoDev;  // we were reset
+    if (it->second.consumed) {
+      const std::uint32_t status = it->second.status;
+      sends_.erase(it);
+      send_time_.record(sim_now() - t0);
+      co_return status == 0 ? Errno::Ok : Errno::Comm;
+    }
+    if (sim_now() - t0 >= cfg_.writeback_timeout) {
+      sends_.erase(it);
+      send_timeouts_.inc();
+      co_return Errno::Time;
+    }
+    const Time interval =
+        cfg_.poll_interval_min + Time::ps(static_cast<std::int64_t>(poll_rng_.below(span + 1)));
+    co_await Sleep(*this, interval);
+  }
 }
 
 }  // namespace podsim::driver

@@ -1,77 +1,137 @@
-// DriverShell: gives the plain-C++ Driver time and hardware. It runs one driver operation at
-// a time (a user call, a message from the mailbox, a timer), starting when the previous one
-// has finished; the operation's effects on the hardware (page-table writes, TLB flushes,
-// messages) take place at the driver's time when it made them.
+// DriverShell: gives the plain-C++ Driver time and hardware. It is the Driver's Scheduler
+// (callbacks at simulated times, on SystemC events), carries out its hardware programming on
+// GpuVm, NpaMmu and Vram at once, and implements message sending the way the snapshot does:
+// write the command into the receiver's ring through the firmware mailbox, then poll the
+// write-back page every poll_interval_min..max until the receiver's firmware reports it
+// consumed, or give up with ETIME after writeback_timeout.
 #pragma once
 
 #include <functional>
+#include <list>
+#include <map>
 #include <memory>
+#include <optional>
+#include <tuple>
+#include <unordered_set>
 
 #include "driver_model/driver.hpp"
 #include "models/gpuvm/gpuvm.hpp"
 #include "models/mailbox/firmware_mailbox.hpp"
 #include "models/npa_mmu/npa_mmu.hpp"
 #include "models/vram/vram.hpp"
+#include "sim/base/invariants.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim::driver {
 
+inline Errno aborted_value(const Errno*) {
+  return Errno::NoDev;
+}
+template <class X>
+Result<X> aborted_value(const Result<X>*) {
+  return Result<X>{Errno::NoDev, {}};
+}
+
 class DriverShell final : public sc_core::sc_module, public HasStats, private DriverEnv {
  public:
-  DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, AccelId self, NpaAddrMode mode,
-              Rng rng, GpuVm& gpuvm, NpaMmu& npa_mmu, Vram& vram, FirmwareMailbox& mailbox);
+  DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, AccelId self, VpodInfo vpod,
+              NpaAddrMode mode, std::uint64_t seed, GpuVm& gpuvm, NpaMmu& npa_mmu, Vram& vram,
+              FirmwareMailbox& mailbox, InvariantLog* invariants);
+  ~DriverShell() override;
 
-  // Runs `fn(driver)` as one driver operation, from an SC_THREAD: waits for the driver to be
-  // free, then for the operation's duration, and returns its result.
-  template <class Fn>
-  auto call(Fn&& fn) {
-    begin_op();
-    auto r = fn(driver_);
-    end_op();
-    wait_until_op_end();
-    return r;
+  // Starts a driver call now; `done(result)` runs in simulated time when it finishes. A
+  // device reset cuts it short: `done` then gets ENODEV.
+  template <class T, class Fn>
+  void start(Task<T> t, Fn done) {
+    const std::uint64_t id = next_call_++;
+    auto shared = std::make_shared<Fn>(std::move(done));
+    aborts_[id] = [shared] { (*shared)(aborted_value(static_cast<const T*>(nullptr))); };
+    calls_.run(std::move(t), [this, id, shared](T r) {
+      aborts_.erase(id);
+      (*shared)(std::move(r));
+    });
   }
-  // IMPORT from an SC_THREAD: returns when the import has completed (maybe much later).
-  Result<Fd> import_blocking(const UalinkHandle& h);
-  // Starts an import now; `done` runs in simulated time when it completes.
-  void import_async(const UalinkHandle& h, std::function<void(Result<Fd>)> done);
+  void start(Task<void> t, std::function<void()> done);
+
+  // From an SC_THREAD: runs a driver call to its end and returns its result.
+  template <class T>
+  T call(Task<T> t) {
+    std::optional<T> result;
+    sc_core::sc_event ev;
+    start(std::move(t), [&](T r) {
+      result = std::move(r);
+      ev.notify(sc_core::SC_ZERO_TIME);
+    });
+    while (!result)
+      sc_core::wait(ev);
+    return std::move(*result);
+  }
+  void call(Task<void> t);
+
+  // The device is reset: calls in flight end with ENODEV and the driver loses its state.
+  void device_reset();
 
   Driver& driver() { return driver_; }
-  const StatGroup& stat_group() const override { return driver_.stats(); }
+  const Driver& driver() const { return driver_; }
+  const Distribution& send_time() const { return send_time_; }
+  // Nothing in progress: no call, no message being sent or handled, no revoke.
+  bool quiescent() const { return calls_.running() == 0 && sends_.empty() && driver_.quiescent(); }
+  const StatGroup& stat_group() const override { return stats_; }
 
  private:
+  // Scheduler
+  Time now() const override { return sim_now(); }
+  TimerId call_at(Time at, std::function<void()> fn) override;
+  void cancel(TimerId id) override;
   // DriverEnv
-  Time now() const override { return op_start_ + spent_; }
-  void spend(Time t) override { spent_ += t; }
   std::optional<std::vector<std::uint64_t>> vram_alloc(std::uint64_t pages) override;
   void vram_free(std::span<const std::uint64_t> pages) override;
-  void npa_map(std::uint64_t key, std::uint64_t vram_page) override;
+  void npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag) override;
+  void npa_set_retry(std::uint64_t key, bool retry) override;
   void npa_unmap(std::uint64_t key) override;
   void npa_flush_tlb() override;
+  bool npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const override;
   void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) override;
   void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) override;
   void gpuvm_flush_tlb(std::uint16_t vmid) override;
-  bool send(AccelId dst, const Dwords& message) override;
-  void start_timer(std::uint64_t token, Time delay) override;
+  Task<Errno> send(AccelId dst, Ring ring, Dwords command) override;
+  void note_released(std::uint64_t tag, AccelId importer) override;
+  void note_violation(const std::string& what) override;
 
-  void begin_op();
-  void end_op();
-  void wait_until_op_end();
-  void at_driver_time(std::function<void()> effect);
+  struct Callback {
+    TimerId id;
+    std::function<void()> fn;
+  };
+  using SendKey = std::tuple<AccelId, unsigned, std::uint32_t>;
+  struct SendState {
+    bool consumed = false;
+    std::uint32_t status = 0;
+  };
 
+  DriverConfig cfg_;
   GpuVm& gpuvm_;
   NpaMmu& npa_mmu_;
   Vram& vram_;
   FirmwareMailbox& mailbox_;
-  Driver driver_;
-  Time op_start_, spent_, busy_until_;
-  bool in_op_ = false;
+  InvariantLog* invariants_;
+  Rng poll_rng_;
+  TimedQueue<Callback> timers_;
+  std::unordered_set<TimerId> cancelled_;
+  TimerId next_timer_ = 1;
+  std::map<SendKey, SendState> sends_;
 
-  struct Work {
-    std::function<void()> fn;
-    bool is_op;  // an operation of the driver's (waits for the driver); else a hardware effect
-  };
-  TimedQueue<Work> work_;
+  StatGroup stats_;
+  Distribution send_time_{stats_, "send_time", "ns",
+                          "a message's cost to its sender: from writing it to seeing it "
+                          "consumed when polling the write-back page",
+                          kPsPerNs};
+  Counter polls_{stats_, "writeback_polls", "count", "polls of the write-back page"};
+  Counter send_timeouts_{stats_, "send_timeouts", "count",
+                         "messages never reported consumed (ETIME)"};
+  Driver driver_;
+  std::map<std::uint64_t, std::function<void()>> aborts_;
+  std::uint64_t next_call_ = 1;
+  TaskRunner calls_;  // last: its frames go before what they refer to
 };
 
 }  // namespace podsim::driver

@@ -30,25 +30,50 @@ ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cf
   });
 }
 
-void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion> regions) {
+void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion> regions,
+                         std::uint16_t vmid) {
   traffic_ = traffic;
   regions_ = std::move(regions);
-  if (regions_.empty() || traffic_.accesses == 0) {
-    traffic_.accesses = 0;
-    done_ev_.notify(sc_core::SC_ZERO_TIME);
-    return;
-  }
+  vmid_ = vmid;
+  active_ = true;
+  phase_issued_ = 0;
+  phase_end_ = sim_now() + traffic.duration;
+  if (regions_.empty()) traffic_.accesses = 0, traffic_.duration = Time{};
   issue_ev_.notify(sc_core::SC_ZERO_TIME);
+  check_done();
+}
+
+void ComputeAgent::abort() {
+  ++epoch_;
+  in_flight_ = 0;
+  if (active_) {
+    active_ = false;
+    done_ev_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+bool ComputeAgent::may_issue() const {
+  if (!active_) return false;
+  if (traffic_.duration > Time{}) return sim_now() < phase_end_;
+  return phase_issued_ < traffic_.accesses;
+}
+
+void ComputeAgent::check_done() {
+  if (active_ && in_flight_ == 0 && !may_issue()) {
+    active_ = false;
+    done_ev_.notify(sc_core::SC_ZERO_TIME);
+  }
 }
 
 void ComputeAgent::issue_more() {
-  while (in_flight_ < traffic_.outstanding && issued_ < traffic_.accesses)
+  while (in_flight_ < traffic_.outstanding && may_issue())
     issue_one();
+  check_done();
 }
 
 void ComputeAgent::issue_one() {
   const Time now = sim_now();
-  if (issued_ == 0) first_issue_ = now;
+  if (first_issue_ == Time::max()) first_issue_ = now;
   const AccessRegion& r = regions_[rng_.below(regions_.size())];
   const std::uint64_t size = traffic_.access_size.count();
   const std::uint64_t slots = r.bytes / size;
@@ -61,9 +86,11 @@ void ComputeAgent::issue_one() {
   a.kind = PacketKind::Request;
   a.op = read ? AccessOp::Read : AccessOp::Write;
   a.src = self_;
+  a.vmid = vmid_;
   a.size = static_cast<std::uint32_t>(size);
   a.vaddr = va;
   a.issued = now;
+  a.tag = epoch_;
   a.stamp(HopKind::Issue, now);
   gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
   gp.set_data_length(static_cast<unsigned>(size));
@@ -73,9 +100,14 @@ void ComputeAgent::issue_one() {
       std::memcpy(&a.data[off], &a.id, 8);
   }
   ++issued_;
+  ++phase_issued_;
   ++in_flight_;
+  send(gp, cfg_.issue_latency);
+}
+
+void ComputeAgent::send(tlm::tlm_generic_payload& gp, Time delay) {
   tlm::tlm_phase ph = tlm::BEGIN_REQ;
-  sc_core::sc_time d = to_sc(cfg_.issue_latency);
+  sc_core::sc_time d = to_sc(delay);
   to_gpuvm->nb_transport_fw(gp, ph, d);
 }
 
@@ -88,34 +120,52 @@ tlm::tlm_sync_enum ComputeAgent::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase
 void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
   const Time now = sim_now();
+  if (a.tag != epoch_) {  // from a phase a device reset abandoned
+    gp->release();
+    return;
+  }
+  if (a.status == AccessStatus::Retry) {
+    // Presence check failed: wait, then try the same access again (same issue time).
+    retries_.inc();
+    a.kind = PacketKind::Request;
+    a.status = AccessStatus::Ok;
+    a.stamp(HopKind::RetryWait, now);
+    gp->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    send(*gp, cfg_.retry_interval);
+    return;
+  }
   a.stamp(HopKind::Complete, now);
   --in_flight_;
   ++completed_;
   last_complete_ = now;
 
-  if (a.status != AccessStatus::Ok) {
-    faults_.inc();
-  } else if (a.dst == self_) {
-    local_accesses_.inc();
-  } else {
-    const Time latency = now - a.issued;
-    latency_.record(latency);
-    (a.op == AccessOp::Read ? read_latency_ : write_latency_).record(latency);
-    (a.op == AccessOp::Read ? remote_reads_ : remote_writes_).inc();
-    remote_bytes_.inc(a.size);
-    for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
-      const HopStamp& h = a.hops[i];
-      breakdown_.add(breakdown_slot(h.kind, h.response),
-                     static_cast<std::uint64_t>((a.hops[i + 1].at - h.at).as_ps()));
-    }
-    breakdown_.add_sample();
+  switch (a.status) {
+    case AccessStatus::Fault: faults_.inc(); break;
+    case AccessStatus::RemoteFault: remote_faults_.inc(); break;
+    case AccessStatus::Unreachable: unreachable_.inc(); break;
+    case AccessStatus::Retry: break;
+    case AccessStatus::Ok:
+      if (a.dst == self_) {
+        local_accesses_.inc();
+        break;
+      }
+      const Time latency = now - a.issued;
+      latency_.record(latency);
+      (a.op == AccessOp::Read ? read_latency_ : write_latency_).record(latency);
+      (a.op == AccessOp::Read ? remote_reads_ : remote_writes_).inc();
+      remote_bytes_.inc(a.size);
+      if (a.hops_dropped == 0) {
+        for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
+          const HopStamp& h = a.hops[i];
+          breakdown_.add(breakdown_slot(h.kind, h.response),
+                         static_cast<std::uint64_t>((a.hops[i + 1].at - h.at).as_ps()));
+        }
+        breakdown_.add_sample();
+      }
+      break;
   }
   gp->release();
-  if (completed_ == traffic_.accesses) {
-    done_ev_.notify(sc_core::SC_ZERO_TIME);
-  } else {
-    issue_more();
-  }
+  issue_more();
 }
 
 }  // namespace podsim

@@ -1,7 +1,8 @@
 // ComputeAgent: the wavefronts of one GPU, reduced to what loads and stores do to memory. In
-// its access phase it keeps `outstanding` accesses in flight over the regions it was given
-// (uniform random, aligned to the access size), and records, for every completed access, its
-// latency and where that latency went hop by hop.
+// an access phase it keeps `outstanding` accesses in flight over the regions it was given
+// (uniform random, aligned to the access size), for a count or a duration, re-issues those
+// answered with a retry, and records for every completed access its latency and where that
+// latency went hop by hop.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -16,7 +17,7 @@
 
 namespace podsim {
 
-// A range of this GPU's virtual address space to access.
+// A range of a process's GPU virtual address space to access.
 struct AccessRegion {
   std::uint64_t va = 0;
   std::uint64_t bytes = 0;
@@ -29,10 +30,13 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cfg, AccelId self,
                PacketPool& pool, Rng rng);
 
-  // Starts the access phase now. `done()` fires when every access has completed.
-  void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions);
+  // Starts an access phase now in address space `vmid`. `done()` fires when it has ended and
+  // every access it issued has completed.
+  void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions, std::uint16_t vmid);
+  // Device reset: the phase ends at once; what is in flight is forgotten.
+  void abort();
   const sc_core::sc_event& done() const { return done_ev_; }
-  bool finished() const { return completed_ == traffic_.accesses; }
+  bool finished() const { return !active_; }
   std::uint64_t issued() const { return issued_; }
   std::uint64_t completed() const { return completed_; }
 
@@ -45,7 +49,10 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   std::uint64_t remote_bytes() const { return remote_bytes_.value(); }
   std::uint64_t remote_reads() const { return remote_reads_.value(); }
   std::uint64_t remote_writes() const { return remote_writes_.value(); }
-  std::uint64_t faults() const { return faults_.value(); }
+  std::uint64_t faults() const {
+    return faults_.value() + remote_faults_.value() + unreachable_.value();
+  }
+  std::uint64_t retries() const { return retries_.value(); }
 
   static std::vector<std::string> breakdown_parts();
   static std::size_t breakdown_slot(HopKind k, bool response) {
@@ -55,6 +62,9 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
  private:
   void issue_more();
   void issue_one();
+  void send(tlm::tlm_generic_payload& gp, Time delay);
+  bool may_issue() const;
+  void check_done();
   tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   void complete(tlm::tlm_generic_payload* gp);
 
@@ -64,7 +74,11 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Rng rng_;
   TrafficConfig traffic_;
   std::vector<AccessRegion> regions_;
-  std::uint64_t issued_ = 0, completed_ = 0, in_flight_ = 0;
+  std::uint16_t vmid_ = 0;
+  bool active_ = false;
+  std::uint32_t epoch_ = 0;  // accesses of an aborted phase are dropped when they return
+  Time phase_end_;
+  std::uint64_t issued_ = 0, completed_ = 0, in_flight_ = 0, phase_issued_ = 0;
   Time first_issue_ = Time::max(), last_complete_;
   sc_core::sc_event issue_ev_, done_ev_;
   TimedQueue<tlm::tlm_generic_payload*> completions_;
@@ -73,10 +87,18 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Counter remote_reads_{stats_, "remote_reads", "count", "completed remote loads"};
   Counter remote_writes_{stats_, "remote_writes", "count", "completed remote stores"};
   Counter local_accesses_{stats_, "local_accesses", "count", "completed local VRAM accesses"};
-  Counter faults_{stats_, "faults", "count", "accesses completed as faults (not served)"};
+  Counter faults_{stats_, "faults", "count",
+                  "accesses to unmapped or invalidated pages (GPUVM fault, never sent)"};
+  Counter remote_faults_{stats_, "remote_faults", "count",
+                         "accesses the exporter refused (no valid NPA mapping), not served"};
+  Counter unreachable_{stats_, "unreachable", "count",
+                       "accesses to a GPU that was down, not served"};
+  Counter retries_{stats_, "retries", "count",
+                   "accesses re-issued after a retry answer (revoke or page move in progress)"};
   Counter remote_bytes_{stats_, "remote_bytes", "bytes", "payload bytes moved by remote accesses"};
   Distribution latency_{stats_, "remote_latency", "ns",
-                        "issue-to-completion latency of remote accesses", kPsPerNs};
+                        "issue-to-completion latency of remote accesses (retries included)",
+                        kPsPerNs};
   Distribution read_latency_{stats_, "remote_read_latency", "ns",
                              "issue-to-completion latency of remote loads", kPsPerNs};
   Distribution write_latency_{stats_, "remote_write_latency", "ns",

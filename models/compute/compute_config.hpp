@@ -8,25 +8,31 @@ namespace podsim {
 // The compute agent itself (part of every GPU).
 struct ComputeConfig {
   Time issue_latency = Time::ns(5);
+  Time retry_interval = Time::ns(500);
 
   template <class V>
   void visit(V& v) {
     v.field("issue_latency", issue_latency,
             "from a wavefront issuing a load/store to its address reaching GpuVm");
+    v.field("retry_interval", retry_interval,
+            "how long a wavefront waits before re-issuing an access answered with a retry");
   }
 };
 
-// The traffic an agent generates in the access phase.
+// The traffic an agent generates in an access phase.
 struct TrafficConfig {
   std::uint64_t accesses = 2000;
+  Time duration;
   std::uint32_t outstanding = 16;
   double read_fraction = 0.5;
   Bytes access_size = Bytes(64);
 
   template <class V>
   void visit(V& v) {
-    v.field("accesses", accesses, "loads and stores each initiating GPU issues",
+    v.field("accesses", accesses,
+            "loads and stores each initiating GPU issues (when duration is 0)",
             between<std::uint64_t>(0, 1'000'000'000));
+    v.field("duration", duration, "issue for this long instead of a fixed count (0: use accesses)");
     v.field("outstanding", outstanding, "accesses a GPU keeps in flight (closed loop)",
             between<std::uint32_t>(1, 65536));
     v.field("read_fraction", read_fraction, "fraction of accesses that are loads",

@@ -87,6 +87,16 @@ void GpuVm::invalidate_tlb(std::uint16_t vmid) {
   tlb_.invalidate_space(vmid);
 }
 
+void GpuVm::invalidate_all() {
+  invalidations_.inc();
+  tlb_.invalidate_all();
+}
+
+void GpuVm::reset() {
+  tables_.clear();
+  tlb_.invalidate_all();
+}
+
 const GpuPageTable* GpuVm::page_table(std::uint16_t vmid) const {
   auto it = tables_.find(vmid);
   return it == tables_.end() ? nullptr : &it->second;

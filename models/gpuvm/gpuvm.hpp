@@ -32,6 +32,10 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   void unmap_page(std::uint16_t vmid, std::uint64_t va_page);
   // Heavyweight invalidation: drops every TLB entry of the address space.
   void invalidate_tlb(std::uint16_t vmid);
+  // A remote shootdown (the snapshot always flushes everything): every address space.
+  void invalidate_all();
+  // Device reset: no page tables, an empty TLB.
+  void reset();
   const GpuPageTable* page_table(std::uint16_t vmid) const;
 
   const StatGroup& stat_group() const override { return stats_; }

@@ -7,60 +7,47 @@ namespace podsim {
 
 namespace {
 constexpr std::uint32_t kCommandBytes = 64;
-
-void encode(const FwCommand& c, unsigned char* out) {
-  std::memset(out, 0, kCommandBytes);
-  out[0] = static_cast<unsigned char>(c.kind);
-  std::memcpy(out + 4, &c.seq, 4);
-  std::memcpy(out + 8, c.dw.data(), 16);
-}
-
-FwCommand decode(const unsigned char* in) {
-  FwCommand c;
-  c.kind = static_cast<FwCommandKind>(in[0]);
-  std::memcpy(&c.seq, in + 4, 4);
-  std::memcpy(c.dw.data(), in + 8, 16);
-  return c;
-}
+constexpr std::uint32_t kSmallWriteBytes = 8;  // a write pointer + doorbell, or a write-back
+// Layout of a control packet's data: [0] packet kind, [1] ring, [4..8) seq, [8..12) status,
+// [16..32) the command's four dwords, [32] the command kind.
 }  // namespace
 
 FirmwareMailbox::FirmwareMailbox(sc_core::sc_module_name name, const MailboxConfig& cfg,
                                  AccelId self, PacketPool& pool)
-    : sc_module(name),
-      cfg_(cfg),
-      self_(self),
-      pool_(pool),
-      in_flight_(kMaxAccels, 0),
-      next_seq_(kMaxAccels, 0),
-      sent_at_(kMaxAccels) {
+    : sc_module(name), cfg_(cfg), self_(self), pool_(pool), tx_(kMaxAccels), rx_(kMaxAccels) {
   from_port.register_nb_transport_fw(this, &FirmwareMailbox::fw);
   spawn_method("arrive", arrivals_.event(),
-               [this] { arrivals_.drain([this](tlm::tlm_generic_payload* gp) { take(gp); }); });
-  spawn_method("interrupt", interrupts_.event(), [this] {
-    interrupts_.drain([this](const Delivery& d) {
-      interrupts_raised_.inc();
-      if (handler_) handler_(d.from, d.cmd);
-    });
-  });
+               [this] { arrivals_.drain([this](tlm::tlm_generic_payload* gp) { arrive(gp); }); });
+  spawn_method("firmware", firmware_.event(),
+               [this] { firmware_.drain([](std::function<void()>& work) { work(); }); });
 }
 
-bool FirmwareMailbox::send(AccelId dst, const FwCommand& cmd_in, Time delay) {
-  if (in_flight_[dst] + 1 >= cfg_.ring_slots) {
+FirmwareMailbox::RingState& FirmwareMailbox::ring_state(
+    std::vector<std::array<RingState, kRings>>& v, AccelId peer, unsigned ring) {
+  return v[peer][ring];
+}
+
+std::uint32_t FirmwareMailbox::in_flight(AccelId dst, unsigned ring) const {
+  return tx_[dst][ring].in_flight;
+}
+
+std::optional<std::uint32_t> FirmwareMailbox::send(AccelId dst, const FwCommand& cmd) {
+  const unsigned ring = cmd.kind == FwCommandKind::TlbInv ? 1 : 0;
+  RingState& r = ring_state(tx_, dst, ring);
+  if (r.in_flight + 1 >= cfg_.ring_slots) {
     ring_full_.inc();
-    return false;
+    return std::nullopt;
   }
-  FwCommand cmd = cmd_in;
-  cmd.seq = next_seq_[dst]++;
-  auto& stamps = sent_at_[dst];
-  if (stamps.empty()) stamps.resize(cfg_.ring_slots);
-  stamps[cmd.seq % cfg_.ring_slots] = sim_now() + delay;
-  ++in_flight_[dst];
+  const std::uint32_t seq = r.next_seq++;
+  ++r.in_flight;
   sent_.inc();
-  emit(dst, cmd, delay);
-  return true;
+  emit(dst, Packet::Command, ring, seq, &cmd, 0, Time{});
+  emit(dst, Packet::Doorbell, ring, seq, nullptr, 0, Time{});
+  return seq;
 }
 
-void FirmwareMailbox::emit(AccelId dst, const FwCommand& cmd, Time delay) {
+void FirmwareMailbox::emit(AccelId dst, Packet kind, unsigned ring, std::uint32_t seq,
+                           const FwCommand* cmd, std::uint32_t status, Time delay) {
   tlm::tlm_generic_payload& gp = pool_.acquire();
   Access& a = access_of(gp);
   a.kind = PacketKind::Control;
@@ -68,11 +55,19 @@ void FirmwareMailbox::emit(AccelId dst, const FwCommand& cmd, Time delay) {
   a.src = self_;
   a.dst = dst;
   a.route_to = dst;
-  a.size = kCommandBytes;
+  a.size = kind == Packet::Command ? kCommandBytes : kSmallWriteBytes;
   a.issued = sim_now() + delay;
-  encode(cmd, a.data.data());
+  std::memset(a.data.data(), 0, 64);
+  a.data[0] = static_cast<unsigned char>(kind);
+  a.data[1] = static_cast<unsigned char>(ring);
+  std::memcpy(&a.data[4], &seq, 4);
+  std::memcpy(&a.data[8], &status, 4);
+  if (cmd) {
+    std::memcpy(&a.data[16], cmd->dw.data(), 16);
+    a.data[32] = static_cast<unsigned char>(cmd->kind);
+  }
   gp.set_command(tlm::TLM_WRITE_COMMAND);
-  gp.set_data_length(kCommandBytes);
+  gp.set_data_length(a.size);
   tlm::tlm_phase ph = tlm::BEGIN_REQ;
   sc_core::sc_time d = to_sc(delay);
   to_port->nb_transport_fw(gp, ph, d);
@@ -84,27 +79,79 @@ tlm::tlm_sync_enum FirmwareMailbox::fw(tlm::tlm_generic_payload& gp, tlm::tlm_ph
   return tlm::TLM_ACCEPTED;
 }
 
-void FirmwareMailbox::take(tlm::tlm_generic_payload* gp) {
+void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {
   const Access& a = access_of(*gp);
-  const FwCommand cmd = decode(a.data.data());
+  const auto kind = static_cast<Packet>(a.data[0]);
+  const unsigned ring = a.data[1] % kRings;
+  std::uint32_t seq, status;
+  std::memcpy(&seq, &a.data[4], 4);
+  std::memcpy(&status, &a.data[8], 4);
+  FwCommand cmd;
+  std::memcpy(cmd.dw.data(), &a.data[16], 16);
+  cmd.kind = static_cast<FwCommandKind>(a.data[32]);
   const AccelId from = a.src;
   gp->release();
-
-  const Time now = sim_now();
-  if (cmd.kind == FwCommandKind::WriteBack) {
-    // Our command `seq` to `from` was consumed: its ring slot is free again.
-    if (in_flight_[from] > 0) --in_flight_[from];
-    ack_latency_.record(now - sent_at_[from][cmd.seq % cfg_.ring_slots]);
+  if (down_) {
+    dropped_.inc();
     return;
   }
-  received_.inc();
-  const Time start = std::max(now, firmware_free_);
-  firmware_free_ = start + cfg_.firmware_latency;
-  FwCommand wb;
-  wb.kind = FwCommandKind::WriteBack;
-  wb.seq = cmd.seq;
-  emit(from, wb, firmware_free_ - now);
-  interrupts_.push(firmware_free_ + cfg_.interrupt_latency, Delivery{from, cmd});
+
+  switch (kind) {
+    case Packet::Command: {
+      RingState& r = ring_state(rx_, from, ring);
+      if (r.slots.empty()) {
+        r.slots.resize(cfg_.ring_slots);
+        r.filled.assign(cfg_.ring_slots, false);
+      }
+      r.slots[seq % cfg_.ring_slots] = cmd;
+      r.filled[seq % cfg_.ring_slots] = true;
+      break;
+    }
+    case Packet::Doorbell: {
+      // Firmware takes every command up to the new write pointer, one at a time.
+      RingState& r = ring_state(rx_, from, ring);
+      while (r.consumed <= seq && !r.slots.empty() && r.filled[r.consumed % cfg_.ring_slots]) {
+        const std::uint32_t s = r.consumed++;
+        r.filled[s % cfg_.ring_slots] = false;
+        const FwCommand c = r.slots[s % cfg_.ring_slots];
+        received_.inc();
+        const Time start = std::max(sim_now(), firmware_free_);
+        Time done = start + cfg_.firmware_latency;
+        if (c.kind == FwCommandKind::TlbInv) done += cfg_.tlb_invalidate_latency;
+        firmware_free_ = done;
+        firmware_.push(done, [this, from, ring, s, c, epoch = epoch_] {
+          if (down_ || epoch != epoch_) return;
+          if (c.kind == FwCommandKind::TlbInv) {
+            shootdowns_.inc();
+            if (on_tlb_invalidate_) on_tlb_invalidate_();
+          }
+          emit(from, Packet::Writeback, ring, s, nullptr, 0, Time{});
+          if (c.kind == FwCommandKind::Int)
+            firmware_.push(sim_now() + cfg_.interrupt_latency, [this, from, c, epoch] {
+              if (down_ || epoch != epoch_) return;
+              interrupts_raised_.inc();
+              if (on_interrupt_) on_interrupt_(from, c);
+            });
+        });
+      }
+      break;
+    }
+    case Packet::Writeback: {
+      RingState& r = ring_state(tx_, from, ring);
+      if (r.in_flight > 0) --r.in_flight;
+      if (on_writeback_) on_writeback_(from, ring, seq, status);
+      break;
+    }
+  }
+}
+
+void FirmwareMailbox::reset() {
+  ++epoch_;
+  for (auto& peer : tx_)
+    peer = {};
+  for (auto& peer : rx_)
+    peer = {};
+  firmware_free_ = sim_now();
 }
 
 }  // namespace podsim

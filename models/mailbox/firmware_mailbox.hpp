@@ -1,7 +1,10 @@
-// FirmwareMailbox: how drivers talk to each other. A command is 64 bytes written into the
-// receiver's per-sender ring over the fabric; the receiver's firmware takes it (firmware
-// latency, one command at a time), writes the sender's write-back slot to say it consumed it,
-// and, for an INT command, raises an interrupt that runs the driver's handler.
+// FirmwareMailbox: how drivers talk to each other (protocol reference §8). Each sender has
+// two 64-slot rings at each receiver, one for interrupts and one for TLB shootdowns. Sending
+// writes the 64-byte command into the receiver's ring slot and then rings its doorbell, both
+// posted writes over the fabric. The receiver's firmware takes the commands one at a time
+// (firmware latency), writes the sender's write-back slot (another write over the fabric) to
+// report each consumed, and raises an interrupt for the driver (INT) or flushes the GPUVM
+// TLBs (TLB_INV). The sender's driver polls its write-back slot (see DriverShell).
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -9,6 +12,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "models/mailbox/mailbox_config.hpp"
@@ -19,63 +23,81 @@
 namespace podsim {
 
 enum class FwCommandKind : std::uint8_t {
-  Int = 1,        // a 4-dword protocol message for the receiver's driver
-  TlbInv = 2,     // a remote TLB shootdown
-  WriteBack = 3,  // firmware's "consumed" report to the sender (not a ring command)
+  Int = 1,     // a 4-dword protocol message for the receiver's driver
+  TlbInv = 2,  // a remote TLB shootdown (the snapshot always flushes everything)
 };
 
 struct FwCommand {
   FwCommandKind kind = FwCommandKind::Int;
-  std::uint32_t seq = 0;
   std::array<std::uint32_t, 4> dw{};
 };
 
 class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
  public:
+  static constexpr unsigned kRings = 2;  // 0: interrupts, 1: TLB shootdowns
+
   tlm_utils::simple_initiator_socket<FirmwareMailbox, 32, PodProtocol> to_port{"to_port"};
   tlm_utils::simple_target_socket<FirmwareMailbox, 32, PodProtocol> from_port{"from_port"};
 
   using InterruptHandler = std::function<void(AccelId from, const FwCommand& cmd)>;
+  using WritebackHandler =
+      std::function<void(AccelId receiver, unsigned ring, std::uint32_t seq, std::uint32_t status)>;
 
   FirmwareMailbox(sc_core::sc_module_name name, const MailboxConfig& cfg, AccelId self,
                   PacketPool& pool);
 
-  // Writes a command into `dst`'s ring `delay` from now (its slot is taken at once). False
-  // when that ring is full (-ENOSPC).
-  bool send(AccelId dst, const FwCommand& cmd, Time delay = Time{});
-  void set_interrupt_handler(InterruptHandler h) { handler_ = std::move(h); }
-  std::uint32_t in_flight(AccelId dst) const { return in_flight_[dst]; }
+  // Writes `cmd` into `dst`'s ring now and rings the doorbell. Its sequence number, or
+  // nothing when the ring is full (-ENOSPC). Command kind picks the ring.
+  std::optional<std::uint32_t> send(AccelId dst, const FwCommand& cmd);
+
+  void set_interrupt_handler(InterruptHandler h) { on_interrupt_ = std::move(h); }
+  void set_writeback_handler(WritebackHandler h) { on_writeback_ = std::move(h); }
+  void set_tlb_invalidate_handler(std::function<void()> h) { on_tlb_invalidate_ = std::move(h); }
+
+  // Device reset: rings, sequence numbers and pending firmware work are gone. While down,
+  // everything that arrives is dropped.
+  void reset();
+  void set_down(bool down) { down_ = down; }
+  std::uint32_t in_flight(AccelId dst, unsigned ring) const;
 
   const StatGroup& stat_group() const override { return stats_; }
 
  private:
-  struct Delivery {
-    AccelId from;
-    FwCommand cmd;
+  enum class Packet : std::uint8_t { Command = 1, Doorbell = 2, Writeback = 3 };
+  struct RingState {               // one ring of one peer, on the sending or the receiving side
+    std::uint32_t next_seq = 0;    // sender: next sequence number
+    std::uint32_t in_flight = 0;   // sender: written, not yet reported consumed
+    std::uint32_t consumed = 0;    // receiver: commands taken so far
+    std::vector<FwCommand> slots;  // receiver: the ring
+    std::vector<bool> filled;      // receiver: slot written since last taken
   };
   tlm::tlm_sync_enum fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
-  void take(tlm::tlm_generic_payload* gp);
-  void emit(AccelId dst, const FwCommand& cmd, Time delay);
+  void arrive(tlm::tlm_generic_payload* gp);
+  void emit(AccelId dst, Packet kind, unsigned ring, std::uint32_t seq, const FwCommand* cmd,
+            std::uint32_t status, Time delay);
+  RingState& ring_state(std::vector<std::array<RingState, kRings>>& v, AccelId peer, unsigned ring);
 
   MailboxConfig cfg_;
   AccelId self_;
   PacketPool& pool_;
-  InterruptHandler handler_;
-  std::vector<std::uint32_t> in_flight_;
-  std::vector<std::uint32_t> next_seq_;
-  std::vector<std::vector<Time>> sent_at_;  // per destination, by sequence mod ring_slots
+  InterruptHandler on_interrupt_;
+  WritebackHandler on_writeback_;
+  std::function<void()> on_tlb_invalidate_;
+  bool down_ = false;
+  std::vector<std::array<RingState, kRings>> tx_;  // by receiver
+  std::vector<std::array<RingState, kRings>> rx_;  // by sender
   Time firmware_free_;
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;
-  TimedQueue<Delivery> interrupts_;
+  TimedQueue<std::function<void()>> firmware_;
 
   StatGroup stats_;
   Counter sent_{stats_, "commands_sent", "count", "commands written into remote rings"};
   Counter received_{stats_, "commands_received", "count", "commands taken from this GPU's rings"};
   Counter interrupts_raised_{stats_, "interrupts", "count", "interrupts raised to the driver"};
+  Counter shootdowns_{stats_, "tlb_shootdowns", "count", "remote TLB shootdowns carried out"};
   Counter ring_full_{stats_, "ring_full", "count", "sends refused because the ring was full"};
-  Distribution ack_latency_{stats_, "ack_latency", "ns",
-                            "from writing a command to seeing it consumed in the write-back slot",
-                            kPsPerNs};
+  Counter dropped_{stats_, "dropped", "count", "packets dropped while the device was down"};
+  std::uint64_t epoch_ = 0;  // firmware work queued before a reset is abandoned
 };
 
 }  // namespace podsim

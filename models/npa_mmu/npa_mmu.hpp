@@ -1,17 +1,23 @@
 // NpaMmu: the exporter's NPA VM. An incoming remote access carries an NPA; the NPA MMU turns
 // the contiguous NPA range the driver handed out into the buffer's scattered VRAM pages
 // (TLB, then a walk on a miss) and sends the access on to VRAM. An NPA with no valid PTE is
-// answered as a remote fault and never reaches memory.
+// answered as a remote fault, one whose PTE has X=1 (a revoke or a page move in progress) as
+// a retry; neither reaches memory.
+//
+// It also keeps the invariant that no access is served for an import after the importer
+// released it (or its connection was reset): each PTE carries the export it belongs to.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
 #include <unordered_map>
+#include <vector>
 
 #include "models/mmu/tlb.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
 #include "models/npa_mmu/npa_mmu_config.hpp"
+#include "sim/base/invariants.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
@@ -20,7 +26,9 @@ namespace podsim {
 
 struct NpaPte {
   bool valid = false;
+  bool retry = false;  // PTE.X = 1
   std::uint64_t vram_page = 0;
+  std::uint64_t tag = 0;  // the export (its handle's lo) this page belongs to
 };
 
 class NpaMmu final : public sc_core::sc_module, public HasStats {
@@ -28,15 +36,22 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   tlm_utils::simple_target_socket<NpaMmu, 32, PodProtocol> from_port{"from_port"};
   tlm_utils::simple_initiator_socket<NpaMmu, 32, PodProtocol> to_vram{"to_vram"};
 
-  NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode);
+  NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode, AccelId self,
+         InvariantLog* invariants);
 
   // -- programming interface. `key` is the NPA page as this exporter sees it: the window
   // page (ID stripped) in source-aliasing mode, requester<<29 | window page otherwise.
-  void map_page(std::uint64_t key, std::uint64_t vram_page);
+  void map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag);
+  void set_retry(std::uint64_t key, bool retry);
   void unmap_page(std::uint64_t key);
   void flush_tlb();
+  bool any_mapped(std::uint64_t first_key, std::uint64_t pages) const;
   std::uint64_t key_of(std::uint64_t npa, AccelId requester) const;
   std::size_t mapped_pages() const { return table_.size(); }
+  // `importer` gave up export `tag`: serving it from now on violates the protocol's promise.
+  void mark_released(std::uint64_t tag, AccelId importer);
+  // Device reset: no mappings, an empty TLB.
+  void reset();
 
   const StatGroup& stat_group() const override { return stats_; }
 
@@ -47,8 +62,11 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
 
   NpaMmuConfig cfg_;
   NpaAddrMode mode_;
+  AccelId self_;
+  InvariantLog* invariants_;
   Tlb<NpaPte> tlb_;
   std::unordered_map<std::uint64_t, NpaPte> table_;
+  std::unordered_map<std::uint64_t, std::vector<bool>> released_;  // by tag, by importer
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;
 
   StatGroup stats_;
@@ -56,6 +74,8 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   Counter tlb_hits_{stats_, "tlb_hits", "count", "translations that hit in the NPA TLB"};
   Counter tlb_misses_{stats_, "tlb_misses", "count", "translations that needed an NPA walk"};
   Counter faults_{stats_, "faults", "count", "incoming accesses with no valid NPA mapping"};
+  Counter retries_{stats_, "retries", "count",
+                   "incoming accesses answered with a retry (PTE.X = 1: revoke or page move)"};
   Counter flushes_{stats_, "tlb_flushes", "count", "NPA TLB flushes"};
 };
 

@@ -55,6 +55,11 @@ void Vram::serve(const Arrival& arr) {
   in[arr.socket]->nb_transport_bw(gp, ph, d);
 }
 
+void Vram::reset() {
+  alloc_ = VramPageAllocator(cfg_.capacity.count() / 4096);
+  store_.clear();
+}
+
 void Vram::read_bytes(std::uint64_t pa, unsigned char* out, std::size_t n) const {
   while (n > 0) {
     std::uint64_t page = pa >> 12, off = pa & 4095;

@@ -33,6 +33,9 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void read_bytes(std::uint64_t pa, unsigned char* out, std::size_t n) const;
   void write_bytes(std::uint64_t pa, const unsigned char* in, std::size_t n);
 
+  // Device reset: every page free, contents gone.
+  void reset();
+
   unsigned channel_of(std::uint64_t pa) const {
     return static_cast<unsigned>((pa / cfg_.interleave.count()) % cfg_.channels);
   }

@@ -290,21 +290,14 @@ void JsonReader::fail(std::string_view key, const std::string& message) const {
 
 std::string JsonReader::kind_of(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null:
-      return "null";
-    case json::kind::bool_:
-      return "a boolean";
+    case json::kind::null: return "null";
+    case json::kind::bool_: return "a boolean";
     case json::kind::int64:
-    case json::kind::uint64:
-      return "an integer";
-    case json::kind::double_:
-      return "a number";
-    case json::kind::string:
-      return "a string";
-    case json::kind::array:
-      return "an array";
-    case json::kind::object:
-      return "an object";
+    case json::kind::uint64: return "an integer";
+    case json::kind::double_: return "a number";
+    case json::kind::string: return "a string";
+    case json::kind::array: return "an array";
+    case json::kind::object: return "an object";
   }
   return "?";
 }
@@ -330,11 +323,12 @@ std::string DocWriter::markdown() const {
     return r;
   };
   for (const auto& r : rows_) {
-    if (r.type == "section") {
-      out += fmt::format("| **`{}`** | section | | | {} |\n", r.path, esc(r.desc));
+    if (r.type == "section" || r.type == "list") {
+      out += fmt::format("| **`{}`** | {} | | | {} |\n", r.path, r.type, esc(r.desc));
     } else {
-      out += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", r.path, r.type, esc(r.default_value),
-                         esc(r.allowed), esc(r.desc));
+      const std::string def = r.default_value.empty() ? "" : "`" + esc(r.default_value) + "`";
+      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", r.path, r.type, def, esc(r.allowed),
+                         esc(r.desc));
     }
   }
   return out;

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -133,6 +134,62 @@ class JsonReader {
     ref = std::move(out);
   }
 
+  // An optional field: present in the config or not (a step's keys, say).
+  template <class T>
+  void field(std::string_view key, std::optional<T>& ref, std::string_view desc,
+             const Bounds<T>& b = {}) {
+    (void)desc;
+    const boost::json::value* v = take(key);
+    if (!v) return;
+    ref = convert<T>(*v, key, b);
+  }
+
+  template <class T>
+  void field(std::string_view key, std::optional<std::vector<T>>& ref, std::string_view desc,
+             const Bounds<T>& b = {}) {
+    if (!obj_->if_contains(key)) {
+      taken_.emplace(key);
+      return;
+    }
+    std::vector<T> v;
+    field(key, v, desc, b);
+    ref = std::move(v);
+  }
+
+  template <class E>
+  void choice(std::string_view key, std::optional<E>& ref, std::string_view desc,
+              std::span<const EnumName<E>> names) {
+    E value{};
+    if (!obj_->if_contains(key)) {
+      taken_.emplace(key);
+      return;
+    }
+    choice(key, value, desc, names);
+    ref = value;
+  }
+
+  // A list of sections, each read with S::visit (and checked with S::check).
+  template <class S>
+  void list(std::string_view key, std::vector<S>& ref, std::string_view desc) {
+    (void)desc;
+    const boost::json::value* v = take(key);
+    if (!v) return;
+    if (!v->is_array()) fail(key, "expected an array of objects, got " + kind_of(*v));
+    std::vector<S> out;
+    const auto& arr = v->get_array();
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const std::string item = std::string(key) + "." + std::to_string(i);
+      if (!arr[i].is_object()) fail(item, "expected an object, got " + kind_of(arr[i]));
+      S s{};
+      JsonReader child(doc_, arr[i], join_path(path_, item));
+      s.visit(child);
+      child.finish();
+      if constexpr (requires { s.check(child); }) s.check(child);
+      out.push_back(std::move(s));
+    }
+    ref = std::move(out);
+  }
+
   template <class E>
   void choice(std::string_view key, E& ref, std::string_view desc,
               std::span<const EnumName<E>> names) {
@@ -212,16 +269,41 @@ class JsonWriter {
       a.push_back(detail::write_value(x));
     obj_[key] = std::move(a);
   }
+  template <class T>
+  void field(std::string_view key, const std::optional<T>& ref, std::string_view desc,
+             const Bounds<T>& b = {}) {
+    if (ref) field(key, *ref, desc, b);
+  }
+  template <class T>
+  void field(std::string_view key, const std::optional<std::vector<T>>& ref, std::string_view desc,
+             const Bounds<T>& b = {}) {
+    if (ref) field(key, *ref, desc, b);
+  }
   template <class E>
   void choice(std::string_view key, const E& ref, std::string_view,
               std::span<const EnumName<E>> names) {
     obj_[key] = enum_name(names, ref);
+  }
+  template <class E>
+  void choice(std::string_view key, const std::optional<E>& ref, std::string_view desc,
+              std::span<const EnumName<E>> names) {
+    if (ref) choice(key, *ref, desc, names);
   }
   template <class S>
   void section(std::string_view key, S& sub, std::string_view) {
     JsonWriter child;
     sub.visit(child);
     obj_[key] = std::move(child.obj_);
+  }
+  template <class S>
+  void list(std::string_view key, std::vector<S>& ref, std::string_view) {
+    boost::json::array a;
+    for (S& s : ref) {
+      JsonWriter child;
+      s.visit(child);
+      a.push_back(std::move(child.obj_));
+    }
+    obj_[key] = std::move(a);
   }
   boost::json::object take() { return std::move(obj_); }
 
@@ -257,6 +339,38 @@ class DocWriter {
       allowed += std::string(allowed.empty() ? "each " : ", ") + "<= " + detail::show(*b.hi);
     rows_.push_back({join_path(prefix_, key), "list of " + short_type<T>(),
                      boost::json::serialize(w.take()[key]), allowed, std::string(desc)});
+  }
+  template <class T>
+  void field(std::string_view key, const std::optional<T>& ref, std::string_view desc,
+             const Bounds<T>& b = {}) {
+    T value = ref ? *ref : T{};
+    field(key, value, desc, b);
+    rows_.back().type += " (optional)";
+    rows_.back().default_value = ref ? rows_.back().default_value : "";
+  }
+  template <class T>
+  void field(std::string_view key, const std::optional<std::vector<T>>& ref, std::string_view desc,
+             const Bounds<T>& b = {}) {
+    std::vector<T> value = ref ? *ref : std::vector<T>{};
+    field(key, value, desc, b);
+    rows_.back().type += " (optional)";
+    rows_.back().default_value = "";
+  }
+  template <class E>
+  void choice(std::string_view key, const std::optional<E>& ref, std::string_view desc,
+              std::span<const EnumName<E>> names) {
+    E value = ref ? *ref : names.front().value;
+    choice(key, value, desc, names);
+    rows_.back().default_value = ref ? rows_.back().default_value : "";
+  }
+  template <class S>
+  void list(std::string_view key, std::vector<S>&, std::string_view desc) {
+    rows_.push_back({join_path(prefix_, key), "list", "[]", "", std::string(desc)});
+    DocWriter child(join_path(prefix_, key) + "[]");
+    S s{};
+    s.visit(child);
+    for (auto& r : child.rows_)
+      rows_.push_back(std::move(r));
   }
   template <class E>
   void choice(std::string_view key, const E& ref, std::string_view desc,

@@ -61,9 +61,7 @@ void write(const boost::json::value& v, std::string& out, int indent) {
       out += std::isfinite(d) ? fmt::format("{}", d) : "null";
       return;
     }
-    default:
-      out += boost::json::serialize(v);
-      return;
+    default: out += boost::json::serialize(v); return;
   }
 }
 

@@ -4,26 +4,17 @@ namespace podsim {
 
 std::string_view hop_name(HopKind k) {
   switch (k) {
-    case HopKind::Issue:
-      return "issue";
-    case HopKind::GpuVm:
-      return "gpuvm";
-    case HopKind::PortTx:
-      return "port_tx";
-    case HopKind::Link:
-      return "link";
-    case HopKind::Switch:
-      return "switch";
-    case HopKind::PortRx:
-      return "port_rx";
-    case HopKind::NpaMmu:
-      return "npa_mmu";
-    case HopKind::Vram:
-      return "vram";
-    case HopKind::Complete:
-      return "complete";
-    case HopKind::Count:
-      break;
+    case HopKind::Issue: return "issue";
+    case HopKind::GpuVm: return "gpuvm";
+    case HopKind::PortTx: return "port_tx";
+    case HopKind::Link: return "link";
+    case HopKind::Switch: return "switch";
+    case HopKind::PortRx: return "port_rx";
+    case HopKind::NpaMmu: return "npa_mmu";
+    case HopKind::Vram: return "vram";
+    case HopKind::RetryWait: return "retry_wait";
+    case HopKind::Complete: return "complete";
+    case HopKind::Count: break;
   }
   return "?";
 }

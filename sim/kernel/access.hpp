@@ -30,19 +30,22 @@ enum class AccessStatus : std::uint8_t {
   Ok,
   Fault,        // the importer's GPUVM had no valid mapping: never sent, never served
   RemoteFault,  // the exporter's NPA MMU had no valid mapping: not served
+  Retry,        // the exporter's PTE said "retry" (revoke in progress, page moving): not served
+  Unreachable,  // the destination GPU was down (reset, offline): not served
 };
 
 // Where a stamp was taken. A stamp marks the moment a packet enters that component.
 enum class HopKind : std::uint8_t {
-  Issue,     // the compute agent issued the access
-  GpuVm,     // address translation at the requester
-  PortTx,    // transmit side of a UALink port (queueing, serialization start, pipeline)
-  Link,      // on the wire
-  Switch,    // inside a UALoE switch (latency, output queueing)
-  PortRx,    // receive side of a UALink port (rest of serialization, pipeline)
-  NpaMmu,    // NPA translation at the exporter
-  Vram,      // memory (channel queueing, transfer, access)
-  Complete,  // the response reached the compute agent
+  Issue,      // the compute agent issued the access
+  GpuVm,      // address translation at the requester
+  PortTx,     // transmit side of a UALink port (queueing, serialization start, pipeline)
+  Link,       // on the wire
+  Switch,     // inside a UALoE switch (latency, output queueing)
+  PortRx,     // receive side of a UALink port (rest of serialization, pipeline)
+  NpaMmu,     // NPA translation at the exporter
+  Vram,       // memory (channel queueing, transfer, access)
+  RetryWait,  // answered with a retry: waiting to re-issue
+  Complete,   // the response reached the compute agent
   Count
 };
 std::string_view hop_name(HopKind k);

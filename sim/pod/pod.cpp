@@ -4,113 +4,123 @@
 
 namespace podsim {
 
+namespace {
+driver::VpodInfo vpod_of(const PodConfig& cfg, std::uint32_t gpu) {
+  const std::uint32_t size = cfg.pod.vpod_size ? cfg.pod.vpod_size : cfg.pod.gpus;
+  driver::VpodInfo v;
+  v.id = gpu / size;
+  v.members.assign(kMaxAccels, false);
+  for (std::uint32_t g = v.id * size; g < (v.id + 1) * size && g < cfg.pod.gpus; ++g)
+    v.members[g] = true;
+  return v;
+}
+}  // namespace
+
 Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
     : sc_module(name),
       cfg_(cfg),
       pool_(static_cast<std::size_t>(cfg.pod.gpus) * (cfg.workload.traffic.outstanding + 8)),
-      is_initiator_(cfg.pod.gpus, cfg.workload.initiators.empty()),
-      directory_(cfg.pod.gpus),
       breakdown_(stats_, "remote_breakdown", "ns",
                  "mean time of a remote access in each hop, all GPUs (parts add up to the mean "
                  "remote latency)",
                  ComputeAgent::breakdown_parts(), kPsPerNs),
       bandwidth_(stats_, "achieved_bandwidth", "GB/s",
-                 "remote payload bytes per second of the access phase, all GPUs",
+                 "remote payload bytes per second over the access phases, all GPUs",
                  [this] { return achieved_bandwidth() / 1e9; }),
       phase_time_(stats_, "access_phase_time", "ns",
                   "from the first access issued to the last completed",
                   [this] { return access_phase().as_ns(); }) {
-  const std::uint64_t two_mib = 2ull << 20;
-  va_stride_ = (cfg.workload.buffer_size.count() + two_mib - 1) / two_mib * two_mib;
-  for (std::uint32_t g : cfg.workload.initiators)
-    is_initiator_[g] = true;
-  for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
-    if (is_initiator_[g]) initiators_.push_back(static_cast<AccelId>(g));
-
+  for (std::size_t t = 1; t < driver::kMsgTypes; ++t) {
+    const std::string n(driver::msg_name(static_cast<driver::MsgType>(t)));
+    messages_.push_back(std::make_unique<Counter>(stats_, "messages." + n, "count",
+                                                  "protocol messages of this type sent, all GPUs"));
+  }
   fabric_ = make_fabric(cfg.fabric, cfg.pod.gpus);
+  std::vector<GpuNode*> nodes;
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g) {
     auto id = static_cast<AccelId>(g);
     gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu,
-                                              cfg.fabric.port, id, cfg.pod.addr_mode, cfg.seed,
-                                              pool_));
+                                              cfg.fabric.port, id, vpod_of(cfg, g),
+                                              cfg.pod.addr_mode, cfg.seed, pool_, &invariants_));
     fabric_->attach(gpus_.back()->port, id);
+    nodes.push_back(gpus_.back().get());
   }
-  for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g) {
-    auto id = static_cast<AccelId>(g);
-    spawn_thread(fmt::format("workload{}", g).c_str(), [this, id] { workload(id); });
-  }
+  scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes);
+  spawn_thread("control", [this] { control(); });
 }
 
 Pod::~Pod() = default;
 
-std::uint64_t Pod::import_va(AccelId exporter) const {
-  return kRemoteVa + static_cast<std::uint64_t>(exporter) * va_stride_;
+std::vector<std::string> Pod::failures() const {
+  std::vector<std::string> out = scenario_->failures();
+  out.insert(out.end(), own_failures_.begin(), own_failures_.end());
+  return out;
 }
 
-void Pod::fail(AccelId gpu, const std::string& what) {
-  failures_.push_back(fmt::format("gpu{} at {}: {}", gpu, to_string(sim_now()), what));
+bool Pod::settled() const {
+  for (const auto& g : gpus_)
+    if (!g->down() && !g->driver.quiescent()) return false;
+  return true;
+}
+
+void Pod::control() {
+  while (!scenario_->finished())
+    sc_core::wait(scenario_->finished_event());
+  if (cfg_.workload.teardown) {
+    // Every process exits, as the kernel would close what it holds; then revokes run.
+    std::size_t exiting = 0;
+    sc_core::sc_event exited;
+    for (auto [gpu, process] : scenario_->processes()) {
+      GpuNode& node = *gpus_[gpu];
+      if (node.down()) continue;
+      ++exiting;
+      node.driver.start(node.driver.driver().process_exit(static_cast<driver::ProcessId>(process)),
+                        std::function<void()>([&] {
+                          if (--exiting == 0) exited.notify(sc_core::SC_ZERO_TIME);
+                        }));
+    }
+    while (exiting > 0)
+      sc_core::wait(exited);
+    // Revokes wait up to release_timeout for releases and each send may poll for up to
+    // writeback_timeout: allow for a chain of both, then check.
+    const driver::DriverConfig& d = cfg_.gpu.driver;
+    const Time limit = sim_now() + (d.release_timeout + d.writeback_timeout) * 3 + Time::ms(1);
+    while (!settled() && sim_now() < limit)
+      sc_core::wait(to_sc(Time::us(10)));
+    if (!settled())
+      invariants_.report(sim_now(), "the drivers were still busy long after teardown");
+    check_holdings();
+  }
+  finished_ = true;
   sc_core::sc_stop();
 }
 
-// One GPU's process: export a buffer, exchange handles, import and map every peer's buffer,
-// then (if it initiates) run the access phase.
-void Pod::workload(AccelId self) {
-  using namespace driver;
-  GpuNode& node = *gpus_[self];
-  DriverShell& drv = node.driver;
-  const std::uint32_t n = cfg_.pod.gpus;
-
-  auto gem =
-      drv.call([&](Driver& d) { return d.gem_create(cfg_.workload.buffer_size, Domain::Vram); });
-  if (!gem.ok()) return fail(self, fmt::format("gem_create: {}", errno_name(gem.err)));
-  auto local = drv.call([&](Driver& d) { return d.gem_va_map(gem.value, kLocalVa, 0); });
-  if (local != Errno::Ok) return fail(self, fmt::format("gem_va_map: {}", errno_name(local)));
-  auto h = drv.call([&](Driver& d) { return d.export_handle(gem.value); });
-  if (!h.ok()) return fail(self, fmt::format("export: {}", errno_name(h.err)));
-
-  directory_[self] = h.value;
-  if (++published_ == n) published_ev_.notify(sc_core::SC_ZERO_TIME);
-  while (published_ < n)
-    sc_core::wait(published_ev_);
-
-  // Import every peer's buffer, all requests in flight at once.
-  std::vector<Result<Fd>> fds(n, Result<Fd>{Errno::Fault, -1});
-  std::uint32_t pending = 0;
-  sc_core::sc_event imported;
-  for (std::uint32_t k = 1; k < n; ++k) {
-    const auto peer = static_cast<AccelId>((self + k) % n);
-    ++pending;
-    drv.import_async(directory_[peer], [&, peer](Result<Fd> r) {
-      fds[peer] = r;
-      if (--pending == 0) imported.notify(sc_core::SC_ZERO_TIME);
-    });
+void Pod::check_holdings() {
+  for (const auto& g : gpus_) {
+    if (g->down()) continue;
+    const driver::Holdings h = g->driver.driver().holdings();
+    std::vector<std::string> held;
+    auto add = [&](std::uint64_t n, const char* what) {
+      if (n) held.push_back(fmt::format("{} {}", n, what));
+    };
+    add(h.buffers, "buffer(s)");
+    add(h.pins, "pin(s)");
+    add(h.npa_ranges, "NPA range(s)");
+    add(h.exports, "export(s)");
+    add(h.revoking, "revoke(s) in progress");
+    add(h.imports, "import(s)");
+    add(h.handles, "GEM handle(s)");
+    add(h.fds, "fd(s)");
+    add(h.waiters, "waiter(s)");
+    add(h.busy_tasks, "unfinished call(s)");
+    if (held.empty()) continue;
+    std::string what = fmt::format("gpu{} still holds after teardown:", g->id());
+    for (std::size_t i = 0; i < held.size(); ++i)
+      what += (i ? ", " : " ") + held[i];
+    for (const auto& line : h.details)
+      what += "\n    " + line;
+    invariants_.report(sim_now(), what);
   }
-  while (pending > 0)
-    sc_core::wait(imported);
-
-  std::vector<AccessRegion> regions;
-  for (std::uint32_t k = 1; k < n; ++k) {
-    const auto peer = static_cast<AccelId>((self + k) % n);
-    if (!fds[peer].ok())
-      return fail(self, fmt::format("import from gpu{}: {}", peer, errno_name(fds[peer].err)));
-    auto g = drv.call([&](Driver& d) { return d.gem_from_fd(fds[peer].value); });
-    if (!g.ok()) return fail(self, fmt::format("gem_from_fd: {}", errno_name(g.err)));
-    drv.call([&](Driver& d) { return d.close_fd(fds[peer].value); });
-    auto m = drv.call([&](Driver& d) { return d.gem_va_map(g.value, import_va(peer), 0); });
-    if (m != Errno::Ok) return fail(self, fmt::format("gem_va_map: {}", errno_name(m)));
-    regions.push_back({import_va(peer), cfg_.workload.buffer_size.count()});
-  }
-
-  // Everyone has mapped: the access phase starts together.
-  if (++mapped_ == n) mapped_ev_.notify(sc_core::SC_ZERO_TIME);
-  while (mapped_ < n)
-    sc_core::wait(mapped_ev_);
-  if (!is_initiator_[self]) return;
-
-  node.agent.start(cfg_.workload.traffic, std::move(regions));
-  while (!node.agent.finished())
-    sc_core::wait(node.agent.done());
-  if (++finished_gpus_ == initiators_.size()) sc_core::sc_stop();
 }
 
 void Pod::run() {
@@ -123,26 +133,36 @@ double Pod::achieved_bandwidth() const {
   return t > 0 ? static_cast<double>(bytes_.value()) / t : 0.0;
 }
 
+std::uint64_t Pod::messages(driver::MsgType t) const {
+  return messages_[static_cast<std::size_t>(t) - 1]->value();
+}
+
 void Pod::finalize() {
-  if (finalized_) return;
-  finalized_ = true;
   phase_start_ = Time::max();
   for (auto& g : gpus_) {
+    const driver::Driver& d = g->driver.driver();
+    import_time_.merge(d.import_time());
+    import_repeat_time_.merge(d.import_repeat_time());
+    export_time_.merge(d.export_time());
+    revoke_time_.merge(d.revoke_time());
+    send_time_.merge(g->driver.send_time());
+    for (std::size_t t = 1; t < driver::kMsgTypes; ++t)
+      messages_[t - 1]->inc(d.messages_sent(static_cast<driver::MsgType>(t)));
     const ComputeAgent& a = g->agent;
-    import_time_.merge(g->driver.driver().import_time());
-    export_time_.merge(g->driver.driver().export_time());
+    faults_.inc(a.faults());
+    retries_.inc(a.retries());
     if (a.issued() == 0) continue;
     latency_.merge(a.remote_latency());
     breakdown_.merge(a.remote_breakdown());
     bytes_.inc(a.remote_bytes());
     reads_.inc(a.remote_reads());
     writes_.inc(a.remote_writes());
-    faults_.inc(a.faults());
     phase_start_ = std::min(phase_start_, a.first_issue());
     phase_end_ = std::max(phase_end_, a.last_complete());
   }
   if (phase_start_ == Time::max()) phase_start_ = phase_end_ = Time{};
   accesses_.inc(latency_.histogram().count());
+  violations_.inc(invariants_.violations().size());
 }
 
 }  // namespace podsim

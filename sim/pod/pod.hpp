@@ -1,5 +1,5 @@
-// Pod: N GpuNodes on a fabric, plus the workload that drives them and the pod-wide summary
-// stats (merged from every GPU when the run ends).
+// Pod: N GpuNodes on a fabric, the workload that drives them (a ScenarioRunner), the
+// invariant checks, and the pod-wide summary stats (merged from every GPU when the run ends).
 #pragma once
 
 #include <memory>
@@ -8,7 +8,9 @@
 
 #include "fabric/topology.hpp"
 #include "models/gpu_node.hpp"
+#include "sim/base/invariants.hpp"
 #include "sim/pod/pod_config.hpp"
+#include "sim/pod/scenario.hpp"
 
 namespace podsim {
 
@@ -17,13 +19,15 @@ class Pod final : public sc_core::sc_module, public HasStats {
   Pod(sc_core::sc_module_name name, const PodConfig& cfg);
   ~Pod() override;
 
-  // Runs the workload to its end (or to sim.max_time). Call once.
+  // Runs the workload to its end (or to sim.max_time), then the teardown and the checks.
   void run();
-  // Merges per-GPU stats into the pod summary; run() calls it.
-  void finalize();
 
-  bool finished() const { return finished_gpus_ == initiators_.size() && failures_.empty(); }
-  const std::vector<std::string>& failures() const { return failures_; }
+  // True when the workload finished, no step failed and no invariant was violated.
+  bool ok() const { return finished_ && failures().empty() && invariants_.ok(); }
+  bool finished() const { return finished_; }
+  std::vector<std::string> failures() const;
+  const InvariantLog& invariants() const { return invariants_; }
+  const ScenarioRunner& scenario() const { return *scenario_; }
   const PodConfig& config() const { return cfg_; }
   GpuNode& gpu(std::size_t i) { return *gpus_[i]; }
   std::size_t gpu_count() const { return gpus_.size(); }
@@ -36,49 +40,58 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::uint64_t remote_reads() const { return reads_.value(); }
   std::uint64_t remote_writes() const { return writes_.value(); }
   std::uint64_t faults() const { return faults_.value(); }
-  double achieved_bandwidth() const;  // bytes/s of remote payload in the access phase
+  std::uint64_t retries() const { return retries_.value(); }
+  double achieved_bandwidth() const;  // bytes/s of remote payload in the access phases
   Time access_phase() const { return phase_end_ - phase_start_; }
   const Distribution& import_time() const { return import_time_; }
-
-  // Where GPU `importer` maps GPU `exporter`'s buffer in its address space.
-  std::uint64_t import_va(AccelId exporter) const;
-  static constexpr std::uint64_t kLocalVa = 0x0000'1000'0000'0000ull;
-  static constexpr std::uint64_t kRemoteVa = 0x0000'2000'0000'0000ull;
+  const Distribution& import_repeat_time() const { return import_repeat_time_; }
+  const Distribution& export_time() const { return export_time_; }
+  const Distribution& revoke_time() const { return revoke_time_; }
+  const Distribution& send_time() const { return send_time_; }
+  std::uint64_t messages(driver::MsgType t) const;
 
  private:
-  void workload(AccelId self);
-  void fail(AccelId gpu, const std::string& what);
+  void control();  // the pod's own thread: waits for the workload, tears down, checks
+  void finalize();
+  bool settled() const;
+  void check_holdings();
 
   PodConfig cfg_;
+  InvariantLog invariants_;
   PacketPool pool_;
   std::unique_ptr<Fabric> fabric_;
   std::vector<std::unique_ptr<GpuNode>> gpus_;
-  std::vector<AccelId> initiators_;
-  std::vector<bool> is_initiator_;
-  std::uint64_t va_stride_;
-
-  // the out-of-band handle exchange (what MPI does for real applications)
-  std::vector<driver::UalinkHandle> directory_;
-  std::uint32_t published_ = 0, mapped_ = 0, finished_gpus_ = 0;
-  sc_core::sc_event published_ev_, mapped_ev_;
-  std::vector<std::string> failures_;
-  bool finalized_ = false;
+  std::unique_ptr<ScenarioRunner> scenario_;
+  bool finished_ = false;
+  std::vector<std::string> own_failures_;
   Time phase_start_, phase_end_;
 
   StatGroup stats_{"summary"};
   Counter accesses_{stats_, "remote_accesses", "count", "remote loads and stores completed"};
   Counter reads_{stats_, "remote_reads", "count", "remote loads completed"};
   Counter writes_{stats_, "remote_writes", "count", "remote stores completed"};
-  Counter faults_{stats_, "faults", "count", "accesses completed as faults"};
+  Counter faults_{stats_, "faults", "count",
+                  "accesses completed without being served (faults, remote faults, unreachable)"};
+  Counter retries_{stats_, "retries", "count", "accesses re-issued after a retry answer"};
   Counter bytes_{stats_, "remote_bytes", "bytes", "payload bytes of remote accesses"};
   Distribution latency_{stats_, "remote_latency", "ns", "latency of remote accesses, all GPUs",
                         kPsPerNs};
   Breakdown breakdown_;
   Formula bandwidth_;
   Formula phase_time_;
+  Distribution export_time_{stats_, "export_time", "ns", "export calls, all GPUs", kPsPerNs};
   Distribution import_time_{stats_, "import_time", "ns",
                             "first imports, all GPUs: from the ioctl to the dma-buf fd", kPsPerNs};
-  Distribution export_time_{stats_, "export_time", "ns", "export calls, all GPUs", kPsPerNs};
+  Distribution import_repeat_time_{stats_, "import_repeat_time", "ns", "repeated imports, all GPUs",
+                                   kPsPerNs};
+  Distribution revoke_time_{stats_, "revoke_time", "ns",
+                            "revokes, all GPUs: from the last handle's close to the last release",
+                            kPsPerNs};
+  Distribution send_time_{stats_, "send_time", "ns",
+                          "control messages, all GPUs: the sender's cost (write to consumed)",
+                          kPsPerNs};
+  std::vector<std::unique_ptr<Counter>> messages_;
+  Counter violations_{stats_, "invariant_violations", "count", "broken protocol promises"};
 };
 
 }  // namespace podsim

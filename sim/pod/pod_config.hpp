@@ -1,6 +1,8 @@
 // The whole pod's configuration: the top of the config file.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "models/gpu_config.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
 #include "sim/base/params.hpp"
+#include "sim/pod/workload_config.hpp"
 
 namespace podsim {
 
@@ -19,32 +22,18 @@ inline constexpr std::array<EnumName<NpaAddrMode>, 2> kAddrModeNames{{
 
 struct PodSection {
   std::uint32_t gpus = 8;
+  std::uint32_t vpod_size = 0;
   NpaAddrMode addr_mode = NpaAddrMode::SourceAliasing;
 
   template <class V>
   void visit(V& v) {
-    v.field("gpus", gpus, "accelerators in the pod (one vPod holding all of them)",
-            between<std::uint32_t>(2, 1024));
+    v.field("gpus", gpus, "accelerators in the pod", between<std::uint32_t>(2, 1024));
+    v.field("vpod_size", vpod_size,
+            "GPUs per vPod: GPUs [k*size, (k+1)*size) form vPod k and may share memory only "
+            "among themselves (0: one vPod of every GPU)",
+            between<std::uint32_t>(0, 1024));
     v.choice("addr_mode", addr_mode, "the vPod's NPA address mode",
              std::span<const EnumName<NpaAddrMode>>(kAddrModeNames));
-  }
-};
-
-// The default workload: every GPU exports one buffer, imports every other GPU's buffer,
-// maps them, and the initiating GPUs then load and store across all of them.
-struct WorkloadConfig {
-  Bytes buffer_size = Bytes::MiB(1);
-  std::vector<std::uint32_t> initiators;  // empty: every GPU
-  TrafficConfig traffic;
-
-  template <class V>
-  void visit(V& v) {
-    v.field("buffer_size", buffer_size, "size of the buffer each GPU exports",
-            between(Bytes(4096), Bytes::GiB(64)));
-    v.field("initiators", initiators,
-            "GPUs that run the access phase (an empty list means every GPU)",
-            between<std::uint32_t>(0, 1023));
-    v.section("traffic", traffic, "the access phase of each initiating GPU");
   }
 };
 
@@ -97,7 +86,79 @@ struct PodConfig {
                    std::to_string(pod.gpus) + ")");
     if (workload.buffer_size < workload.traffic.access_size)
       c.fail("workload.buffer_size", "smaller than workload.traffic.access_size");
+    if (pod.vpod_size != 0 && pod.gpus % pod.vpod_size != 0)
+      c.fail("pod.vpod_size", "must divide pod.gpus (" + std::to_string(pod.gpus) + ")");
+    check_scenario(*this, c);
   }
 };
+
+// Names a scenario's steps use must be defined by earlier steps (or sent, for handles), and
+// GPUs must exist; checked before anything runs.
+template <class C>
+void check_scenario(const PodConfig& cfg, C& c) {
+  const WorkloadConfig& w = cfg.workload;
+  if (w.kind != WorkloadKind::Scenario) {
+    if (!w.steps.empty())
+      c.fail("workload.steps", "steps run only when workload.kind is \"scenario\"");
+    return;
+  }
+  if (w.steps.empty()) c.fail("workload.steps", "a scenario needs at least one step");
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::string>> buffers, fds, maps;
+  std::map<std::uint32_t, std::set<std::string>> handles;  // defined or sent, per GPU
+  for (const StepConfig& s : w.steps)  // handles may arrive from steps listed later
+    if (*s.op == StepOp::Export && s.name) handles[s.gpu].insert(*s.name);
+  for (const StepConfig& s : w.steps)
+    if (*s.op == StepOp::SendHandle && s.to) handles[*s.to].insert(s.as ? *s.as : *s.handle);
+  for (std::size_t i = 0; i < w.steps.size(); ++i) {
+    const StepConfig& s = w.steps[i];
+    const std::string at = "workload.steps." + std::to_string(i);
+    if (s.gpu >= cfg.pod.gpus)
+      c.fail(at + ".gpu", "GPU " + std::to_string(s.gpu) + " does not exist (pod.gpus is " +
+                              std::to_string(cfg.pod.gpus) + ")");
+    if (s.to && *s.to >= cfg.pod.gpus)
+      c.fail(at + ".to", "GPU " + std::to_string(*s.to) + " does not exist");
+    const auto key = std::make_pair(s.gpu, s.process);
+    auto need = [&](const std::optional<std::string>& n, std::set<std::string>& defined,
+                    const char* field, const char* what) {
+      if (n && !defined.count(*n))
+        c.fail(at + "." + field,
+               "no " + std::string(what) + " named \"" + *n + "\" on gpu " + std::to_string(s.gpu) +
+                   (std::string(what) == "handle" ? std::string()
+                                                  : " process " + std::to_string(s.process)) +
+                   " by this step");
+    };
+    switch (*s.op) {
+      case StepOp::Alloc: buffers[key].insert(*s.name); break;
+      case StepOp::Export: need(s.buffer, buffers[key], "buffer", "buffer"); break;
+      case StepOp::SendHandle: need(s.handle, handles[s.gpu], "handle", "handle"); break;
+      case StepOp::Import:
+        need(s.handle, handles[s.gpu], "handle", "handle");
+        fds[key].insert(*s.name);
+        break;
+      case StepOp::Map:
+        need(s.fd, fds[key], "fd", "fd");
+        need(s.buffer, buffers[key], "buffer", "buffer");
+        maps[key].insert(*s.name);
+        if (s.fd) buffers[key].insert(*s.name);
+        break;
+      case StepOp::Access:
+        for (const auto& m : *s.mappings)
+          need(m, maps[key], "mappings", "mapping");
+        break;
+      case StepOp::CloseFd: need(s.fd, fds[key], "fd", "fd"); break;
+      case StepOp::Close: need(s.buffer, buffers[key], "buffer", "buffer"); break;
+      case StepOp::Unmap: need(s.mapping, maps[key], "mapping", "mapping"); break;
+      case StepOp::CpuMap: need(s.buffer, buffers[key], "buffer", "buffer"); break;
+      case StepOp::Exit:
+        buffers[key].clear();
+        fds[key].clear();
+        maps[key].clear();
+        break;
+      case StepOp::Wait:
+      case StepOp::Barrier:
+      case StepOp::ResetNode: break;
+    }
+  }
+}
 
 }  // namespace podsim

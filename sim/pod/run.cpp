@@ -92,6 +92,28 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   for (const auto& f : pod.failures())
     failures.push_back(boost::json::string(f));
   run["failures"] = std::move(failures);
+  boost::json::array violations;
+  for (const auto& v : pod.invariants().violations()) {
+    boost::json::object o;
+    o["at_ns"] = v.at.as_ns();
+    o["what"] = v.what;
+    violations.push_back(std::move(o));
+  }
+  run["invariant_violations"] = std::move(violations);
+  boost::json::array steps;
+  for (const StepRecord& r : pod.scenario().records()) {
+    boost::json::object o;
+    o["step"] = r.index;
+    o["gpu"] = r.gpu;
+    o["process"] = r.process;
+    o["op"] = r.op;
+    o["started_ns"] = r.started.as_ns();
+    o["ended_ns"] = r.ended.as_ns();
+    o["result"] = r.result;
+    if (r.retries) o["retries"] = r.retries;
+    steps.push_back(std::move(o));
+  }
+  run["steps"] = std::move(steps);
 
   boost::json::object stats;
   stats["podsim_version"] = podsim_version();
@@ -113,13 +135,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
 
   for (const auto& f : pod.failures())
     fmt::print(err, "podsim: workload failed: {}\n", f);
-  if (!pod.finished()) {
-    if (pod.failures().empty())
-      fmt::print(err, "podsim: the workload had not finished at sim.max_time ({})\n",
-                 to_string(cfg.sim.max_time));
-    return 1;
-  }
-  return 0;
+  for (const auto& v : pod.invariants().violations())
+    fmt::print(err, "podsim: invariant violated at {}: {}\n", pretty(v.at), v.what);
+  if (!pod.finished() && pod.failures().empty())
+    fmt::print(err, "podsim: the workload had not finished at sim.max_time ({})\n",
+               to_string(cfg.sim.max_time));
+  return pod.ok() ? 0 : 1;
 }
 
 }  // namespace podsim

@@ -28,8 +28,9 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
              "simulated {} in {:.2f} s of host time ({:.0f} remote accesses per host second)\n\n",
              pretty(sim), host.seconds, rate);
 
-  fmt::print(out, "{:<18}{} ({} loads, {} stores), {} faults\n", "remote accesses",
-             pod.remote_accesses(), pod.remote_reads(), pod.remote_writes(), pod.faults());
+  fmt::print(out, "{:<18}{} ({} loads, {} stores); {} not served, {} retried\n", "remote accesses",
+             pod.remote_accesses(), pod.remote_reads(), pod.remote_writes(), pod.faults(),
+             pod.retries());
   if (h.count() > 0) {
     fmt::print(out, "{:<18}mean {:.1f}  p50 {:.1f}  p99 {:.1f}  min {:.1f}  max {:.1f}\n",
                "latency (ns)", lat.reported(h.mean()), ns(h.percentile(0.5)),
@@ -52,10 +53,31 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
     }
     fmt::print(out, "  {:<20}{:>10.1f}\n", "total", total);
   }
-  const LogHistogram& imp = pod.import_time().histogram();
-  if (imp.count() > 0)
-    fmt::print(out, "{:<18}{} first imports, mean {:.2f} us, p99 {:.2f} us\n", "control path",
-               imp.count(), imp.mean() / 1e6, static_cast<double>(imp.percentile(0.99)) / 1e6);
+  auto line = [&](const char* what, const Distribution& d) {
+    const LogHistogram& hh = d.histogram();
+    if (hh.count() == 0) return;
+    fmt::print(out, "  {:<16}{:>6}  mean {:>10}  p99 {:>10}\n", what, hh.count(),
+               pretty(Time::ps(static_cast<std::int64_t>(hh.mean()))),
+               pretty(Time::ps(static_cast<std::int64_t>(hh.percentile(0.99)))));
+  };
+  fmt::print(out, "control path\n");
+  line("export", pod.export_time());
+  line("import (first)", pod.import_time());
+  line("import (again)", pod.import_repeat_time());
+  line("revoke", pod.revoke_time());
+  line("message send", pod.send_time());
+  std::string msgs;
+  for (std::size_t t = 1; t < driver::kMsgTypes; ++t) {
+    const auto type = static_cast<driver::MsgType>(t);
+    if (pod.messages(type) == 0) continue;
+    msgs += fmt::format("{}{} {}", msgs.empty() ? "" : ", ", driver::msg_name(type),
+                        pod.messages(type));
+  }
+  if (!msgs.empty()) fmt::print(out, "  messages        {}\n", msgs);
+  fmt::print(out, "{:<18}{}\n", "invariants",
+             pod.invariants().ok() ? "held"
+                                   : fmt::format("{} violation(s), see stderr",
+                                                 pod.invariants().violations().size()));
   fmt::print(out, "{:<18}{}/stats.json, config.json, run.json\n", "outputs", out_dir);
 }
 

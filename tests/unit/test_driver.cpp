@@ -1,330 +1,558 @@
-// The driver model's protocol, with no SystemC: drivers talk through a tiny in-memory world
-// that delivers messages after a fixed delay and runs timers.
+// The driver model's rules, one test each, with no SystemC (see driver_world.hpp).
 #include <catch2/catch.hpp>
-#include <functional>
-#include <map>
-#include <memory>
-#include <queue>
-#include <set>
 
-#include "driver_model/driver.hpp"
+#include "tests/unit/driver_world.hpp"
 
 using namespace podsim;
 using namespace podsim::driver;
+using podsim::test::World;
 
 namespace {
-
-class World;
-
-class FakeEnv final : public DriverEnv {
- public:
-  FakeEnv(World& w, AccelId self) : world_(w), self_(self) {}
-  Time now() const override { return start_ + spent_; }
-  void spend(Time t) override { spent_ += t; }
-  std::optional<std::vector<std::uint64_t>> vram_alloc(std::uint64_t pages) override {
-    if (pages > vram_free_) return std::nullopt;
-    vram_free_ -= pages;
-    std::vector<std::uint64_t> out;
-    // Scattered: every other page.
-    for (std::uint64_t i = 0; i < pages; ++i)
-      out.push_back(next_page_ += 2);
-    return out;
-  }
-  void vram_free(std::span<const std::uint64_t> pages) override { vram_free_ += pages.size(); }
-  void npa_map(std::uint64_t key, std::uint64_t page) override { npa[key] = page; }
-  void npa_unmap(std::uint64_t key) override { npa.erase(key); }
-  void npa_flush_tlb() override { ++npa_flushes; }
-  void gpuvm_map(std::uint16_t, std::uint64_t va_page, const Pte& pte) override {
-    gpuvm[va_page] = pte;
-  }
-  void gpuvm_unmap(std::uint16_t, std::uint64_t va_page) override { gpuvm.erase(va_page); }
-  void gpuvm_flush_tlb(std::uint16_t) override { ++gpuvm_flushes; }
-  bool send(AccelId dst, const Dwords& m) override;
-  void start_timer(std::uint64_t token, Time delay) override;
-
-  void begin(Time t) {
-    start_ = std::max(t, busy_until_);
-    spent_ = Time{};
-  }
-  void end() { busy_until_ = start_ + spent_; }
-
-  std::map<std::uint64_t, std::uint64_t> npa;
-  std::map<std::uint64_t, Pte> gpuvm;
-  int npa_flushes = 0, gpuvm_flushes = 0;
-  std::uint64_t vram_free_ = 1 << 20;
-  bool drop_outgoing = false;  // a dead peer: its messages never arrive
-
- private:
-  World& world_;
-  AccelId self_;
-  Time start_, spent_, busy_until_;
-  std::uint64_t next_page_ = 100;
-};
-
-class World {
- public:
-  static constexpr Time kWire = Time::us(3);  // message delivery time
-
-  explicit World(int n, NpaAddrMode mode = NpaAddrMode::SourceAliasing, std::uint64_t seed = 1) {
-    DriverConfig cfg;
-    for (int i = 0; i < n; ++i) {
-      envs.push_back(std::make_unique<FakeEnv>(*this, static_cast<AccelId>(i)));
-      drivers.push_back(std::make_unique<Driver>(cfg, static_cast<AccelId>(i), mode,
-                                                 Rng::for_component(seed, "d" + std::to_string(i)),
-                                                 *envs.back()));
-    }
-  }
-  // Runs `fn` as an operation of driver `i` at the current time.
-  template <class Fn>
-  auto op(int i, Fn fn) {
-    envs[i]->begin(now);
-    auto r = fn(*drivers[i]);
-    envs[i]->end();
-    return r;
-  }
-  void at(Time t, std::function<void()> fn) { events.push({t, seq++, std::move(fn)}); }
-  // Runs events until none are left or `limit` is reached.
-  void run(Time limit = Time::ms(100'000)) {
-    while (!events.empty() && events.top().t <= limit) {
-      Event e = events.top();
-      events.pop();
-      now = e.t;
-      e.fn();
-    }
-  }
-  Result<Fd> import(int i, const UalinkHandle& h) {
-    auto result = std::make_shared<Result<Fd>>(Result<Fd>{Errno::Fault, -2});
-    envs[i]->begin(now);
-    drivers[i]->import_handle(h, [result](Result<Fd> r) { *result = r; });
-    envs[i]->end();
-    run();
-    return *result;
-  }
-
-  std::vector<std::unique_ptr<FakeEnv>> envs;
-  std::vector<std::unique_ptr<Driver>> drivers;
-  Time now;
-  std::uint64_t messages = 0;
-
- private:
-  struct Event {
-    Time t;
-    std::uint64_t seq;
-    std::function<void()> fn;
-    bool operator<(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-  };
-  std::priority_queue<Event> events;
-  std::uint64_t seq = 0;
-};
-
-bool FakeEnv::send(AccelId dst, const Dwords& m) {
-  if (drop_outgoing) return true;
-  ++world_.messages;
-  AccelId from = self_;
-  World& w = world_;
-  w.at(now() + World::kWire, [&w, dst, from, m] {
-    w.envs[dst]->begin(w.now);
-    w.drivers[dst]->on_message(from, m);
-    w.envs[dst]->end();
-  });
-  return true;
+constexpr std::uint64_t kVa = 0x1000'0000;
 }
 
-void FakeEnv::start_timer(std::uint64_t token, Time delay) {
-  World& w = world_;
-  AccelId self = self_;
-  w.at(now() + delay, [&w, self, token] {
-    w.envs[self]->begin(w.now);
-    w.drivers[self]->on_timer(token);
-    w.envs[self]->end();
-  });
+// ---- buffers -----------------------------------------------------------------------------
+
+TEST_CASE("buffers: user mode cannot allocate NPA memory; a full VRAM is ENOMEM",
+          "[driver][buffers]") {
+  World w(1);
+  CHECK(w.call(w.d(0).gem_create(1, Bytes(4096), Domain::Npa)).err == Errno::Inval);
+  w.env(0).free_pages = 10;
+  CHECK(w.call(w.d(0).gem_create(1, Bytes(11 * 4096), Domain::Vram)).err == Errno::NoMem);
+  CHECK(w.call(w.d(0).gem_create(1, Bytes(10 * 4096), Domain::Vram)).ok());
 }
 
-GemHandle vram_buffer(World& w, int i, std::uint64_t bytes = 1 << 20) {
-  auto g = w.op(i, [&](Driver& d) { return d.gem_create(Bytes(bytes), Domain::Vram); });
-  REQUIRE(g.ok());
-  return g.value;
+TEST_CASE("buffers: an imported (NPA) buffer cannot be CPU-mapped; a VRAM one can",
+          "[driver][buffers]") {
+  World w(2);
+  GemHandle local = w.buffer(0);
+  CHECK(w.call(w.d(0).gem_cpu_map(1, local)) == Errno::Ok);
+  GemHandle remote = w.import_and_map(0, w.exported(1), kVa);
+  CHECK(w.call(w.d(0).gem_cpu_map(1, remote)) == Errno::Inval);
+  CHECK(w.call(w.d(0).gem_cpu_map(1, 999)) == Errno::NoEnt);
 }
 
-UalinkHandle exported(World& w, int i, std::uint64_t bytes = 1 << 20) {
-  GemHandle g = vram_buffer(w, i, bytes);
-  auto h = w.op(i, [&](Driver& d) { return d.export_handle(g); });
-  REQUIRE(h.ok());
-  return h.value;
+TEST_CASE("buffers: the last reference frees the VRAM; a mapping holds a reference",
+          "[driver][buffers]") {
+  World w(1);
+  const auto before = w.env(0).free_pages;
+  GemHandle g = w.buffer(0, 8 * 4096);
+  CHECK(w.env(0).free_pages == before - 8);
+  REQUIRE(w.call(w.d(0).gem_va_map(1, g, kVa)) == Errno::Ok);
+  CHECK(w.env(0).gpuvm.size() == 8);
+  REQUIRE(w.call(w.d(0).gem_close(1, g)) == Errno::Ok);
+  CHECK(w.env(0).free_pages == before - 8);  // still mapped
+  w.call(w.d(0).process_exit(1));
+  CHECK(w.env(0).free_pages == before);
+  CHECK(w.env(0).gpuvm.empty());
+  CHECK(w.d(0).holdings().buffers == 0);
 }
 
-}  // namespace
+// ---- export ------------------------------------------------------------------------------
 
-TEST_CASE("export: errors for a missing buffer, a non-VRAM buffer and an inactive link",
+TEST_CASE("export: ENOENT for no such buffer, EOPNOTSUPP for non-VRAM and an inactive link",
           "[driver][export]") {
   World w(2);
-  CHECK(w.op(0, [](Driver& d) { return d.export_handle(42); }).err == Errno::NoEnt);
-  auto gtt = w.op(0, [](Driver& d) { return d.gem_create(Bytes(4096), Domain::Gtt); });
+  CHECK(w.call(w.d(0).export_handle(1, 42)).err == Errno::NoEnt);
+  auto gtt = w.call(w.d(0).gem_create(1, Bytes(4096), Domain::Gtt));
   REQUIRE(gtt.ok());
-  CHECK(w.op(0, [&](Driver& d) { return d.export_handle(gtt.value); }).err == Errno::OpNotSupp);
-  GemHandle g = vram_buffer(w, 0);
-  w.drivers[0]->set_ualink_active(false);
-  CHECK(w.op(0, [&](Driver& d) { return d.export_handle(g); }).err == Errno::OpNotSupp);
-  // User mode cannot allocate in the NPA domain.
-  CHECK(w.op(0, [](Driver& d) { return d.gem_create(Bytes(4096), Domain::Npa); }).err ==
-        Errno::Inval);
+  CHECK(w.call(w.d(0).export_handle(1, gtt.value)).err == Errno::OpNotSupp);
+  GemHandle g = w.buffer(0);
+  w.d(0).set_ualink_active(false);
+  CHECK(w.call(w.d(0).export_handle(1, g)).err == Errno::OpNotSupp);
 }
 
-TEST_CASE("export is idempotent: the same buffer always gives the same handle",
-          "[driver][export]") {
+TEST_CASE("export: the same buffer always gives the same handle", "[driver][export]") {
   World w(4);
-  GemHandle g = vram_buffer(w, 3);
-  auto h1 = w.op(3, [&](Driver& d) { return d.export_handle(g); });
-  auto h2 = w.op(3, [&](Driver& d) { return d.export_handle(g); });
+  GemHandle g = w.buffer(3);
+  auto h1 = w.call(w.d(3).export_handle(1, g));
+  auto h2 = w.call(w.d(3).export_handle(1, g));
   REQUIRE(h1.ok());
   CHECK(h1.value == h2.value);
-  CHECK(w.drivers[3]->exports() == 1);
-  // A second GEM handle to the same buffer (via a dma-buf) exports to the same handle too.
-  UalinkHandle other = exported(w, 3);
-  CHECK_FALSE(other == h1.value);
+  CHECK(w.d(3).exports() == 1);
+  CHECK_FALSE(w.exported(3) == h1.value);  // another buffer, another handle
 }
 
-TEST_CASE("handles: 128 bits, low 10 bits the exporter's ID, never 0, unique, seeded",
+TEST_CASE("export: 128-bit handles, low 10 bits the exporter's ID, never 0, unique, seeded",
           "[driver][export]") {
   World w(600);
   std::set<std::uint64_t> los;
   for (int i = 0; i < 50; ++i) {
-    UalinkHandle h = exported(w, 517, 4096);
+    UalinkHandle h = w.exported(517, 4096);
     CHECK(h.exporter() == 517);
-    CHECK((h.lo & 0x3FF) == 517);
     CHECK(h.lo != 0);
     CHECK(los.insert(h.lo).second);
   }
-  World same(2, NpaAddrMode::SourceAliasing, 1), other(2, NpaAddrMode::SourceAliasing, 2);
-  World again(2, NpaAddrMode::SourceAliasing, 1);
-  CHECK(exported(same, 1) == exported(again, 1));
-  CHECK_FALSE(exported(same, 1) == exported(other, 1));
+  World a(2, NpaAddrMode::SourceAliasing, 1), b(2, NpaAddrMode::SourceAliasing, 1),
+      c(2, NpaAddrMode::SourceAliasing, 2);
+  CHECK(a.exported(1) == b.exported(1));
+  CHECK_FALSE(a.exported(1) == c.exported(1));
 }
 
-TEST_CASE("import: HELLO handshake, NPA_REQ, NPA_RSP, and a buffer in the NPA domain",
+// ---- connections -------------------------------------------------------------------------
+
+TEST_CASE("connections: HELLO / HELLO_ACK take both sides to ESTABLISHED, generation 1",
+          "[driver][connection]") {
+  World w(2);
+  CHECK(w.d(0).connection(1) == ConnState::NotReady);
+  UalinkHandle h = w.exported(1);
+  std::optional<Result<Fd>> r;
+  w.start(w.d(0).import_handle(1, h), r);
+  w.run_for(World::kConsumed + Time::us(2) + Time::ns(500) + Time::ns(100));
+  CHECK(w.d(0).connection(1) == ConnState::InProgress);  // HELLO sent, waiting for the ACK
+  w.run_for(World::kDeliver);
+  CHECK(w.d(1).connection(0) == ConnState::Pending);  // HELLO taken, HELLO_ACK being sent
+  w.run();
+  REQUIRE(r);
+  CHECK(r->ok());
+  CHECK(w.d(0).connection(1) == ConnState::Established);
+  CHECK(w.d(1).connection(0) == ConnState::Established);
+  CHECK(w.d(0).generation(1) == 1);
+  CHECK(w.d(1).generation(0) == 1);
+  CHECK(w.d(0).messages_sent(MsgType::Hello) == 1);
+  CHECK(w.d(1).messages_sent(MsgType::HelloAck) == 1);
+}
+
+TEST_CASE("connections: both sides saying HELLO at once still end ESTABLISHED",
+          "[driver][connection]") {
+  World w(2);
+  UalinkHandle h0 = w.exported(0), h1 = w.exported(1);
+  std::optional<Result<Fd>> a, b;
+  w.start(w.d(0).import_handle(1, h1), a);
+  w.start(w.d(1).import_handle(1, h0), b);
+  w.run();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->ok());
+  CHECK(b->ok());
+  CHECK(w.d(0).connection(1) == ConnState::Established);
+  CHECK(w.d(1).connection(0) == ConnState::Established);
+}
+
+TEST_CASE("connections: no HELLO_ACK within 5 s -> NOT_READY and ETIMEDOUT",
+          "[driver][connection]") {
+  World w(2);
+  UalinkHandle h = w.exported(1);
+  w.env(1).deaf = true;  // takes our HELLO, never answers
+  const Time t0 = w.now();
+  auto r = w.import(0, h);
+  CHECK(r.err == Errno::TimedOut);
+  CHECK(w.now() - t0 >= Time::ms(5000));
+  CHECK(w.d(0).connection(1) == ConnState::NotReady);
+  CHECK(w.d(0).imports() == 0);
+}
+
+TEST_CASE("transport: a message never consumed is ETIME after 2 s of polling",
+          "[driver][connection]") {
+  World w(2);
+  UalinkHandle h = w.exported(1);
+  w.env(1).dead = true;  // its firmware takes nothing
+  const Time t0 = w.now();
+  auto r = w.import(0, h);
+  CHECK(r.err == Errno::Time);
+  CHECK(w.now() - t0 >= Time::ms(2000));
+  CHECK(w.now() - t0 < Time::ms(5000));
+  CHECK(w.d(0).connection(1) == ConnState::NotReady);
+}
+
+TEST_CASE("connections: a second import while the handshake is in progress is EAGAIN",
+          "[driver][connection]") {
+  World w(2);
+  UalinkHandle a = w.exported(1), b = w.exported(1);
+  std::optional<Result<Fd>> first, second;
+  w.start(w.d(0).import_handle(1, a), first);
+  w.run_for(Time::us(4));  // the first is waiting for HELLO_ACK
+  REQUIRE(w.d(0).connection(1) == ConnState::InProgress);
+  w.start(w.d(0).import_handle(1, b), second);
+  w.run();
+  CHECK(first->ok());
+  CHECK(second->err == Errno::Again);
+}
+
+TEST_CASE("connections: HELLO from a peer we are ESTABLISHED with resets what we held with it",
+          "[driver][connection]") {
+  World w(2);
+  GemHandle g;
+  UalinkHandle from1 = w.exported(1);
+  UalinkHandle from0 = w.exported(0, 1 << 20, 1, &g);
+  w.import_and_map(0, from1, kVa);
+  w.import_and_map(1, from0, kVa);
+  REQUIRE(w.d(0).pin_count(1, g) == 1);
+  REQUIRE(w.env(0).npa.size() == 256);
+
+  // GPU 1 is reset and comes back: it knows nothing, and says HELLO when it next imports.
+  w.d(1).device_reset();
+  UalinkHandle again = w.exported(0);
+  REQUIRE(w.import(1, again).ok());
+  // GPU 0 tore down its import from 1 (its mapping is gone) and dropped 1's import of its
+  // buffer: unpinned, unmapped, range freed, and noted as released.
+  CHECK(w.d(0).generation(1) == 2);
+  CHECK(w.d(0).import_state(from1) == ImportState::Teardown);
+  CHECK(w.env(0).gpuvm.empty());
+  CHECK(w.d(0).pin_count(1, g) == 0);
+  CHECK(w.d(0).importer_count(from0) == 0);
+  CHECK(w.env(0).released.count({from0.lo, 1}) == 1);
+}
+
+TEST_CASE("connections: B1 reintroduced, the reset on HELLO never runs", "[driver][connection]") {
+  DriverConfig cfg;
+  cfg.reintroduce_bugs = {"B1"};
+  World w(2, NpaAddrMode::SourceAliasing, 1, cfg);
+  GemHandle g;
+  UalinkHandle from0 = w.exported(0, 1 << 20, 1, &g);
+  w.import_and_map(1, from0, kVa);
+  w.d(1).device_reset();
+  REQUIRE(w.import(1, w.exported(0)).ok());
+  CHECK(w.d(0).generation(1) == 2);
+  CHECK(w.d(0).pin_count(1, g) == 1);  // still pinned for an importer that forgot it
+  CHECK(w.d(0).importer_count(from0) == 1);
+}
+
+// ---- import ------------------------------------------------------------------------------
+
+TEST_CASE("import: NPA_REQ / NPA_RSP give a buffer in the NPA domain over one NPA range",
           "[driver][import]") {
   World w(2);
-  UalinkHandle h = exported(w, 1);
-  CHECK(w.drivers[0]->connection(1) == ConnState::NotReady);
+  GemHandle g;
+  UalinkHandle h = w.exported(1, 1 << 20, 1, &g);
   auto fd = w.import(0, h);
   REQUIRE(fd.ok());
-  CHECK(w.drivers[0]->connection(1) == ConnState::Established);
-  CHECK(w.drivers[1]->connection(0) == ConnState::Established);
-  CHECK(w.drivers[0]->generation(1) == 1);
-  CHECK(w.messages == 4);  // HELLO, HELLO_ACK, NPA_REQ, NPA_RSP
-
-  // The exporter pinned the buffer once and mapped its scattered pages onto one NPA range.
-  CHECK(w.drivers[1]->importer_count(h) == 1);
-  const auto& npa = w.envs[1]->npa;
+  CHECK(w.d(0).messages_sent(MsgType::NpaReq) == 1);
+  CHECK(w.d(1).messages_sent(MsgType::NpaRsp) == 1);
+  // The exporter pinned the buffer once and mapped its scattered pages onto one NPA range
+  // after the ring pages, then flushed its NPA TLB.
+  CHECK(w.d(1).pin_count(1, g) == 1);
+  CHECK(w.d(1).importer_count(h) == 1);
+  const auto& npa = w.env(1).npa;
   REQUIRE(npa.size() == 256);
-  const std::uint64_t first = npa.begin()->first;
-  CHECK(first == 512);  // after the ring pages
-  std::uint64_t prev_key = first - 1;
-  for (const auto& [key, page] : npa) {
-    CHECK(key == prev_key + 1);  // contiguous NPA ...
-    prev_key = key;
-  }
-  CHECK(std::next(npa.begin())->second - npa.begin()->second == 2);  // ... scattered VRAM
-  CHECK(w.envs[1]->npa_flushes == 1);
-
-  // The importer maps it like any buffer; its PTEs point at NPAs in the exporter's window.
-  auto gem = w.op(0, [&](Driver& d) { return d.gem_from_fd(fd.value); });
+  CHECK(npa.begin()->first == 512);
+  CHECK(std::prev(npa.end())->first == 512 + 255);
+  CHECK(std::next(npa.begin())->second.page - npa.begin()->second.page == 2);
+  CHECK(npa.begin()->second.tag == h.lo);
+  CHECK(w.env(1).npa_flushes == 1);
+  // The importer maps it like any buffer; its PTEs carry NPAs with the exporter's ID.
+  auto gem = w.call(w.d(0).prime_fd_to_handle(1, fd.value));
   REQUIRE(gem.ok());
-  CHECK(w.op(0, [&](Driver& d) { return d.gem_va_map(gem.value, 0x1000'0000, 0); }) == Errno::Ok);
-  const auto& ptes = w.envs[0]->gpuvm;
-  REQUIRE(ptes.size() == 256);
-  const Pte& p0 = ptes.at(0x1000'0000 >> 12);
+  REQUIRE(w.call(w.d(0).gem_va_map(1, gem.value, kVa)) == Errno::Ok);
+  const Pte& p0 = w.env(0).gpuvm.at({1, kVa >> 12});
   CHECK(p0.target == PteTarget::Npa);
-  CHECK((p0.frame >> kNpaWindowPageBits) == 1);     // exporter ID in bits 38:29
-  CHECK((p0.frame & kNpaWindowPageMask) == first);  // the exporter's NPA page
-  CHECK(w.op(0, [&](Driver& d) { return d.gem_cpu_map(gem.value); }) == Errno::Inval);
+  CHECK((p0.frame >> kNpaWindowPageBits) == 1);
+  CHECK((p0.frame & kNpaWindowPageMask) == 512);
+  CHECK(w.d(0).gem_size(1, gem.value) == Bytes(1 << 20));
 }
 
-TEST_CASE("a repeated import returns a new reference to the same buffer, with no messages",
+TEST_CASE("import: again returns a new reference to the same buffer; closing keeps the node",
           "[driver][import]") {
   World w(2);
-  UalinkHandle h = exported(w, 1);
+  UalinkHandle h = w.exported(1);
   auto fd1 = w.import(0, h);
-  REQUIRE(fd1.ok());
-  const auto sent = w.messages;
+  const auto reqs = w.d(0).messages_sent(MsgType::NpaReq);
   auto fd2 = w.import(0, h);
+  REQUIRE(fd1.ok());
   REQUIRE(fd2.ok());
-  CHECK(fd2.value != fd1.value);
-  CHECK(w.messages == sent);
-  CHECK(w.drivers[0]->imports() == 1);
-  // Both fds lead to the same NPA range.
-  auto g1 = w.op(0, [&](Driver& d) { return d.gem_from_fd(fd1.value); });
-  auto g2 = w.op(0, [&](Driver& d) { return d.gem_from_fd(fd2.value); });
-  w.op(0, [&](Driver& d) { return d.gem_va_map(g1.value, 0x1000'0000, 0); });
-  w.op(0, [&](Driver& d) { return d.gem_va_map(g2.value, 0x2000'0000, 0); });
-  CHECK(w.envs[0]->gpuvm.at(0x1000'0000 >> 12).frame ==
-        w.envs[0]->gpuvm.at(0x2000'0000 >> 12).frame);
-  CHECK(w.op(0, [&](Driver& d) { return d.close_fd(fd1.value); }) == Errno::Ok);
-  CHECK(w.op(0, [&](Driver& d) { return d.close_fd(fd1.value); }) == Errno::Inval);
+  CHECK(fd1.value != fd2.value);
+  CHECK(w.d(0).messages_sent(MsgType::NpaReq) == reqs);
+  auto g1 = w.call(w.d(0).prime_fd_to_handle(1, fd1.value));
+  auto g2 = w.call(w.d(0).prime_fd_to_handle(1, fd2.value));
+  w.call(w.d(0).gem_va_map(1, g1.value, kVa));
+  w.call(w.d(0).gem_va_map(1, g2.value, 2 * kVa));
+  CHECK(w.env(0).gpuvm.at({1, kVa >> 12}).frame == w.env(0).gpuvm.at({1, 2 * kVa >> 12}).frame);
+  // Closing every fd and handle never sends RELEASE; the import node lives on.
+  w.call(w.d(0).process_exit(1));
+  CHECK(w.d(0).messages_sent(MsgType::NpaRelease) == 0);
+  CHECK(w.d(0).import_state(h) == ImportState::Ready);
+  CHECK(w.import(0, h, 2).ok());  // another process gets it from the table
 }
 
-TEST_CASE("a concurrent import of the same handle gets EAGAIN", "[driver][import]") {
+TEST_CASE("import: a concurrent import of the same handle gets EAGAIN", "[driver][import]") {
   World w(2);
-  UalinkHandle h = exported(w, 1);
-  Result<Fd> first{Errno::Fault, -2}, second{Errno::Fault, -2};
-  w.op(0, [&](Driver& d) {
-    d.import_handle(h, [&](Result<Fd> r) { first = r; });
-    d.import_handle(h, [&](Result<Fd> r) { second = r; });
-    return 0;
-  });
+  UalinkHandle h = w.exported(1);
+  std::optional<Result<Fd>> a, b;
+  w.start(w.d(0).import_handle(1, h), a);
+  w.run_for(Time::us(10));  // the first has its node in the table, NOT_READY
+  w.start(w.d(0).import_handle(2, h), b);
   w.run();
-  CHECK(first.ok());
-  CHECK(second.err == Errno::Again);
+  CHECK(a->ok());
+  CHECK(b->err == Errno::Again);
 }
 
-TEST_CASE("alias mode: importers share one NPA range; each request pins again",
-          "[driver][import]") {
+TEST_CASE("import: losing the insert race is EBUSY", "[driver][import]") {
+  World w(2);
+  UalinkHandle h = w.exported(1);
+  std::optional<Result<Fd>> a, b;
+  w.start(w.d(0).import_handle(1, h), a);  // both look the handle up before either inserts
+  w.start(w.d(0).import_handle(2, h), b);
+  w.run();
+  CHECK(a->ok());
+  CHECK(b->err == Errno::Busy);
+}
+
+TEST_CASE("import: errors for bad IDs, other vPods and wrong handles", "[driver][import]") {
   World w(3);
-  GemHandle g = vram_buffer(w, 2);
-  UalinkHandle h = w.op(2, [&](Driver& d) { return d.export_handle(g); }).value;
+  CHECK(w.import(0, UalinkHandle{(0xABCDull << 10) | 300, 7}).err == Errno::Inval);  // >= ACCEL_MAX
+  UalinkHandle h = w.exported(1);
+  UalinkHandle wrong_hi = h;
+  wrong_hi.hi ^= 1;
+  CHECK(w.import(0, wrong_hi).err == Errno::Inval);  // NPA_FAIL INVALID_HANDLE
+  CHECK(w.d(0).imports() == 0);
+  CHECK(w.import(0, UalinkHandle{h.lo ^ 0x400, h.hi}).err == Errno::Inval);  // unknown lo
   REQUIRE(w.import(0, h).ok());
-  REQUIRE(w.import(1, h).ok());
-  CHECK(w.drivers[2]->importer_count(h) == 2);
-  CHECK(w.drivers[2]->pin_count(g) == 2);
-  CHECK(w.envs[2]->npa.size() == 256);  // one range
+  CHECK(w.import(0, wrong_hi).err == Errno::Inval);  // the table checks hi too (B5 fixed)
 }
 
-TEST_CASE("ident mode: each importer gets its own range in its own window", "[driver][import]") {
+TEST_CASE("import: an exporter outside the importer's vPod is refused without a message",
+          "[driver][import][vpod]") {
+  World w(4);
+  VpodInfo small;
+  small.members.assign(kMaxAccels, false);
+  small.members[0] = small.members[1] = true;
+  Driver d0(DriverConfig{}, 0, small, NpaAddrMode::SourceAliasing, Rng(1), w.env(0));
+  UalinkHandle h = w.exported(3);
+  auto r = w.call(d0.import_handle(1, h));
+  CHECK(r.err == Errno::Inval);
+  CHECK(d0.messages_sent(MsgType::Hello) == 0);
+}
+
+TEST_CASE("import: the exporter refuses an importer outside its vPod (NPA_FAIL -> EINVAL)",
+          "[driver][import][vpod]") {
+  World w(3);
+  // GPU 2's driver thinks it shares a vPod with 0; GPU 0's says it does not.
+  VpodInfo only01;
+  only01.members.assign(kMaxAccels, false);
+  only01.members[0] = only01.members[1] = true;
+  w.drivers[0] = std::make_unique<Driver>(DriverConfig{}, 0, only01, NpaAddrMode::SourceAliasing,
+                                          Rng(5), w.env(0));
+  GemHandle g;
+  UalinkHandle h = w.exported(0, 1 << 20, 1, &g);
+  auto r = w.import(2, h);
+  CHECK(r.err == Errno::Inval);
+  CHECK(w.d(0).messages_sent(MsgType::NpaFail) == 1);
+  CHECK(w.d(0).pin_count(1, g) == 0);
+  CHECK(w.d(0).importer_count(h) == 0);
+  CHECK(w.import(1, h).ok());  // a member is served
+}
+
+TEST_CASE("import: an exporter that never answers NPA_REQ: ETIMEDOUT after 5 s, reset",
+          "[driver][import]") {
+  World w(2);
+  REQUIRE(w.import(0, w.exported(1)).ok());  // the connection is up
+  UalinkHandle h = w.exported(1);
+  w.env(1).deaf = true;  // its firmware consumes our NPA_REQ; its driver never sees it
+  const Time t0 = w.now();
+  auto r = w.import(0, h);
+  CHECK(r.err == Errno::TimedOut);
+  CHECK(w.now() - t0 >= Time::ms(5000));
+  CHECK(w.d(0).connection(1) == ConnState::NotReady);
+  CHECK(w.d(0).import_state(h) == ImportState::Teardown);  // the node is gone
+}
+
+TEST_CASE("import: a full ring is ENOSPC; NPA_FAIL NOSPACE is ENOSPC", "[driver][import]") {
+  World w(2);
+  UalinkHandle h = w.exported(1);
+  w.env(0).ring_full = true;
+  CHECK(w.import(0, h).err == Errno::NoSpc);
+  w.env(0).ring_full = false;
+
+  DriverConfig small;
+  small.npa_window = Bytes::MiB(4);  // 512 ring pages + 511 usable
+  World t(2, NpaAddrMode::SourceAliasing, 1, small);
+  CHECK(t.import(0, t.exported(1, 256 * 4096)).ok());
+  CHECK(t.import(0, t.exported(1, 512 * 4096)).err == Errno::NoSpc);
+}
+
+TEST_CASE("ident mode: a range per importer in its own window", "[driver][import][ident]") {
   World w(3, NpaAddrMode::SourceIdentification);
-  UalinkHandle h = exported(w, 2);
+  UalinkHandle h = w.exported(2);
   REQUIRE(w.import(0, h).ok());
   REQUIRE(w.import(1, h).ok());
-  const auto& npa = w.envs[2]->npa;
+  const auto& npa = w.env(2).npa;
   CHECK(npa.size() == 512);
   CHECK(npa.count((0ull << 29) | 512) == 1);
   CHECK(npa.count((1ull << 29) | 512) == 1);
+  CHECK(w.d(2).importer_count(h) == 2);
 }
 
-TEST_CASE("a wrong hi half is refused by the exporter: EINVAL", "[driver][import]") {
-  World w(2);
-  UalinkHandle h = exported(w, 1);
-  h.hi ^= 1;
+TEST_CASE("ident mode: a second NPA_REQ from the same importer is FAIL DUPLICATE -> EINVAL",
+          "[driver][import][ident]") {
+  DriverConfig cfg;
+  cfg.reintroduce_bugs = {"B1"};  // the exporter keeps the importer's range across its reset
+  World w(2, NpaAddrMode::SourceIdentification, 1, cfg);
+  UalinkHandle h = w.exported(1);
+  REQUIRE(w.import(0, h).ok());
+  w.d(0).device_reset();
   CHECK(w.import(0, h).err == Errno::Inval);
-  CHECK(w.drivers[0]->imports() == 0);
-  CHECK(w.drivers[1]->importer_count(h) == 0);
+  CHECK(w.d(1).messages_sent(MsgType::NpaFail) == 1);
 }
 
-TEST_CASE("an exporter that never answers: ETIMEDOUT after 5 s and the connection is reset",
-          "[driver][import]") {
-  World w(2);
-  UalinkHandle h = exported(w, 1);
-  REQUIRE(w.import(0, exported(w, 1)).ok());  // establishes the connection
-  w.envs[1]->drop_outgoing = true;            // then the exporter goes silent
-  const Time t0 = w.now;
-  auto r = w.import(0, h);
-  CHECK(r.err == Errno::TimedOut);
-  CHECK(w.now - t0 >= Time::ms(5000));
-  CHECK(w.drivers[0]->connection(1) == ConnState::NotReady);
-  CHECK(w.drivers[0]->imports() == 1);  // only the first import remains
+TEST_CASE("alias mode: a second NPA_REQ gets the same range again", "[driver][import]") {
+  DriverConfig cfg;
+  cfg.reintroduce_bugs = {"B1"};
+  World w(2, NpaAddrMode::SourceAliasing, 1, cfg);
+  GemHandle g;
+  UalinkHandle h = w.exported(1, 1 << 20, 1, &g);
+  REQUIRE(w.import(0, h).ok());
+  w.d(0).device_reset();
+  REQUIRE(w.import(0, h).ok());
+  CHECK(w.d(1).pin_count(1, g) == 2);  // pinned again (the snapshot's behaviour)
+  CHECK(w.env(1).npa.size() == 256);   // one range
 }
 
-TEST_CASE("an import from an accelerator ID beyond accel_max is EINVAL", "[driver][import]") {
+TEST_CASE("alias mode: importers share one range; each request pins", "[driver][import]") {
+  World w(3);
+  GemHandle g;
+  UalinkHandle h = w.exported(2, 1 << 20, 1, &g);
+  REQUIRE(w.import(0, h).ok());
+  REQUIRE(w.import(1, h).ok());
+  CHECK(w.d(2).importer_count(h) == 2);
+  CHECK(w.d(2).pin_count(1, g) == 2);
+  CHECK(w.env(2).npa.size() == 256);
+}
+
+// ---- revoke and release ------------------------------------------------------------------
+
+TEST_CASE("revoke: closing the last handle revokes; importers invalidate and release",
+          "[driver][revoke]") {
+  World w(3);
+  GemHandle g;
+  UalinkHandle h = w.exported(2, 1 << 20, 1, &g);
+  w.import_and_map(0, h, kVa);
+  w.import_and_map(1, h, kVa);
+  REQUIRE(w.env(0).gpuvm.size() == 256);
+
+  REQUIRE(w.call(w.d(2).gem_close(1, g)) == Errno::Ok);
+  // A heavyweight shootdown to each importer, NPA_REVOKE, and their NPA_RELEASE.
+  CHECK(w.env(0).shootdowns_received == 1);
+  CHECK(w.env(1).shootdowns_received == 1);
+  CHECK(w.d(2).messages_sent(MsgType::NpaRevoke) == 2);
+  CHECK(w.d(0).messages_sent(MsgType::NpaRelease) == 1);
+  CHECK(w.d(1).messages_sent(MsgType::NpaRelease) == 1);
+  // Importers: mappings gone, import node gone. Exporter: nothing left at all.
+  CHECK(w.env(0).gpuvm.empty());
+  CHECK(w.d(0).import_state(h) == ImportState::Teardown);
+  CHECK(w.env(2).npa.empty());
+  CHECK(w.env(2).released.count({h.lo, 0}) == 1);
+  const Holdings held = w.d(2).holdings();
+  CHECK(held.buffers == 0);
+  CHECK(held.pins == 0);
+  CHECK(held.npa_ranges == 0);
+  CHECK(held.revoking == 0);
+  CHECK(w.env(2).violations.empty());
+  CHECK(w.d(2).revoke_time().histogram().count() == 1);
+  // The importer's GEM handle survives without backing: mapping it again is refused.
+  auto gems = w.call(w.d(0).gem_va_map(1, 1, 3 * kVa));
+  CHECK(gems != Errno::Ok);
+}
+
+TEST_CASE("revoke: an export with no importers just goes", "[driver][revoke]") {
+  World w(1);
+  GemHandle g;
+  w.exported(0, 1 << 20, 1, &g);
+  REQUIRE(w.call(w.d(0).gem_close(1, g)) == Errno::Ok);
+  CHECK(w.d(0).holdings().buffers == 0);
+  CHECK(w.d(0).exports() == 0);
+  CHECK(w.d(0).revoking() == 0);
+}
+
+TEST_CASE("revoke: B3 reintroduced, the no-importer cleanup leaks the buffer",
+          "[driver][revoke][bugs]") {
+  DriverConfig cfg;
+  cfg.reintroduce_bugs = {"B3"};
+  World w(1, NpaAddrMode::SourceAliasing, 1, cfg);
+  GemHandle g;
+  w.exported(0, 1 << 20, 1, &g);
+  REQUIRE(w.call(w.d(0).gem_close(1, g)) == Errno::Ok);
+  const Holdings held = w.d(0).holdings();
+  CHECK(held.buffers == 1);
+  REQUIRE(held.details.size() == 1);
+  CHECK_THAT(held.details[0], Catch::Contains("VRAM buffer") && Catch::Contains("1 reference"));
+}
+
+TEST_CASE("revoke: an importer that never releases is reset after 5 s", "[driver][revoke]") {
   World w(2);
-  UalinkHandle h{(0xABCDull << 10) | 300, 7};
-  CHECK(w.import(0, h).err == Errno::Inval);
+  GemHandle g;
+  UalinkHandle h = w.exported(1, 1 << 20, 1, &g);
+  w.import_and_map(0, h, kVa);
+  // The importer's driver ignores the REVOKE (a mismatched hi looks the same to it).
+  w.d(0).device_reset();
+  w.env(0).dead = false;
+  const Time t0 = w.now();
+  REQUIRE(w.call(w.d(1).gem_close(1, g)) == Errno::Ok);
+  w.run();
+  CHECK(w.now() - t0 >= Time::ms(5000));
+  CHECK(w.d(1).connection(0) == ConnState::NotReady);
+  CHECK(w.d(1).holdings().buffers == 0);
+  CHECK(w.d(1).holdings().npa_ranges == 0);
+  std::uint64_t missing = 0;
+  for (const Stat* s : w.d(1).stats().stats())
+    if (s->name() == "releases_missing") missing = static_cast<const Counter*>(s)->value();
+  CHECK(missing == 1);
+}
+
+TEST_CASE("revoke: B6 reintroduced, a stale importer's range is freed under live PTEs",
+          "[driver][revoke][bugs]") {
+  for (bool b6 : {false, true}) {
+    DriverConfig cfg;
+    cfg.reintroduce_bugs = {"B1"};  // leaves a stale-generation importer behind
+    if (b6) cfg.reintroduce_bugs.push_back("B6");
+    World w(2, NpaAddrMode::SourceAliasing, 1, cfg);
+    GemHandle g;
+    UalinkHandle h = w.exported(0, 1 << 20, 1, &g);
+    w.import_and_map(1, h, kVa);
+    w.d(1).device_reset();
+    REQUIRE(w.import(1, w.exported(0)).ok());  // generation 2: importer 1's entry is stale
+    REQUIRE(w.call(w.d(0).gem_close(1, g)) == Errno::Ok);
+    w.run();
+    INFO("B6 " << b6);
+    if (b6) {
+      REQUIRE(w.env(0).violations.size() == 1);
+      CHECK_THAT(w.env(0).violations[0],
+                 Catch::Contains("freed while PTEs still map it") && Catch::Contains("gpu0"));
+    } else {
+      CHECK(w.env(0).violations.empty());
+    }
+  }
+}
+
+TEST_CASE("process exit closes everything: exports revoked, nothing held", "[driver][revoke]") {
+  World w(2);
+  UalinkHandle h = w.exported(1);
+  w.import_and_map(0, h, kVa);
+  w.call(w.d(1).process_exit(1));
+  w.call(w.d(0).process_exit(1));
+  w.run();
+  for (int i = 0; i < 2; ++i) {
+    const Holdings held = w.d(i).holdings();
+    INFO("gpu " << i);
+    CHECK(held.buffers == 0);
+    CHECK(held.pins == 0);
+    CHECK(held.npa_ranges == 0);
+    CHECK(held.exports == 0);
+    CHECK(held.imports == 0);
+    CHECK(held.handles == 0);
+    CHECK(held.fds == 0);
+    CHECK(held.waiters == 0);
+    CHECK(held.busy_tasks == 0);
+    CHECK(w.d(i).quiescent());
+  }
+}
+
+// ---- device reset ------------------------------------------------------------------------
+
+TEST_CASE("device reset: all state is gone and the driver works again", "[driver][reset]") {
+  World w(2);
+  UalinkHandle h = w.exported(1);
+  w.import_and_map(0, h, kVa);
+  w.d(0).device_reset();
+  CHECK(w.d(0).imports() == 0);
+  CHECK(w.d(0).connection(1) == ConnState::NotReady);
+  CHECK(w.d(0).holdings().buffers == 0);
+  // It can export and import again. The peer still thinks their connection is up: its first
+  // NPA_REQ is dropped by the reset driver, which says HELLO instead; on that HELLO the peer
+  // resets its side (the import in flight ends with EINVAL) and a retry goes through.
+  UalinkHandle fresh = w.exported(0);
+  CHECK(w.import(1, fresh).err == Errno::Inval);
+  CHECK(w.d(1).connection(0) == ConnState::Established);
+  CHECK(w.d(1).generation(0) == 2);
+  CHECK(w.import(1, fresh).ok());
+  CHECK(w.import(0, w.exported(1)).ok());
 }

@@ -1,0 +1,28 @@
+// Violations of the promises the protocol makes (no access served after release, every
+// resource returned, no NPA range freed under live PTEs). Components report them here; a run
+// with any violation fails, naming each one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/base/units.hpp"
+
+namespace podsim {
+
+struct Violation {
+  Time at;
+  std::string what;
+};
+
+class InvariantLog {
+ public:
+  void report(Time at, std::string what) { violations_.push_back({at, std::move(what)}); }
+  const std::vector<Violation>& violations() const { return violations_; }
+  bool ok() const { return violations_.empty(); }
+
+ private:
+  std::vector<Violation> violations_;
+};
+
+}  // namespace podsim

@@ -1,0 +1,269 @@
+#include "sim/pod/scenario.hpp"
+
+#include <fmt/format.h>
+
+namespace podsim {
+
+using driver::Errno;
+
+namespace {
+std::string op_name(StepOp op) {
+  return std::string(enum_name(std::span<const EnumName<StepOp>>(kStepOpNames), op));
+}
+}  // namespace
+
+std::vector<StepConfig> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
+  const std::uint32_t n = cfg.pod.gpus;
+  const auto& w = cfg.workload;
+  std::vector<bool> initiator(n, w.initiators.empty());
+  for (std::uint32_t g : w.initiators)
+    initiator[g] = true;
+  std::vector<StepConfig> steps;
+  auto step = [&](std::uint32_t gpu, StepOp op) -> StepConfig& {
+    StepConfig s;
+    s.gpu = gpu;
+    s.op = op;
+    steps.push_back(std::move(s));
+    return steps.back();
+  };
+  auto peers_of = [&](std::uint32_t g) {
+    std::vector<std::uint32_t> peers;  // only GPUs of the same vPod
+    const std::uint32_t size = cfg.pod.vpod_size ? cfg.pod.vpod_size : n;
+    for (std::uint32_t k = 1; k < size; ++k)
+      peers.push_back(g / size * size + (g % size + k) % size);
+    return peers;
+  };
+  for (std::uint32_t g = 0; g < n; ++g) {
+    step(g, StepOp::Alloc).size = w.buffer_size;
+    steps.back().name = "buf";
+    step(g, StepOp::Map).buffer = "buf";
+    steps.back().name = "local";
+    step(g, StepOp::Export).buffer = "buf";
+    steps.back().name = fmt::format("h{}", g);
+    for (std::uint32_t q : peers_of(g)) {
+      step(g, StepOp::SendHandle).handle = fmt::format("h{}", g);
+      steps.back().to = q;
+    }
+    for (std::uint32_t q : peers_of(g)) {
+      StepConfig& imp = step(g, StepOp::Import);
+      imp.handle = fmt::format("h{}", q);
+      imp.name = fmt::format("fd{}", q);
+      imp.retries = 1000;  // a concurrent handshake with the same peer answers EAGAIN
+      imp.retry_interval = Time::us(10);
+      step(g, StepOp::Map).fd = fmt::format("fd{}", q);
+      steps.back().name = fmt::format("m{}", q);
+      step(g, StepOp::CloseFd).fd = fmt::format("fd{}", q);
+    }
+    step(g, StepOp::Barrier).name = "mapped";
+    if (initiator[g] && !peers_of(g).empty()) {
+      StepConfig& acc = step(g, StepOp::Access);
+      acc.mappings.emplace();
+      for (std::uint32_t q : peers_of(g))
+        acc.mappings->push_back(fmt::format("m{}", q));
+    }
+  }
+  return steps;
+}
+
+ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus)
+    : cfg_(cfg), gpus_(std::move(gpus)), handles_(cfg.pod.gpus) {
+  steps_ = cfg.workload.kind == WorkloadKind::Scenario ? cfg.workload.steps : all_to_all_steps(cfg);
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const StepConfig& s = steps_[i];
+    const Key key = *s.op == StepOp::ResetNode ? Key{0, 0} : Key{s.gpu, s.process};
+    groups_[key].push_back(i);
+    if (*s.op == StepOp::Barrier) ++barriers_[*s.name].expected;
+  }
+  for (auto& [key, idx] : groups_) {
+    const Key k = key;
+    const std::vector<std::size_t> steps = idx;
+    spawn_thread(fmt::format("gpu{}_process{}", k.first, k.second).c_str(),
+                 [this, k, steps] { run_group(k, steps); });
+  }
+}
+
+std::vector<std::pair<std::uint32_t, std::uint32_t>> ScenarioRunner::processes() const {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (const auto& [key, steps] : groups_)
+    if (key.second != 0) out.push_back(key);
+  return out;
+}
+
+void ScenarioRunner::fail(const std::string& what) {
+  failures_.push_back(what);
+  sc_core::sc_stop();
+}
+
+void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
+  ProcessState& ps = states_[key];
+  for (std::size_t i : steps) {
+    const StepConfig& s = steps_[i];
+    if (s.at && *s.at > sim_now()) sc_core::wait(to_sc(*s.at - sim_now()));
+    StepRecord rec;
+    rec.index = i;
+    rec.gpu = s.gpu;
+    rec.process = s.process;
+    rec.op = op_name(*s.op);
+    rec.started = sim_now();
+    std::string detail;
+    Errno e = run_step(s, ps, detail);
+    while ((e == Errno::Again || e == Errno::Busy) && rec.retries < s.retries) {
+      ++rec.retries;
+      sc_core::wait(to_sc(s.retry_interval));
+      detail.clear();
+      e = run_step(s, ps, detail);
+    }
+    rec.ended = sim_now();
+    rec.result = std::string(driver::errno_name(e));
+    records_.push_back(rec);
+    if (!detail.empty()) {
+      fail(fmt::format("step {} ({} on gpu{} process {}) at {}: {}", i, rec.op, s.gpu, s.process,
+                       pretty(rec.started), detail));
+      return;
+    }
+    if (rec.result != s.expect) {
+      fail(fmt::format("step {} ({} on gpu{} process {}) at {}: returned {}, expected {}", i,
+                       rec.op, s.gpu, s.process, pretty(rec.started), rec.result, s.expect));
+      return;
+    }
+  }
+  if (++finished_groups_ == groups_.size()) finished_ev_.notify(sc_core::SC_ZERO_TIME);
+}
+
+Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::string& detail) {
+  using namespace driver;
+  GpuNode& node = *gpus_[s.gpu];
+  DriverShell& drv = node.driver;
+  Driver& d = drv.driver();
+  const auto p = static_cast<ProcessId>(s.process);
+  auto lookup = [&](auto& table, const std::string& name, const char* what) -> auto* {
+    auto it = table.find(name);
+    if (it == table.end()) {
+      detail = fmt::format("no {} named \"{}\"", what, name);
+      return static_cast<decltype(&it->second)>(nullptr);
+    }
+    return &it->second;
+  };
+
+  switch (*s.op) {
+    case StepOp::Alloc: {
+      const Domain dom = s.domain && *s.domain == "gtt" ? Domain::Gtt : Domain::Vram;
+      auto r = drv.call(d.gem_create(p, *s.size, dom));
+      if (r.ok()) ps.buffers[*s.name] = r.value;
+      return r.err;
+    }
+    case StepOp::Export: {
+      auto* gem = lookup(ps.buffers, *s.buffer, "buffer");
+      if (!gem) return Errno::Ok;
+      auto r = drv.call(d.export_handle(p, *gem));
+      if (r.ok()) {
+        handles_[s.gpu][*s.name] = r.value;
+        handle_ev_.notify(sc_core::SC_ZERO_TIME);
+      }
+      return r.err;
+    }
+    case StepOp::SendHandle: {
+      auto* h = lookup(handles_[s.gpu], *s.handle, "handle");
+      if (!h) return Errno::Ok;
+      handles_[*s.to][s.as ? *s.as : *s.handle] = *h;
+      handle_ev_.notify(sc_core::SC_ZERO_TIME);
+      return Errno::Ok;
+    }
+    case StepOp::Import: {
+      // The handle may still be on its way from another GPU.
+      while (!handles_[s.gpu].count(*s.handle))
+        sc_core::wait(handle_ev_);
+      auto r = drv.call(d.import_handle(p, handles_[s.gpu].at(*s.handle)));
+      if (r.ok()) ps.fds[*s.name] = r.value;
+      return r.err;
+    }
+    case StepOp::Map: {
+      GemHandle gem = 0;
+      if (s.fd) {
+        auto* fd = lookup(ps.fds, *s.fd, "fd");
+        if (!fd) return Errno::Ok;
+        auto r = drv.call(d.prime_fd_to_handle(p, *fd));
+        if (!r.ok()) return r.err;
+        gem = r.value;
+        ps.buffers[*s.name] = gem;
+      } else {
+        auto* g = lookup(ps.buffers, *s.buffer, "buffer");
+        if (!g) return Errno::Ok;
+        gem = *g;
+      }
+      const std::uint64_t bytes = d.gem_size(p, gem).count();
+      const std::uint64_t va = ps.next_va;
+      const Errno e = drv.call(d.gem_va_map(p, gem, va));
+      if (e == Errno::Ok) {
+        ps.mappings[*s.name] = Mapping{va, bytes, gem};
+        const std::uint64_t two_mib = 2ull << 20;
+        ps.next_va += (bytes + two_mib - 1) / two_mib * two_mib;
+      }
+      return e;
+    }
+    case StepOp::Access: {
+      std::vector<AccessRegion> regions;
+      for (const std::string& m : *s.mappings) {
+        auto* map = lookup(ps.mappings, m, "mapping");
+        if (!map) return Errno::Ok;
+        regions.push_back({map->va, map->bytes});
+      }
+      if (!node.agent.finished()) {
+        detail = "the GPU's compute agent is already running an access phase";
+        return Errno::Ok;
+      }
+      TrafficConfig t = cfg_.workload.traffic;
+      if (s.accesses) t.accesses = *s.accesses;
+      if (s.duration) t.duration = *s.duration;
+      if (s.outstanding) t.outstanding = *s.outstanding;
+      if (s.read_fraction) t.read_fraction = *s.read_fraction;
+      if (s.access_size) t.access_size = *s.access_size;
+      node.agent.start(t, std::move(regions), p);
+      while (!node.agent.finished())
+        sc_core::wait(node.agent.done());
+      return Errno::Ok;
+    }
+    case StepOp::CloseFd: {
+      auto* fd = lookup(ps.fds, *s.fd, "fd");
+      if (!fd) return Errno::Ok;
+      const Errno e = drv.call(d.close_fd(p, *fd));
+      ps.fds.erase(*s.fd);
+      return e;
+    }
+    case StepOp::Close: {
+      auto* gem = lookup(ps.buffers, *s.buffer, "buffer");
+      if (!gem) return Errno::Ok;
+      const Errno e = drv.call(d.gem_close(p, *gem));
+      ps.buffers.erase(*s.buffer);
+      return e;
+    }
+    case StepOp::Unmap: {
+      auto* map = lookup(ps.mappings, *s.mapping, "mapping");
+      if (!map) return Errno::Ok;
+      const Errno e = drv.call(d.gem_va_unmap(p, map->gem, map->va));
+      ps.mappings.erase(*s.mapping);
+      return e;
+    }
+    case StepOp::CpuMap: {
+      auto* gem = lookup(ps.buffers, *s.buffer, "buffer");
+      if (!gem) return Errno::Ok;
+      return drv.call(d.gem_cpu_map(p, *gem));
+    }
+    case StepOp::Wait: sc_core::wait(to_sc(*s.for_)); return Errno::Ok;
+    case StepOp::Exit:
+      drv.call(d.process_exit(p));
+      ps = ProcessState{};
+      return Errno::Ok;
+    case StepOp::Barrier: {
+      Barrier& b = barriers_.at(*s.name);
+      if (++b.arrived == b.expected) b.ev.notify(sc_core::SC_ZERO_TIME);
+      while (b.arrived < b.expected)
+        sc_core::wait(b.ev);
+      return Errno::Ok;
+    }
+    case StepOp::ResetNode: node.reset(*s.down_for); return Errno::Ok;
+  }
+  return Errno::Ok;
+}
+
+}  // namespace podsim

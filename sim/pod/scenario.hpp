@@ -1,0 +1,76 @@
+// Runs a workload's steps: one SystemC thread per GPU process, each doing its steps in order
+// (at their times), through the driver's user API; plus pod-level steps (node resets). The
+// all_to_all workload is turned into steps too, so there is one engine.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "driver_model/messages.hpp"
+#include "models/gpu_node.hpp"
+#include "sim/pod/pod_config.hpp"
+
+namespace podsim {
+
+// What happened to one step.
+struct StepRecord {
+  std::size_t index = 0;
+  std::uint32_t gpu = 0, process = 0;
+  std::string op;
+  Time started, ended;
+  std::string result;  // errno name
+  std::uint32_t retries = 0;
+};
+
+class ScenarioRunner {
+ public:
+  // Spawns the threads; call during elaboration (the Pod's constructor).
+  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus);
+
+  // The steps of an all_to_all workload, in scenario form.
+  static std::vector<StepConfig> all_to_all_steps(const PodConfig& cfg);
+
+  bool finished() const { return finished_groups_ == groups_.size(); }
+  const sc_core::sc_event& finished_event() const { return finished_ev_; }
+  const std::vector<std::string>& failures() const { return failures_; }
+  const std::vector<StepRecord>& records() const { return records_; }
+  // The (gpu, process) pairs that ran steps.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> processes() const;
+
+ private:
+  struct Mapping {
+    std::uint64_t va = 0, bytes = 0;
+    driver::GemHandle gem = 0;
+  };
+  struct ProcessState {
+    std::map<std::string, driver::GemHandle> buffers;
+    std::map<std::string, driver::Fd> fds;
+    std::map<std::string, Mapping> mappings;
+    std::uint64_t next_va = 0x0000'1000'0000'0000ull;
+  };
+  struct Barrier {
+    std::size_t expected = 0, arrived = 0;
+    sc_core::sc_event ev;
+  };
+  using Key = std::pair<std::uint32_t, std::uint32_t>;  // gpu, process (process 0: the pod)
+
+  void run_group(Key key, std::vector<std::size_t> steps);
+  driver::Errno run_step(const StepConfig& s, ProcessState& ps, std::string& detail);
+  void fail(const std::string& what);
+
+  const PodConfig& cfg_;
+  std::vector<GpuNode*> gpus_;
+  std::vector<StepConfig> steps_;
+  std::map<Key, std::vector<std::size_t>> groups_;
+  std::map<Key, ProcessState> states_;
+  std::vector<std::map<std::string, driver::UalinkHandle>> handles_;  // per GPU
+  sc_core::sc_event handle_ev_;
+  std::map<std::string, Barrier> barriers_;
+  std::size_t finished_groups_ = 0;
+  sc_core::sc_event finished_ev_;
+  std::vector<std::string> failures_;
+  std::vector<StepRecord> records_;
+};
+
+}  // namespace podsim

@@ -1,0 +1,206 @@
+// What the GPUs of a pod do: the all-to-all default, or a scenario of timed steps that
+// scripts the driver's user API per GPU process (allocate, export, pass a handle, import,
+// map, run an access phase, close, exit, reset a node), each step able to expect an errno.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "models/compute/compute_config.hpp"
+#include "sim/base/params.hpp"
+#include "sim/base/units.hpp"
+
+namespace podsim {
+
+enum class StepOp : std::uint8_t {
+  Alloc,       // gem_create: size, [domain], name
+  Export,      // UALINK_HANDLE EXPORT: buffer, name
+  SendHandle,  // pass a handle to another GPU out of band (what MPI does): handle, to, [as]
+  Import,      // UALINK_HANDLE IMPORT: handle, name (a dma-buf fd)
+  Map,         // PRIME import of fd (or a local buffer) + GEM_VA MAP: fd | buffer, name
+  Access,      // an access phase over mappings: mappings, traffic overrides
+  CloseFd,     // close(fd): fd
+  Close,       // GEM_CLOSE: buffer (the last handle revokes an export)
+  Unmap,       // GEM_VA UNMAP: mapping
+  CpuMap,      // mmap of a buffer: buffer (an NPA buffer cannot be CPU-mapped)
+  Wait,        // do nothing for a while: for
+  Exit,        // the process exits: everything it holds is closed
+  Barrier,     // wait until every process with a barrier of this name has reached it: name
+  ResetNode,   // reset GPU `gpu` now, down for down_for (a pod-level step)
+};
+
+inline constexpr std::array<EnumName<StepOp>, 14> kStepOpNames{{
+    {"alloc", StepOp::Alloc, "allocate a buffer (gem_create)"},
+    {"export", StepOp::Export, "export a buffer: a 128-bit UALink handle"},
+    {"send_handle", StepOp::SendHandle, "pass a handle to another GPU out of band"},
+    {"import", StepOp::Import, "import a handle: a dma-buf fd"},
+    {"map", StepOp::Map, "map an imported fd or a local buffer into the process's GPU VA space"},
+    {"access", StepOp::Access, "run loads and stores over mappings"},
+    {"close_fd", StepOp::CloseFd, "close a dma-buf fd"},
+    {"close", StepOp::Close, "close a GEM handle (the last one revokes its export)"},
+    {"unmap", StepOp::Unmap, "unmap a mapping"},
+    {"cpu_map", StepOp::CpuMap, "CPU-map a buffer"},
+    {"wait", StepOp::Wait, "wait"},
+    {"exit", StepOp::Exit, "the process exits"},
+    {"barrier", StepOp::Barrier, "wait for every process that has a barrier of this name"},
+    {"reset_node", StepOp::ResetNode, "reset a GPU (pod-level)"},
+}};
+
+struct StepConfig {
+  std::optional<StepOp> op;
+  std::optional<Time> at;
+  std::uint32_t gpu = 0;
+  std::uint32_t process = 1;
+  std::optional<std::string> name, buffer, handle, fd, mapping, as, domain;
+  std::optional<std::vector<std::string>> mappings;
+  std::optional<std::uint32_t> to;
+  std::optional<Bytes> size;
+  std::optional<Time> for_, down_for;
+  // access-phase overrides of workload.traffic
+  std::optional<std::uint64_t> accesses;
+  std::optional<Time> duration;
+  std::optional<std::uint32_t> outstanding;
+  std::optional<double> read_fraction;
+  std::optional<Bytes> access_size;
+  std::string expect = "OK";
+  std::uint32_t retries = 0;
+  Time retry_interval = Time::us(10);
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("op", op, "what the step does", std::span<const EnumName<StepOp>>(kStepOpNames));
+    v.field("at", at, "start no earlier than this simulated time");
+    v.field("gpu", gpu, "the GPU whose process runs the step (reset_node: the GPU reset)",
+            between<std::uint32_t>(0, 1023));
+    v.field("process", process, "the process on that GPU (also its VMID)",
+            between<std::uint32_t>(1, 15));
+    v.field("name", name, "name for what the step creates (buffer, handle, fd, mapping)");
+    v.field("buffer", buffer, "a buffer this process created or mapped from an fd");
+    v.field("handle", handle, "a UALink handle this GPU exported or was sent");
+    v.field("fd", fd, "a dma-buf fd this process imported");
+    v.field("mapping", mapping, "a mapping this process made");
+    v.field("mappings", mappings, "the mappings an access phase loads from and stores to");
+    v.field("as", as, "name of the handle at the receiving GPU (send_handle; default: same)");
+    v.field("domain", domain, "alloc: \"vram\" (default) or \"gtt\" (system memory)");
+    v.field("to", to, "send_handle: the receiving GPU", between<std::uint32_t>(0, 1023));
+    v.field("size", size, "alloc: bytes", at_least(Bytes(1)));
+    v.field("for", for_, "wait: how long");
+    v.field("down_for", down_for, "reset_node: how long the GPU stays down");
+    v.field("accesses", accesses, "access: count (default workload.traffic.accesses)");
+    v.field("duration", duration, "access: issue for this long instead of a count");
+    v.field("outstanding", outstanding, "access: accesses in flight",
+            between<std::uint32_t>(1, 65536));
+    v.field("read_fraction", read_fraction, "access: fraction of loads", between(0.0, 1.0));
+    v.field("access_size", access_size, "access: bytes per access (64..256, multiple of 64)",
+            between(Bytes(64), Bytes(256)));
+    v.field("expect", expect,
+            "the errno the step must return (OK, EAGAIN, EINVAL, ENOENT, ...); anything else "
+            "fails the run");
+    v.field("retries", retries, "times to retry on EAGAIN or EBUSY before giving that result",
+            between<std::uint32_t>(0, 1'000'000));
+    v.field("retry_interval", retry_interval, "wait between retries");
+  }
+
+  template <class C>
+  void check(C& c) const {
+    if (!op) c.fail("op", "every step needs an op");
+    std::set<std::string> allowed{"op",     "at",      "gpu",           "process",
+                                  "expect", "retries", "retry_interval"};
+    std::set<std::string> required;
+    auto want = [&](std::initializer_list<const char*> req,
+                    std::initializer_list<const char*> opt) {
+      for (const char* k : req)
+        required.insert(k), allowed.insert(k);
+      for (const char* k : opt)
+        allowed.insert(k);
+    };
+    switch (*op) {
+      case StepOp::Alloc: want({"size", "name"}, {"domain"}); break;
+      case StepOp::Export: want({"buffer", "name"}, {}); break;
+      case StepOp::SendHandle: want({"handle", "to"}, {"as"}); break;
+      case StepOp::Import: want({"handle", "name"}, {}); break;
+      case StepOp::Map: want({"name"}, {"fd", "buffer"}); break;
+      case StepOp::Access:
+        want({"mappings"}, {"accesses", "duration", "outstanding", "read_fraction", "access_size"});
+        break;
+      case StepOp::CloseFd: want({"fd"}, {}); break;
+      case StepOp::Close: want({"buffer"}, {}); break;
+      case StepOp::Unmap: want({"mapping"}, {}); break;
+      case StepOp::CpuMap: want({"buffer"}, {}); break;
+      case StepOp::Wait: want({"for"}, {}); break;
+      case StepOp::Exit: want({}, {}); break;
+      case StepOp::Barrier: want({"name"}, {}); break;
+      case StepOp::ResetNode: want({"down_for"}, {}); break;
+    }
+    const std::pair<const char*, bool> present[] = {
+        {"name", name.has_value()},
+        {"buffer", buffer.has_value()},
+        {"handle", handle.has_value()},
+        {"fd", fd.has_value()},
+        {"mapping", mapping.has_value()},
+        {"mappings", mappings.has_value()},
+        {"as", as.has_value()},
+        {"domain", domain.has_value()},
+        {"to", to.has_value()},
+        {"size", size.has_value()},
+        {"for", for_.has_value()},
+        {"down_for", down_for.has_value()},
+        {"accesses", accesses.has_value()},
+        {"duration", duration.has_value()},
+        {"outstanding", outstanding.has_value()},
+        {"read_fraction", read_fraction.has_value()},
+        {"access_size", access_size.has_value()},
+    };
+    const std::string op_name(enum_name(std::span<const EnumName<StepOp>>(kStepOpNames), *op));
+    for (const auto& [key, has] : present) {
+      if (has && !allowed.count(key))
+        c.fail(key, "a \"" + op_name + "\" step takes no \"" + key + "\"");
+      if (!has && required.count(key))
+        c.fail("op", "a \"" + op_name + "\" step needs \"" + key + "\"");
+    }
+    if (*op == StepOp::Map && fd.has_value() == buffer.has_value())
+      c.fail("op", "a \"map\" step needs either \"fd\" or \"buffer\"");
+    if (domain && *domain != "vram" && *domain != "gtt")
+      c.fail("domain", "\"" + *domain + "\" is not \"vram\" or \"gtt\"");
+    if (access_size && access_size->count() % 64 != 0)
+      c.fail("access_size", "must be a multiple of 64 bytes");
+  }
+};
+
+enum class WorkloadKind : std::uint8_t { AllToAll, Scenario };
+inline constexpr std::array<EnumName<WorkloadKind>, 2> kWorkloadKindNames{{
+    {"all_to_all", WorkloadKind::AllToAll,
+     "every GPU exports a buffer, imports every other GPU's, maps them, and the initiators "
+     "load and store across them"},
+    {"scenario", WorkloadKind::Scenario, "the timed steps of workload.steps"},
+}};
+
+struct WorkloadConfig {
+  WorkloadKind kind = WorkloadKind::AllToAll;
+  Bytes buffer_size = Bytes::MiB(1);
+  std::vector<std::uint32_t> initiators;  // empty: every GPU
+  TrafficConfig traffic;
+  std::vector<StepConfig> steps;
+  bool teardown = true;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("kind", kind, "what the GPUs do",
+             std::span<const EnumName<WorkloadKind>>(kWorkloadKindNames));
+    v.field("buffer_size", buffer_size, "all_to_all: size of the buffer each GPU exports",
+            between(Bytes(4096), Bytes::GiB(64)));
+    v.field("initiators", initiators,
+            "all_to_all: GPUs that run the access phase (an empty list means every GPU)",
+            between<std::uint32_t>(0, 1023));
+    v.section("traffic", traffic, "access phases (a scenario's access steps may override)");
+    v.list("steps", steps, "scenario: the steps, in order per GPU process");
+    v.field("teardown", teardown,
+            "at the end every process exits, revokes complete, and the run checks that every "
+            "pin, NPA range, buffer, handle and table entry was given back");
+  }
+};
+
+}  // namespace podsim

@@ -44,5 +44,5 @@ int sc_main(int argc, char* argv[]) {
       "build {:.2f} s, run {:.2f} s, {:.0f} remote accesses per host second\n",
       gpus, accesses, outstanding, pod.remote_accesses(), podsim::pretty(podsim::sim_now()),
       build_s, run_s, static_cast<double>(pod.remote_accesses()) / run_s);
-  return pod.finished() ? 0 : 1;
+  return pod.ok() ? 0 : 1;
 }

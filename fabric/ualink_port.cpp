@@ -43,10 +43,15 @@ tlm::tlm_sync_enum UalinkPort::response_from_memory(tlm::tlm_generic_payload& gp
 void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
   const Time now = sim_now();
-  if (down_ && a.status != AccessStatus::Unreachable) {
-    dropped_.inc();
-    gp->release();
-    return;
+  if (down_) {
+    // Requests and control from a GPU that is down go nowhere; answers to other GPUs'
+    // requests still leave, as errors (the access was not completed here).
+    if (a.kind != PacketKind::Response) {
+      dropped_.inc();
+      gp->release();
+      return;
+    }
+    a.status = AccessStatus::Unreachable;
   }
   a.stamp(HopKind::PortTx, now);
   const Bytes wire = wire_bytes(a, cfg_);

@@ -126,10 +126,13 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
   }
   if (a.status == AccessStatus::Retry) {
     // Presence check failed: wait, then try the same access again (same issue time).
+    // The trail restarts: everything up to the successful attempt counts as retry_wait.
     retries_.inc();
     a.kind = PacketKind::Request;
     a.status = AccessStatus::Ok;
-    a.stamp(HopKind::RetryWait, now);
+    a.hop_count = 0;
+    a.hops_dropped = 0;
+    a.stamp(HopKind::RetryWait, a.issued);
     gp->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     send(*gp, cfg_.retry_interval);
     return;

@@ -41,7 +41,9 @@ std::optional<std::uint32_t> FirmwareMailbox::send(AccelId dst, const FwCommand&
   const std::uint32_t seq = r.next_seq++;
   ++r.in_flight;
   sent_.inc();
-  emit(dst, Packet::Command, ring, seq, &cmd, 0, Time{});
+  const std::uint32_t update_wb = r.started ? 0 : 1;  // carried in the status field
+  r.started = true;
+  emit(dst, Packet::Command, ring, seq, &cmd, update_wb, Time{});
   emit(dst, Packet::Doorbell, ring, seq, nullptr, 0, Time{});
   return seq;
 }
@@ -99,9 +101,11 @@ void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {
   switch (kind) {
     case Packet::Command: {
       RingState& r = ring_state(rx_, from, ring);
-      if (r.slots.empty()) {
-        r.slots.resize(cfg_.ring_slots);
+      if (!r.started || status != 0) {  // first command seen, or UPDATE_WB: take up from here
+        r.slots.assign(cfg_.ring_slots, FwCommand{});
         r.filled.assign(cfg_.ring_slots, false);
+        r.consumed = seq;
+        r.started = true;
       }
       r.slots[seq % cfg_.ring_slots] = cmd;
       r.filled[seq % cfg_.ring_slots] = true;

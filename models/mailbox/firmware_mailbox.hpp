@@ -5,6 +5,9 @@
 // (firmware latency), writes the sender's write-back slot (another write over the fabric) to
 // report each consumed, and raises an interrupt for the driver (INT) or flushes the GPUVM
 // TLBs (TLB_INV). The sender's driver polls its write-back slot (see DriverShell).
+// A ring's first command after the sender (re)starts carries UPDATE_WB, which makes the
+// receiver's firmware take up the ring from that command; a receiver that (re)started takes
+// up each sender's ring from the first command it sees. So rings survive either side's reset.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -67,7 +70,8 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   struct RingState {               // one ring of one peer, on the sending or the receiving side
     std::uint32_t next_seq = 0;    // sender: next sequence number
     std::uint32_t in_flight = 0;   // sender: written, not yet reported consumed
-    std::uint32_t consumed = 0;    // receiver: commands taken so far
+    bool started = false;          // sender: UPDATE_WB sent; receiver: read pointer set
+    std::uint32_t consumed = 0;    // receiver: next sequence number to take
     std::vector<FwCommand> slots;  // receiver: the ring
     std::vector<bool> filled;      // receiver: slot written since last taken
   };

@@ -1,0 +1,219 @@
+// The driver protocol over the simulated fabric, run as a user runs it: shipped scenario
+// configs and the default pod, checked through stats.json and run.json.
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include "tests/support/run_podsim.hpp"
+
+using podsim::test::PodsimRun;
+using podsim::test::run_podsim;
+using podsim::test::source_path;
+using podsim::test::write_temp_file;
+
+namespace {
+double sum_over(const PodsimRun& r, int gpus, const std::string& suffix,
+                const std::string& field = "value") {
+  double s = 0;
+  for (int g = 0; g < gpus; ++g)
+    s += r.stat(fmt::format("pod.gpu{}.{}", g, suffix), field);
+  return s;
+}
+std::string step_result(const PodsimRun& r, std::size_t step) {
+  for (const auto& s : r.run->at("steps").as_array())
+    if (s.at("step").to_number<std::size_t>() == step)
+      return std::string(s.at("result").as_string());
+  return "missing";
+}
+}  // namespace
+
+TEST_CASE("import across the switch: HELLO, NPA_REQ and NPA_RSP cross the fabric", "[protocol]") {
+  const std::string cfg = write_temp_file("import.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "1MiB", "name": "buf"},
+      {"gpu": 0, "op": "export", "buffer": "buf", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "fd"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "fd_again"},
+      {"gpu": 1, "op": "map", "fd": "fd", "name": "m"},
+      {"gpu": 1, "op": "access", "mappings": ["m"], "accesses": 100}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.summary.messages.HELLO") == 1);
+  CHECK(r.stat("pod.summary.messages.HELLO_ACK") == 1);
+  CHECK(r.stat("pod.summary.messages.NPA_REQ") == 1);  // the second import is from the table
+  CHECK(r.stat("pod.summary.messages.NPA_RSP") == 1);
+  CHECK(r.stat("pod.gpu1.driver.imports_repeated") == 1);
+  CHECK(r.stat("pod.summary.import_time", "count") == 1);
+  CHECK(r.stat("pod.summary.import_repeat_time", "count") == 1);
+  // Every control message crossed the switch: a command write and a doorbell each, and a
+  // write-back coming back.
+  const double commands = sum_over(r, 2, "mailbox.commands_sent");
+  CHECK(commands == sum_over(r, 2, "mailbox.commands_received"));
+  CHECK(r.stat("pod.fabric.switch0.packets") == sum_over(r, 2, "port.tx_packets"));
+  CHECK(sum_over(r, 2, "port.tx_packets") >= 3 * commands + 2 * 100);
+  CHECK(r.stat("pod.summary.remote_accesses") == 100);
+  // The import cost at least two fabric round trips plus firmware and interrupt time.
+  CHECK(r.stat("pod.summary.import_time", "min") > 2 * (1000.0 + 2000.0));
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}
+
+TEST_CASE("revoke under traffic: nothing served after release; the revoke time is reported",
+          "[protocol][revoke]") {
+  auto r = run_podsim({"run", source_path("configs/revoke-under-load.json")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);  // checked on every served access
+  CHECK(r.stat("pod.summary.revoke_time", "count") == 1);
+  CHECK(r.stat("pod.summary.revoke_time", "mean") > 0);
+  CHECK(r.stat("pod.summary.messages.NPA_REVOKE") == 3);
+  CHECK(r.stat("pod.summary.messages.NPA_RELEASE") == 3);
+  CHECK(r.stat("pod.gpu0.driver.remote_shootdowns") == 3);
+  CHECK(sum_over(r, 4, "mailbox.tlb_shootdowns") == 3);
+  for (int g = 1; g <= 3; ++g) {
+    INFO("importer " << g);
+    const std::string a = fmt::format("pod.gpu{}.agent.", g);
+    CHECK(r.stat(a + "remote_reads") + r.stat(a + "remote_writes") > 0);  // served before
+    CHECK(r.stat(a + "faults") > 0);  // invalidated at the importer after
+    CHECK(r.stat(a + "retries") + r.stat(a + "remote_faults") > 0);  // caught in between
+  }
+  // The exporter gave everything back.
+  CHECK(r.stat("pod.gpu0.vram.reads") + r.stat("pod.gpu0.vram.writes") ==
+        r.stat("pod.summary.remote_accesses"));
+}
+
+TEST_CASE("node reset mid-traffic: every peer cleans up, and the node exports again",
+          "[protocol][reset]") {
+  auto r = run_podsim({"run", source_path("configs/node-reset.json")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);  // teardown: all given back
+  CHECK(r.stat("pod.gpu2.driver.device_resets") == 1);
+  for (int g : {0, 1, 3}) {
+    INFO("peer " << g);
+    const std::string p = fmt::format("pod.gpu{}.", g);
+    CHECK(r.stat(p + "driver.connection_resets") == 1);
+    CHECK(r.stat(p + "agent.unreachable") > 0);  // while GPU 2 was down
+    CHECK(r.stat(p + "agent.faults") > 0);       // after its imports from GPU 2 were torn down
+  }
+  // After the reset, GPU 2 exported a new buffer and every peer imported and used it.
+  std::size_t reimports = 0;
+  for (const auto& s : r.run->at("steps").as_array())
+    if (s.at("op").as_string() == "import" && s.at("process").to_number<int>() == 2 &&
+        s.at("result").as_string() == "OK")
+      ++reimports;
+  CHECK(reimports == 6);  // GPU 2 from three peers, three peers from GPU 2
+  CHECK(r.stat("pod.gpu2.vram.reads") + r.stat("pod.gpu2.vram.writes") > 0);
+}
+
+TEST_CASE("pinned versus unpinned exported memory: both run; stats show what each costs",
+          "[protocol][pinning]") {
+  const std::vector<std::string> base = {"run", "--set", "workload.traffic.accesses=1500"};
+  auto with = [&](const char* mode) {
+    auto args = base;
+    args.insert(args.end(), {"--set", std::string("gpu.driver.exported_memory=") + mode});
+    return run_podsim(args);
+  };
+  auto pinned = with("pinned");
+  auto unpinned = with("unpinned");
+  REQUIRE(pinned.exit_code == 0);
+  REQUIRE(unpinned.exit_code == 0);
+  CHECK(sum_over(pinned, 8, "driver.evictions") == 0);
+  CHECK(pinned.stat("pod.summary.retries") == 0);
+  CHECK(sum_over(unpinned, 8, "driver.evictions") > 0);
+  CHECK(unpinned.stat("pod.summary.retries") > 0);
+  // Migrations shoot down every importer's TLB on top of the revokes' shootdowns.
+  CHECK(sum_over(unpinned, 8, "driver.remote_shootdowns") >
+        sum_over(pinned, 8, "driver.remote_shootdowns"));
+  CHECK(unpinned.stat("pod.summary.remote_latency", "mean") >
+        pinned.stat("pod.summary.remote_latency", "mean"));
+  CHECK(unpinned.stat("pod.summary.remote_latency", "max") >
+        pinned.stat("pod.summary.remote_latency", "max"));
+  // Pins: the pinned design pins once per import, the unpinned never.
+  CHECK(pinned.stat("pod.summary.invariant_violations") == 0);
+  CHECK(unpinned.stat("pod.summary.invariant_violations") == 0);
+}
+
+TEST_CASE("the checker catches B3: a buffer leaked by a revoke with no importers",
+          "[protocol][invariants]") {
+  auto r = run_podsim({"run", source_path("tests/sc/configs/b3-leak.json")});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("invariant violated") &&
+                        Catch::Contains("gpu0 still holds after teardown: 1 buffer(s)") &&
+                        Catch::Contains("VRAM buffer"));
+  CHECK(r.stat("pod.summary.invariant_violations") == 1);
+  auto fixed = run_podsim({"run", source_path("tests/sc/configs/b3-leak.json"), "--set",
+                           "gpu.driver.reintroduce_bugs=[]"});
+  CHECK(fixed.exit_code == 0);
+}
+
+TEST_CASE("the checker catches B6: an NPA range freed under live PTEs", "[protocol][invariants]") {
+  auto r = run_podsim({"run", source_path("tests/sc/configs/b6-stale-range.json")});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("invariant violated") && Catch::Contains("gpu0") &&
+                        Catch::Contains("freed while PTEs still map it"));
+  auto b1_only = run_podsim({"run", source_path("tests/sc/configs/b6-stale-range.json"), "--set",
+                             "gpu.driver.reintroduce_bugs=[\"B1\"]"});
+  CHECK(b1_only.exit_code == 0);
+}
+
+TEST_CASE("scenario steps: an unexpected errno fails the run naming the step", "[scenario]") {
+  const std::string cfg = write_temp_file("steps.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "4KiB", "name": "sys", "domain": "gtt"},
+      {"gpu": 0, "op": "export", "buffer": "sys", "name": "h", "expect": "EOPNOTSUPP"},
+      {"gpu": 0, "op": "alloc", "size": "4KiB", "name": "buf"},
+      {"gpu": 0, "op": "export", "buffer": "buf", "name": "h2"},
+      {"gpu": 0, "op": "send_handle", "handle": "h2", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h2", "name": "fd"},
+      {"gpu": 1, "op": "map", "fd": "fd", "name": "m"},
+      {"gpu": 1, "op": "cpu_map", "buffer": "m", "expect": "EINVAL"},
+      {"gpu": 0, "op": "close", "buffer": "buf", "at": "1ms"},
+      {"gpu": 1, "op": "map", "buffer": "m", "name": "again", "at": "2ms", "expect": "EINVAL"}
+    ]}})");
+  auto ok = run_podsim({"run", cfg});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(step_result(ok, 1) == "EOPNOTSUPP");
+  CHECK(step_result(ok, 7) == "EINVAL");
+  CHECK(step_result(ok, 9) == "EINVAL");  // revoked: the buffer has no backing any more
+
+  auto bad = run_podsim({"run", cfg, "--set", "workload.steps.7.expect=OK"});
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("step 7 (cpu_map on gpu1 process 1)") &&
+                          Catch::Contains("returned EINVAL, expected OK"));
+}
+
+TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scenario]") {
+  struct Case {
+    const char* steps;
+    const char* path;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{R"([{"gpu": 0, "op": "export", "buffer": "nope", "name": "h"}])",
+                "workload.steps.0.buffer", "no buffer named \"nope\""},
+           Case{R"([{"gpu": 0, "op": "alloc", "name": "b"}])", "workload.steps.0.op",
+                "needs \"size\""},
+           Case{R"([{"gpu": 0, "op": "alloc", "name": "b", "size": "4KiB", "to": 1}])",
+                "workload.steps.0.to", "takes no \"to\""},
+           Case{R"([{"gpu": 9, "op": "wait", "for": "1us"}])", "workload.steps.0.gpu",
+                "does not exist"},
+           Case{R"([{"gpu": 0, "op": "teleport"}])", "workload.steps.0.op", "is not one of"},
+           Case{R"([{"gpu": 0, "op": "import", "handle": "ghost", "name": "fd"}])",
+                "workload.steps.0.handle", "no handle named \"ghost\""},
+       }) {
+    INFO(c.steps);
+    const std::string cfg = write_temp_file(
+        "bad-steps.json",
+        std::string(R"({"pod": {"gpus": 2}, "workload": {"kind": "scenario", "steps": )") +
+            c.steps + "}}");
+    auto r = run_podsim({"run", cfg});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(c.path) && Catch::Contains(c.says));
+    CHECK_FALSE(r.out_dir_exists);
+  }
+}

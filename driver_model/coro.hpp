@@ -20,6 +20,7 @@
 #include <functional>
 #include <list>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "sim/base/units.hpp"
@@ -55,19 +56,33 @@ struct PromiseBase {
 };
 }  // namespace detail
 
-// A lazily started coroutine producing a T; co_await it to run it and get the T.
 template <class T = void>
+class Task;
+
+namespace detail {
+template <class T>
+struct Promise : PromiseBase {
+  std::optional<T> value;
+  Task<T> get_return_object();
+  FinalAwaiter<Promise> final_suspend() noexcept { return {}; }
+  template <class U>
+  void return_value(U&& v) {
+    value.emplace(std::forward<U>(v));
+  }
+};
+template <>
+struct Promise<void> : PromiseBase {
+  Task<void> get_return_object();
+  FinalAwaiter<Promise> final_suspend() noexcept { return {}; }
+  void return_void() {}
+};
+}  // namespace detail
+
+// A lazily started coroutine producing a T; co_await it to run it and get the T.
+template <class T>
 class [[nodiscard]] Task {
  public:
-  struct promise_type : detail::PromiseBase {
-    std::optional<T> value;
-    Task get_return_object() { return Task(Handle::from_promise(*this)); }
-    detail::FinalAwaiter<promise_type> final_suspend() noexcept { return {}; }
-    template <class U>
-    void return_value(U&& v) {
-      value.emplace(std::forward<U>(v));
-    }
-  };
+  using promise_type = detail::Promise<T>;
   using Handle = std::coroutine_handle<promise_type>;
 
   Task(Task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
@@ -89,48 +104,24 @@ class [[nodiscard]] Task {
   }
   T await_resume() {
     if (h_.promise().error) std::rethrow_exception(h_.promise().error);
-    return std::move(*h_.promise().value);
+    if constexpr (!std::is_void_v<T>) return std::move(*h_.promise().value);
   }
 
  private:
+  friend promise_type;
   explicit Task(Handle h) : h_(h) {}
   Handle h_;
 };
 
-template <>
-class [[nodiscard]] Task<void> {
- public:
-  struct promise_type : detail::PromiseBase {
-    Task get_return_object() { return Task(Handle::from_promise(*this)); }
-    detail::FinalAwaiter<promise_type> final_suspend() noexcept { return {}; }
-    void return_void() {}
-  };
-  using Handle = std::coroutine_handle<promise_type>;
-
-  Task(Task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
-  Task& operator=(Task&& o) noexcept {
-    if (this != &o) {
-      if (h_) h_.destroy();
-      h_ = std::exchange(o.h_, {});
-    }
-    return *this;
-  }
-  ~Task() {
-    if (h_) h_.destroy();
-  }
-  bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> cont) noexcept {
-    h_.promise().continuation = cont;
-    return h_;
-  }
-  void await_resume() {
-    if (h_.promise().error) std::rethrow_exception(h_.promise().error);
-  }
-
- private:
-  explicit Task(Handle h) : h_(h) {}
-  Handle h_;
-};
+namespace detail {
+template <class T>
+Task<T> Promise<T>::get_return_object() {
+  return Task<T>(std::coroutine_handle<Promise>::from_promise(*this));
+}
+inline Task<void> Promise<void>::get_return_object() {
+  return Task<void>(std::coroutine_handle<Promise>::from_promise(*this));
+}
+}  // namespace detail
 
 // Owns running tasks: starts each at once, keeps its frame until it has finished, and
 // destroys whatever is still suspended when the runner goes (declare it after everything

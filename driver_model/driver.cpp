@@ -97,6 +97,13 @@ void Driver::unref(std::uint64_t id) {
   bos_.erase(it);
 }
 
+void Driver::drop_handle(std::uint64_t id) {
+  Bo& bo = bos_.at(id);
+  // drm_gem: the handle count reaching 0 revokes the export.
+  if (--bo.handle_count == 0 && bo.ualink) revoke(bo);
+  unref(id);
+}
+
 Driver::Bo* Driver::bo_of(ProcessId p, GemHandle gem) {
   auto pit = processes_.find(p);
   if (pit == processes_.end()) return nullptr;
@@ -134,10 +141,7 @@ Task<Errno> Driver::gem_close(ProcessId p, GemHandle gem) {
   if (it == proc.gems.end()) co_return Errno::NoEnt;
   const std::uint64_t id = it->second;
   proc.gems.erase(it);
-  Bo& bo = bos_.at(id);
-  // drm_gem: the handle count reaching 0 revokes the export.
-  if (--bo.handle_count == 0 && bo.ualink) revoke(bo);
-  unref(id);
+  drop_handle(id);
   co_return Errno::Ok;
 }
 
@@ -264,11 +268,8 @@ Task<void> Driver::process_exit(ProcessId p) {
   processes_.erase(p);
   for (auto& [fd, bo] : proc.fds)
     unref(bo);
-  for (auto& [g, id] : proc.gems) {
-    Bo& bo = bos_.at(id);
-    if (--bo.handle_count == 0 && bo.ualink) revoke(bo);
-    unref(id);
-  }
+  for (auto& [g, id] : proc.gems)
+    drop_handle(id);
 }
 
 // ---- export ----------------------------------------------------------------------------------

@@ -217,6 +217,7 @@ class Driver {
   GemHandle new_gem(ProcessId p, std::uint64_t bo);
   Fd new_fd(ProcessId p, std::uint64_t bo);
   void unref(std::uint64_t bo);
+  void drop_handle(std::uint64_t bo);  // a GEM handle goes
   UalinkHandle new_handle();
   Process& process(ProcessId p) { return processes_[p]; }
   std::string describe(const Bo& bo) const;

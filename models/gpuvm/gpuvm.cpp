@@ -30,18 +30,16 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
   translations_.inc();
 
   const std::uint64_t page = a.vaddr >> kPageShift;
-  Time cost = cfg_.tlb_hit_latency;
-  Pte pte;
-  if (const Pte* hit = tlb_.lookup(a.vmid, page)) {
-    tlb_hits_.inc();
-    pte = *hit;
-  } else {
-    tlb_misses_.inc();
-    cost += cfg_.walk_level_latency * cfg_.walk_levels;
+  const auto t = translate_page(tlb_, cfg_, a.vmid, page, [&]() -> std::optional<Pte> {
     auto it = tables_.find(a.vmid);
-    if (it != tables_.end()) pte = it->second.lookup(page);
-    if (pte.target != PteTarget::Invalid) tlb_.insert(a.vmid, page, pte);
-  }
+    if (it == tables_.end()) return std::nullopt;
+    const Pte pte = it->second.lookup(page);
+    if (pte.target == PteTarget::Invalid) return std::nullopt;
+    return pte;
+  });
+  (t.tlb_hit ? tlb_hits_ : tlb_misses_).inc();
+  const Time cost = t.cost;
+  const Pte pte = t.entry.value_or(Pte{});
 
   const bool write_denied = a.op == AccessOp::Write && !pte.writable;
   if (pte.target == PteTarget::Invalid || write_denied) {

@@ -1,32 +1,12 @@
 #pragma once
 
-#include "sim/base/params.hpp"
-#include "sim/base/units.hpp"
+#include "models/mmu/translation.hpp"
 
 namespace podsim {
 
-struct GpuVmConfig {
-  std::uint32_t tlb_entries = 64;
-  std::uint32_t tlb_ways = 4;
-  Time tlb_hit_latency = Time::ns(10);
-  std::uint32_t walk_levels = 4;
-  Time walk_level_latency = Time::ns(50);
-
-  template <class V>
-  void visit(V& v) {
-    v.field("tlb_entries", tlb_entries, "UTCL2 TLB entries", between<std::uint32_t>(1, 1u << 20));
-    v.field("tlb_ways", tlb_ways, "TLB associativity (entries must be a multiple)",
-            between<std::uint32_t>(1, 1024));
-    v.field("tlb_hit_latency", tlb_hit_latency, "translation time on a TLB hit");
-    v.field("walk_levels", walk_levels, "page-table levels read on a TLB miss",
-            between<std::uint32_t>(1, 5));
-    v.field("walk_level_latency", walk_level_latency,
-            "time to read one page-table level during a walk");
-  }
-  template <class C>
-  void check(C& c) const {
-    if (tlb_entries % tlb_ways != 0) c.fail("tlb_ways", "must divide tlb_entries");
-  }
+// The GPUVM MMU (UTCL2 TLB, 4-level page table by default).
+struct GpuVmConfig : TranslationConfig {
+  GpuVmConfig() : TranslationConfig(4) {}
 };
 
 }  // namespace podsim

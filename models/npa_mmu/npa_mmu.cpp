@@ -45,18 +45,14 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
   translations_.inc();
 
   const std::uint64_t key = key_of(a.npa, a.src);
-  Time cost = cfg_.tlb_hit_latency;
-  NpaPte pte;
-  if (const NpaPte* hit = tlb_.lookup(0, key)) {
-    tlb_hits_.inc();
-    pte = *hit;
-  } else {
-    tlb_misses_.inc();
-    cost += cfg_.walk_level_latency * cfg_.walk_levels;
+  const auto t = translate_page(tlb_, cfg_, 0, key, [&]() -> std::optional<NpaPte> {
     auto it = table_.find(key);
-    if (it != table_.end()) pte = it->second;
-    if (pte.valid) tlb_.insert(0, key, pte);
-  }
+    if (it == table_.end() || !it->second.valid) return std::nullopt;
+    return it->second;
+  });
+  (t.tlb_hit ? tlb_hits_ : tlb_misses_).inc();
+  const Time cost = t.cost;
+  const NpaPte pte = t.entry.value_or(NpaPte{});
 
   sc_core::sc_time d = to_sc(cost);
   if (!pte.valid || pte.retry) {

@@ -556,3 +556,36 @@ TEST_CASE("device reset: all state is gone and the driver works again", "[driver
   CHECK(w.import(1, fresh).ok());
   CHECK(w.import(0, w.exported(1)).ok());
 }
+
+TEST_CASE("import: an NPA_RSP with a zero NPA or a zero size is EINVAL", "[driver][import]") {
+  for (const auto& [npa, size] : {std::pair<std::uint32_t, std::uint32_t>{0, 256}, {512, 0}}) {
+    INFO("npa " << npa << " size " << size);
+    World w(2);
+    REQUIRE(w.import(0, w.exported(1)).ok());  // the connection is up
+    UalinkHandle h = w.exported(1);
+    w.env(1).deaf = true;  // the exporter's driver never sees our NPA_REQ ...
+    std::optional<Result<Fd>> r;
+    w.start(w.d(0).import_handle(1, h), r);
+    w.run_for(Time::us(100));
+    Message rsp;  // ... and a malformed answer arrives instead
+    rsp.type = MsgType::NpaRsp;
+    rsp.handle = h;
+    rsp.npa_page = npa;
+    rsp.size_pages = size;
+    w.d(0).on_interrupt(1, encode(rsp));
+    w.run();
+    REQUIRE(r);
+    CHECK(r->err == Errno::Inval);
+    CHECK(w.d(0).import_state(h) == ImportState::Teardown);
+  }
+}
+
+TEST_CASE("connections: a HELLO_ACK nobody waits for is ignored", "[driver][connection]") {
+  World w(2);
+  Message ack;
+  ack.type = MsgType::HelloAck;
+  w.d(0).on_interrupt(1, encode(ack));
+  w.run();
+  CHECK(w.d(0).connection(1) == ConnState::NotReady);
+  CHECK(w.d(0).generation(1) == 0);
+}

@@ -1,5 +1,6 @@
-// Link: a cable between a port and a switch (or two switches), both directions. A packet's
-// head reaches the far end one flight time after it left; the link adds nothing else.
+// Link: a cable between two link ends (a GPU port and a switch, or two switches), both
+// directions. A packet's head reaches the far end one flight time after it left; a credit
+// return (on the backward path) takes the same flight back. The link adds nothing else.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -28,6 +29,10 @@ class Link final : public sc_core::sc_module, public HasStats {
                                 sc_core::sc_time& d);
   tlm::tlm_sync_enum forward_ba(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                 sc_core::sc_time& d);
+  tlm::tlm_sync_enum credits_to_a(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                  sc_core::sc_time& d);
+  tlm::tlm_sync_enum credits_to_b(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                  sc_core::sc_time& d);
 
   Time flight_;
   StatGroup stats_;

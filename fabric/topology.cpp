@@ -1,35 +1,109 @@
 #include "fabric/topology.hpp"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
-#include <string>
 
 namespace podsim {
 
-SingleSwitchFabric::SingleSwitchFabric(sc_core::sc_module_name name, const FabricConfig& cfg,
-                                       std::uint32_t gpus)
-    : Fabric(name), cfg_(cfg), switch_("switch0", cfg.switch_, cfg.port) {
-  if (gpus > cfg.switch_.ports)
-    throw std::logic_error("SingleSwitchFabric: more GPUs than switch ports");
-  // Switch port i faces GPU i; the switch's multi-sockets number ports in binding order.
-  for (std::uint32_t i = 0; i < gpus; ++i) {
-    links_.push_back(std::make_unique<Link>(("link" + std::to_string(i)).c_str(), cfg.link));
-    links_.back()->b_out.bind(switch_.in);
-    switch_.out.bind(links_.back()->b_in);
-    switch_.set_route(static_cast<AccelId>(i), i);
+FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
+                         std::uint32_t plane, std::uint64_t seed)
+    : sc_module(name), cfg_(cfg), gpus_per_leaf_(gpus), gpu_links_(gpus, nullptr) {
+  const std::string prefix = std::string(this->name());
+  const std::uint64_t plane_seed = seed ^ (0x9E3779B97F4A7C15ull * (plane + 1));
+  if (cfg.topology == Topology::SingleSwitch) {
+    switches_.push_back(std::make_unique<UaloeSwitch>("switch0", cfg.switch_, cfg.port, cfg.link,
+                                                      gpus, plane_seed));
+    UaloeSwitch& sw = *switches_.back();
+    for (std::uint32_t g = 0; g < gpus; ++g) {
+      Link& l = make_link(fmt::format("link{}", g));
+      l.b_out.bind(sw.in);
+      sw.out.bind(l.b_in);
+      sw.set_route(static_cast<AccelId>(g), g);
+      sw.set_peer_buffer(g, cfg.port.rx_buffer);
+      gpu_links_[g] = &l;
+    }
+    return;
   }
+
+  // Two tiers: leaf l holds GPUs [l*G, (l+1)*G) on its first ports and one up-link to each
+  // spine on the ports after them; spine s has one port per leaf.
+  gpus_per_leaf_ = cfg.leaf_spine.gpus_per_leaf;
+  const std::uint32_t leaves = (gpus + gpus_per_leaf_ - 1) / gpus_per_leaf_;
+  const std::uint32_t spines = leaves > 1 ? cfg.leaf_spine.spines : 0;
+  for (std::uint32_t l = 0; l < leaves; ++l) {
+    const std::uint32_t down = std::min(gpus_per_leaf_, gpus - l * gpus_per_leaf_);
+    switches_.push_back(std::make_unique<UaloeSwitch>(fmt::format("leaf{}", l).c_str(), cfg.switch_,
+                                                      cfg.port, cfg.link, down + spines,
+                                                      plane_seed + l));
+  }
+  for (std::uint32_t s = 0; s < spines; ++s)
+    switches_.push_back(std::make_unique<UaloeSwitch>(fmt::format("spine{}", s).c_str(),
+                                                      cfg.switch_, cfg.port, cfg.link, leaves,
+                                                      plane_seed + 1000 + s));
+  for (std::uint32_t l = 0; l < leaves; ++l) {
+    UaloeSwitch& leaf = *switches_[l];
+    const std::uint32_t first = l * gpus_per_leaf_;
+    const std::uint32_t down = std::min(gpus_per_leaf_, gpus - first);
+    for (std::uint32_t k = 0; k < down; ++k) {
+      Link& link = make_link(fmt::format("link{}", first + k));
+      link.b_out.bind(leaf.in);
+      leaf.out.bind(link.b_in);
+      leaf.set_peer_buffer(k, cfg.port.rx_buffer);
+      gpu_links_[first + k] = &link;
+    }
+    for (std::uint32_t s = 0; s < spines; ++s) {
+      Link& up = make_link(fmt::format("uplink{}_{}", l, s));
+      connect(leaf, *switches_[leaves + s], up);
+      leaf.set_peer_buffer(down + s, cfg.switch_.input_buffer);
+      switches_[leaves + s]->set_peer_buffer(l, cfg.switch_.input_buffer);
+    }
+    for (std::uint32_t g = 0; g < gpus; ++g) {
+      if (g / gpus_per_leaf_ == l)
+        leaf.set_route(static_cast<AccelId>(g), g - first);
+      else
+        leaf.set_route(static_cast<AccelId>(g), down, spines);  // any up-link, per flow
+    }
+  }
+  for (std::uint32_t s = 0; s < spines; ++s)
+    for (std::uint32_t g = 0; g < gpus; ++g)
+      switches_[leaves + s]->set_route(static_cast<AccelId>(g), g / gpus_per_leaf_);
 }
 
-void SingleSwitchFabric::attach(UalinkPort& port, AccelId id) {
-  Link& link = *links_.at(id);
+Link& FabricPlane::make_link(const std::string& name) {
+  links_.push_back(std::make_unique<Link>(name.c_str(), cfg_.link));
+  return *links_.back();
+}
+
+void FabricPlane::connect(UaloeSwitch& a, UaloeSwitch& b, Link& l) {
+  a.out.bind(l.a_in);
+  l.b_out.bind(b.in);
+  b.out.bind(l.b_in);
+  l.a_out.bind(a.in);
+}
+
+void FabricPlane::attach(UalinkPort& port, AccelId id) {
+  Link& link = *gpu_links_.at(id);
   port.tx.bind(link.a_in);
   link.a_out.bind(port.rx);
+  port.set_peer_buffer(cfg_.switch_.input_buffer);
 }
 
-std::unique_ptr<Fabric> make_fabric(const FabricConfig& cfg, std::uint32_t gpus) {
-  switch (cfg.topology) {
-    case Topology::SingleSwitch: return std::make_unique<SingleSwitchFabric>("fabric", cfg, gpus);
-  }
-  throw std::logic_error("unknown topology");
+std::uint32_t FabricPlane::switch_hops(AccelId src, AccelId dst) const {
+  if (cfg_.topology == Topology::SingleSwitch) return 1;
+  return src / gpus_per_leaf_ == dst / gpus_per_leaf_ ? 1 : 3;
+}
+
+Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
+               std::uint64_t seed)
+    : sc_module(name) {
+  for (std::uint32_t p = 0; p < cfg.planes; ++p)
+    planes_.push_back(
+        std::make_unique<FabricPlane>(fmt::format("plane{}", p).c_str(), cfg, gpus, p, seed));
+}
+
+void Fabric::attach(UalinkPort& port, AccelId id, std::uint32_t plane) {
+  planes_.at(plane)->attach(port, id);
 }
 
 }  // namespace podsim

@@ -1,5 +1,7 @@
-// Topologies: the switches and links of a pod, built from the fabric config, with the GPUs'
-// ports attached and routes set. Chosen by an explicit factory from the config's enum.
+// Topologies: the switch planes of a pod, built from the fabric config. Each plane is a
+// single switch or a two-tier leaf/spine network; each GPU has one port per plane. Routes
+// are set by destination accelerator ID (leaf up-links are equal-cost, chosen per flow), and
+// every link end is told how much buffer its receiver has (its credits).
 #pragma once
 
 #include <memory>
@@ -12,28 +14,38 @@
 
 namespace podsim {
 
-class Fabric : public sc_core::sc_module {
+class FabricPlane final : public sc_core::sc_module {
  public:
-  using sc_core::sc_module::sc_module;
-  // Wires GPU `id`'s port into the fabric (its links and switches already exist).
-  virtual void attach(UalinkPort& port, AccelId id) = 0;
-  // Hops a packet from `src` to `dst` crosses: links and switches (for analysis).
-  virtual std::uint32_t switch_hops(AccelId src, AccelId dst) const = 0;
-};
-
-// Every GPU on one switch: GPU i on switch port i.
-class SingleSwitchFabric final : public Fabric {
- public:
-  SingleSwitchFabric(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus);
-  void attach(UalinkPort& port, AccelId id) override;
-  std::uint32_t switch_hops(AccelId, AccelId) const override { return 1; }
+  FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
+              std::uint32_t plane, std::uint64_t seed);
+  // Wires GPU `id`'s port for this plane into it.
+  void attach(UalinkPort& port, AccelId id);
+  // Switches a packet from `src` to `dst` passes through.
+  std::uint32_t switch_hops(AccelId src, AccelId dst) const;
+  const std::vector<std::unique_ptr<UaloeSwitch>>& switches() const { return switches_; }
 
  private:
+  Link& make_link(const std::string& name);
+  void connect(UaloeSwitch& a, UaloeSwitch& b, Link& l);  // a port on each, in binding order
+
   FabricConfig cfg_;
-  UaloeSwitch switch_;
+  std::uint32_t gpus_per_leaf_;
+  std::vector<std::unique_ptr<UaloeSwitch>> switches_;  // single: [switch]; else leaves, spines
   std::vector<std::unique_ptr<Link>> links_;
+  std::vector<Link*> gpu_links_;  // by GPU
 };
 
-std::unique_ptr<Fabric> make_fabric(const FabricConfig& cfg, std::uint32_t gpus);
+class Fabric final : public sc_core::sc_module {
+ public:
+  Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
+         std::uint64_t seed);
+  // Wires GPU `id`'s port for `plane` into that plane.
+  void attach(UalinkPort& port, AccelId id, std::uint32_t plane);
+  std::uint32_t planes() const { return static_cast<std::uint32_t>(planes_.size()); }
+  const FabricPlane& plane(std::uint32_t p) const { return *planes_[p]; }
+
+ private:
+  std::vector<std::unique_ptr<FabricPlane>> planes_;
+};
 
 }  // namespace podsim

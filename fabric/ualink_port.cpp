@@ -1,31 +1,42 @@
 #include "fabric/ualink_port.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "fabric/framing.hpp"
 
 namespace podsim {
 
-UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, AccelId self)
+UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, const LinkConfig& link,
+                       AccelId self, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
       self_(self),
-      rate_(cfg.rate()),
-      tx_utilisation_(stats_, "tx_utilisation", "ratio",
-                      "fraction of simulated time the transmitter was sending", [this] {
-                        double t = sim_now().as_seconds();
-                        return t > 0 ? tx_busy_.as_seconds() / t : 0.0;
-                      }) {
+      egress_("tx", cfg, link, cfg.tx_latency(), Bytes(0),
+              Rng::for_component(seed, std::string(this->name()) + ".tx"),
+              [this](tlm::tlm_generic_payload& gp, Time departs) {
+                tlm::tlm_phase ph = tlm::BEGIN_REQ;
+                sc_core::sc_time d = to_sc(departs - sim_now());
+                tx->nb_transport_fw(gp, ph, d);
+              }) {
+  stats_.add_child(egress_.stats());
   from_gpuvm.register_nb_transport_fw(this, &UalinkPort::outgoing);
-  from_mailbox.register_nb_transport_fw(this, &UalinkPort::outgoing);
+  from_mailbox.register_nb_transport_fw(this, &UalinkPort::outgoing_control);
   to_npa_mmu.register_nb_transport_bw(this, &UalinkPort::response_from_memory);
   rx.register_nb_transport_fw(this, &UalinkPort::incoming);
+  tx.register_nb_transport_bw(this, &UalinkPort::credits);
   spawn_method("transmit", tx_queue_.event(),
                [this] { tx_queue_.drain([this](tlm::tlm_generic_payload* gp) { transmit(gp); }); });
 }
 
 tlm::tlm_sync_enum UalinkPort::outgoing(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                         sc_core::sc_time& d) {
+  tx_queue_.push(sim_now() + from_sc(d), &gp);
+  return tlm::TLM_ACCEPTED;
+}
+
+tlm::tlm_sync_enum UalinkPort::outgoing_control(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                                sc_core::sc_time& d) {
   tx_queue_.push(sim_now() + from_sc(d), &gp);
   return tlm::TLM_ACCEPTED;
 }
@@ -42,7 +53,6 @@ tlm::tlm_sync_enum UalinkPort::response_from_memory(tlm::tlm_generic_payload& gp
 
 void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
-  const Time now = sim_now();
   if (down_) {
     // Requests and control from a GPU that is down go nowhere; answers to other GPUs'
     // requests still leave, as errors (the access was not completed here).
@@ -53,20 +63,22 @@ void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {
     }
     a.status = AccessStatus::Unreachable;
   }
-  a.stamp(HopKind::PortTx, now);
-  const Bytes wire = wire_bytes(a, cfg_);
-  const Time start = std::max(now, tx_free_);
-  const Time ser = rate_.transfer_time(wire);
-  tx_free_ = start + ser;
-  tx_busy_ += ser;
-  tx_queue_delay_.record(start - now);
-  tx_packets_.inc();
-  tx_wire_bytes_.inc(wire.count());
-  tx_payload_bytes_.inc(payload_bytes_on_wire(a));
+  a.stamp(HopKind::PortTx, sim_now());
+  egress_.enqueue(*gp);
+}
 
-  tlm::tlm_phase ph = tlm::BEGIN_REQ;
-  sc_core::sc_time d = to_sc(start + cfg_.tx_latency() - now);
-  tx->nb_transport_fw(*gp, ph, d);
+tlm::tlm_sync_enum UalinkPort::credits(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                       sc_core::sc_time& d) {
+  const Access& a = access_of(gp);
+  egress_.return_credits(traffic_class(a), tl_bytes(a, cfg_), sim_now() + from_sc(d));
+  return tlm::TLM_ACCEPTED;
+}
+
+// Our receive buffer frees the packet's space at `at`: the credits go back over the link.
+void UalinkPort::return_credits(tlm::tlm_generic_payload& gp, Time at) {
+  tlm::tlm_phase ph = tlm::END_REQ;
+  sc_core::sc_time d = to_sc(at - sim_now());
+  rx->nb_transport_bw(gp, ph, d);
 }
 
 tlm::tlm_sync_enum UalinkPort::incoming(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
@@ -74,11 +86,12 @@ tlm::tlm_sync_enum UalinkPort::incoming(tlm::tlm_generic_payload& gp, tlm::tlm_p
   Access& a = access_of(gp);
   const Time head = sim_now() + from_sc(d);
   a.stamp(HopKind::PortRx, head);
-  const Bytes wire = wire_bytes(a, cfg_);
+  const std::uint64_t tl = tl_bytes(a, cfg_);
   rx_packets_.inc();
-  rx_wire_bytes_.inc(wire.count());
-  // Whole packet in, then SerDes, FEC and the pipeline.
-  const Time ready = head + rate_.transfer_time(wire) + cfg_.rx_latency();
+  rx_tl_bytes_.inc(tl);
+  // Whole packet in, then SerDes, FEC and the pipeline; then it leaves the receive buffer.
+  const Time ready = head + wire_time(tl, cfg_) + cfg_.rx_latency();
+  return_credits(gp, ready);
   sc_core::sc_time delay = to_sc(ready - sim_now());
   if (down_) {
     if (a.kind == PacketKind::Request) {
@@ -106,7 +119,7 @@ tlm::tlm_sync_enum UalinkPort::incoming(tlm::tlm_generic_payload& gp, tlm::tlm_p
     }
     case PacketKind::Control: {
       tlm::tlm_phase ph = tlm::BEGIN_REQ;
-      to_mailbox->nb_transport_fw(gp, ph, delay);
+      to_mailbox[0]->nb_transport_fw(gp, ph, delay);
       break;
     }
   }

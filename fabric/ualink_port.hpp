@@ -1,14 +1,18 @@
-// UalinkPort: one GPU's UALink port (a station's lanes). Transmit side: packets from GpuVm
-// (remote requests), the NPA MMU (responses to remote requesters) and the mailbox (control)
-// queue for the link, which sends one packet at a time at the port's rate after the TL/DL
-// pipeline and SerDes. Receive side: a packet is whole one serialization time after its head
-// arrives; after SerDes, FEC and pipeline it goes to the NPA MMU (a request for our memory),
-// back to GpuVm (a response to one of ours) or to the mailbox (a control command).
+// UalinkPort: one of a GPU's UALink ports (one per switch plane). Transmit side: packets from
+// GpuVm (remote requests), the NPA MMU (responses to remote requesters) and, on plane 0, the
+// mailbox (control) go out through an Egress (traffic classes, credits, serialization after
+// the TL/DL pipeline and SerDes, replay). Receive side: a packet is whole one wire time after
+// its head arrives; after SerDes, FEC and the pipeline it goes to the NPA MMU (a request for
+// our memory), back to GpuVm (a response to one of ours) or to the mailbox (a control
+// command), and its buffer space is returned to the sender as credits.
 #pragma once
 
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "fabric/egress.hpp"
 #include "fabric/fabric_config.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
@@ -20,19 +24,28 @@ class UalinkPort final : public sc_core::sc_module, public HasStats {
  public:
   // GPU side
   tlm_utils::simple_target_socket<UalinkPort, 32, PodProtocol> from_gpuvm{"from_gpuvm"};
-  tlm_utils::simple_target_socket<UalinkPort, 32, PodProtocol> from_mailbox{"from_mailbox"};
   tlm_utils::simple_initiator_socket<UalinkPort, 32, PodProtocol> to_npa_mmu{"to_npa_mmu"};
-  tlm_utils::simple_initiator_socket<UalinkPort, 32, PodProtocol> to_mailbox{"to_mailbox"};
+  // The mailbox is attached to plane 0's port only.
+  tlm_utils::multi_passthrough_target_socket<UalinkPort, 32, PodProtocol, 1,
+                                             sc_core::SC_ZERO_OR_MORE_BOUND>
+      from_mailbox{"from_mailbox"};
+  tlm_utils::multi_passthrough_initiator_socket<UalinkPort, 32, PodProtocol, 1,
+                                                sc_core::SC_ZERO_OR_MORE_BOUND>
+      to_mailbox{"to_mailbox"};
   // fabric side
   tlm_utils::simple_initiator_socket<UalinkPort, 32, PodProtocol> tx{"tx"};
   tlm_utils::simple_target_socket<UalinkPort, 32, PodProtocol> rx{"rx"};
 
-  UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, AccelId self);
+  UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, const LinkConfig& link,
+             AccelId self, std::uint64_t seed);
 
+  // The receiver at the far end has `per_class` bytes of buffer per traffic class.
+  void set_peer_buffer(Bytes per_class) { egress_.set_peer_buffer(per_class); }
   // A port that is down (its GPU is being reset) sends and takes nothing, except that it
   // answers incoming data requests with an error, as the switch would for a dead link.
   void set_down(bool down) { down_ = down; }
   bool down() const { return down_; }
+  const Egress& egress() const { return egress_; }
 
   const StatGroup& stat_group() const override { return stats_; }
   const PortConfig& config() const { return cfg_; }
@@ -40,31 +53,27 @@ class UalinkPort final : public sc_core::sc_module, public HasStats {
  private:
   tlm::tlm_sync_enum outgoing(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                               sc_core::sc_time& d);
+  tlm::tlm_sync_enum outgoing_control(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                      sc_core::sc_time& d);
   tlm::tlm_sync_enum response_from_memory(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                           sc_core::sc_time& d);
   tlm::tlm_sync_enum incoming(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                               sc_core::sc_time& d);
+  tlm::tlm_sync_enum credits(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   void transmit(tlm::tlm_generic_payload* gp);
+  void return_credits(tlm::tlm_generic_payload& gp, Time at);
 
   PortConfig cfg_;
   AccelId self_;
-  Bandwidth rate_;
   bool down_ = false;
-  Time tx_free_;
-  Time tx_busy_;
+  StatGroup stats_;
+  Egress egress_;
   TimedQueue<tlm::tlm_generic_payload*> tx_queue_;
 
-  StatGroup stats_;
-  Counter tx_packets_{stats_, "tx_packets", "count", "packets transmitted"};
-  Counter tx_wire_bytes_{stats_, "tx_wire_bytes", "bytes", "bytes transmitted, headers included"};
-  Counter tx_payload_bytes_{stats_, "tx_payload_bytes", "bytes", "data bytes transmitted"};
   Counter rx_packets_{stats_, "rx_packets", "count", "packets received"};
-  Counter rx_wire_bytes_{stats_, "rx_wire_bytes", "bytes", "bytes received, headers included"};
+  Counter rx_tl_bytes_{stats_, "rx_tl_bytes", "bytes", "transaction-layer bytes received"};
   Counter dropped_{stats_, "dropped_while_down", "count",
                    "packets dropped because the port was down"};
-  Distribution tx_queue_delay_{stats_, "tx_queue_delay", "ns",
-                               "time a packet waited for the transmitter", kPsPerNs};
-  Formula tx_utilisation_;
 };
 
 }  // namespace podsim

@@ -1,6 +1,5 @@
 #include "fabric/ualoe_switch.hpp"
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -8,62 +7,141 @@
 
 namespace podsim {
 
-UaloeSwitch::Output::Output(std::uint32_t i) : stats("port" + std::to_string(i)) {}
-
 UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
-                         const PortConfig& port_cfg)
+                         const PortConfig& port_cfg, const LinkConfig& link_cfg,
+                         std::uint32_t used_ports, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
       port_cfg_(port_cfg),
-      rate_(port_cfg.rate()),
-      routes_(kMaxAccels, kNoRoute),
+      routes_(kMaxAccels),
+      inputs_(used_ports),
+      waiting_for_(used_ports),
       arrivals_(256) {
+  if (used_ports > cfg.ports)
+    throw std::logic_error(std::string(this->name()) + ": more links than switch ports");
   in.register_nb_transport_fw(this, &UaloeSwitch::fw);
-  for (std::uint32_t i = 0; i < cfg.ports; ++i) {
-    outputs_.push_back(std::make_unique<Output>(i));
-    stats_.add_child(outputs_.back()->stats);
+  out.register_nb_transport_bw(this, &UaloeSwitch::bw);
+  for (std::uint32_t i = 0; i < used_ports; ++i) {
+    const std::string port = "port" + std::to_string(i);
+    outputs_.push_back(
+        std::make_unique<Egress>(port, port_cfg, link_cfg, Time{}, cfg.output_buffer,
+                                 Rng::for_component(seed, std::string(this->name()) + "." + port),
+                                 [this, i](tlm::tlm_generic_payload& gp, Time departs) {
+                                   tlm::tlm_phase ph = tlm::BEGIN_REQ;
+                                   sc_core::sc_time d = to_sc(departs - sim_now());
+                                   out[static_cast<int>(i)]->nb_transport_fw(gp, ph, d);
+                                 }));
+    outputs_.back()->set_on_space([this, i] { output_has_space(i); });
+    outputs_.back()->also_record_delay(&queue_delay_);
+    stats_.add_child(outputs_.back()->stats());
   }
-  spawn_method("forward", arrivals_.event(),
-               [this] { arrivals_.drain([this](const Arrival& a) { forward(a); }); });
+  spawn_method("arrive", arrivals_.event(),
+               [this] { arrivals_.drain([this](const Arrival& a) { arrive(a); }); });
 }
 
-void UaloeSwitch::set_route(AccelId dst, std::uint32_t port) {
-  if (port >= cfg_.ports)
-    throw std::invalid_argument(std::string(name()) + ": route to port " + std::to_string(port) +
-                                " of a " + std::to_string(cfg_.ports) + "-port switch");
-  routes_[dst] = port;
+void UaloeSwitch::set_route(AccelId dst, std::uint32_t first, std::uint32_t count) {
+  if (count == 0 || first + count > outputs_.size())
+    throw std::invalid_argument(std::string(name()) + ": route to ports beyond those in use");
+  routes_[dst] = Route{first, count};
+}
+
+void UaloeSwitch::set_peer_buffer(std::uint32_t port, Bytes per_class) {
+  outputs_.at(port)->set_peer_buffer(per_class);
+}
+
+std::uint32_t UaloeSwitch::pick_output(const Access& a) const {
+  const Route& r = routes_[a.route_to];
+  if (r.count == 0)
+    throw std::logic_error(std::string(name()) + ": no route to accelerator " +
+                           std::to_string(a.route_to));
+  if (r.count == 1) return r.first;
+  // Equal-cost ports: a hash of the flow (its two ends), so a flow keeps one path.
+  const std::uint64_t from = a.kind == PacketKind::Response ? a.dst : a.src;
+  std::uint64_t h = (from * 0x9E3779B97F4A7C15ull) ^ (a.route_to * 0xC2B2AE3D27D4EB4Full) ^
+                    (static_cast<std::uint64_t>(a.plane) << 32);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return r.first + static_cast<std::uint32_t>(h % r.count);
 }
 
 tlm::tlm_sync_enum UaloeSwitch::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                    sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), Arrival{&gp, id});
+  const Time head = sim_now() + from_sc(d);
+  access_of(gp).stamp(HopKind::Switch, head);
+  arrivals_.push(head + cfg_.latency, Arrival{&gp, id});
   return tlm::TLM_ACCEPTED;
 }
 
-void UaloeSwitch::forward(const Arrival& arr) {
-  tlm::tlm_generic_payload& gp = *arr.gp;
-  Access& a = access_of(gp);
-  const Time now = sim_now();
-  a.stamp(HopKind::Switch, now);
-  const std::uint32_t port = routes_[a.route_to];
-  if (port == kNoRoute)
-    throw std::logic_error(std::string(name()) + ": no route to accelerator " +
-                           std::to_string(a.route_to));
-  Output& o = *outputs_[port];
-  const Bytes wire = wire_bytes(a, port_cfg_);
-  const Time ready = now + cfg_.latency;
-  const Time start = std::max(ready, o.free_at);
-  const Time ser = rate_.transfer_time(wire);
-  o.free_at = start + ser;
-  o.busy += ser;
-  o.packets.inc();
-  o.wire_bytes.inc(wire.count());
-  forwarded_.inc();
-  queue_delay_.record(start - ready);
+// A credit return from the receiver on output `id`.
+tlm::tlm_sync_enum UaloeSwitch::bw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                                   sc_core::sc_time& d) {
+  const Access& a = access_of(gp);
+  outputs_[static_cast<std::size_t>(id)]->return_credits(traffic_class(a), tl_bytes(a, port_cfg_),
+                                                         sim_now() + from_sc(d));
+  return tlm::TLM_ACCEPTED;
+}
 
-  tlm::tlm_phase ph = tlm::BEGIN_REQ;
-  sc_core::sc_time d = to_sc(start - now);
-  out[static_cast<int>(port)]->nb_transport_fw(gp, ph, d);
+void UaloeSwitch::arrive(const Arrival& arr) {
+  const Access& a = access_of(*arr.gp);
+  const auto in = static_cast<std::uint32_t>(arr.input);
+  const std::uint32_t o = pick_output(a);
+  const auto tc = static_cast<std::size_t>(traffic_class(a));
+  auto& q = inputs_[in][tc];
+  if (q.empty() && outputs_[o]->has_space(traffic_class(a), tl_bytes(a, port_cfg_))) {
+    move(in, *arr.gp, o);
+    return;
+  }
+  held_.inc();
+  q.push_back(Waiting{arr.gp, o, sim_now()});
+  if (q.size() == 1) waiting_for_[o][tc].push_back(in);
+}
+
+void UaloeSwitch::move(std::uint32_t in, tlm::tlm_generic_payload& gp, std::uint32_t o) {
+  forwarded_.inc();
+  // The packet leaves the input buffer: its credits go back upstream (the link adds flight).
+  tlm::tlm_phase ph = tlm::END_REQ;
+  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+  this->in[static_cast<int>(in)]->nb_transport_bw(gp, ph, d);
+  outputs_[o]->enqueue(gp);
+}
+
+void UaloeSwitch::drain_input(std::uint32_t in, std::size_t tc) {
+  auto& q = inputs_[in][tc];
+  while (!q.empty()) {
+    const Waiting w = q.front();
+    const Access& a = access_of(*w.gp);
+    if (!outputs_[w.out]->has_space(traffic_class(a), tl_bytes(a, port_cfg_))) {
+      waiting_for_[w.out][tc].push_back(in);
+      return;
+    }
+    q.pop_front();
+    input_wait_.record(sim_now() - w.since);
+    move(in, *w.gp, w.out);
+  }
+}
+
+void UaloeSwitch::output_has_space(std::uint32_t o) {
+  // Moving a packet can free room elsewhere and call back in here: do one output at a time.
+  space_pending_.push_back(o);
+  if (in_space_callback_) return;
+  in_space_callback_ = true;
+  while (!space_pending_.empty()) {
+    const std::uint32_t out = space_pending_.front();
+    space_pending_.pop_front();
+    // Inputs waiting for this output, in the order they started waiting (round-robin: an
+    // input that still has packets for it goes to the back).
+    for (std::size_t tc = 0; tc < kTrafficClasses; ++tc) {
+      auto& waiting = waiting_for_[out][tc];
+      std::size_t turns = waiting.size();
+      while (turns-- > 0 && !waiting.empty()) {
+        const std::uint32_t in = waiting.front();
+        waiting.pop_front();
+        drain_input(in, tc);
+      }
+    }
+  }
+  in_space_callback_ = false;
 }
 
 }  // namespace podsim

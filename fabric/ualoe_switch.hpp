@@ -1,15 +1,28 @@
-// UaloeSwitch: an N-port UALoE switch. Routes each packet by its destination accelerator ID
-// to an output port; the head leaves `latency` after it arrived (cut-through) or, if the
-// output is still sending an earlier packet, as soon as the output is free (output queueing,
-// FIFO per output).
+// UaloeSwitch: an N-port UALoE switch, output-queued.
+//
+// A packet's head arrives on an input; after the port-to-port latency it joins the queue of
+// its output (chosen by destination accelerator ID; among equal-cost ports by a hash of the
+// flow), per traffic class. Each output is an Egress: strict priority between classes, FIFO
+// within, cut-through (the head leaves as soon as the output is free), credit-based flow
+// control toward the next hop, serialization with DL framing and link-level replay.
+//
+// Why output queues: a shared-buffer Ethernet-class switch (what UALoE runs on) behaves as an
+// output-queued switch; it has no head-of-line blocking while queues have room, and it is
+// what the M/D/1 validation analyses. Buffers are finite: when an output's queue for a class
+// is full, packets wait in their input's buffer (FIFO per input and class; inputs waiting for
+// an output are served in turn, round-robin), the input's credits are not returned, and the
+// sender upstream stops: back-pressure, never loss.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include <array>
+#include <deque>
 #include <memory>
 #include <vector>
 
+#include "fabric/egress.hpp"
 #include "fabric/fabric_config.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
@@ -23,45 +36,63 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats {
   tlm_utils::multi_passthrough_target_socket<UaloeSwitch, 32, PodProtocol> in{"in"};
   tlm_utils::multi_passthrough_initiator_socket<UaloeSwitch, 32, PodProtocol> out{"out"};
 
-  UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg, const PortConfig& port_cfg);
+  UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg, const PortConfig& port_cfg,
+              const LinkConfig& link_cfg, std::uint32_t used_ports, std::uint64_t seed);
 
-  // Packets for accelerator `dst` leave through `port`.
-  void set_route(AccelId dst, std::uint32_t port);
-  std::uint32_t route(AccelId dst) const { return routes_[dst]; }
-  static constexpr std::uint32_t kNoRoute = UINT32_MAX;
+  // Packets for accelerator `dst` leave through one of ports [first, first + count).
+  void set_route(AccelId dst, std::uint32_t first, std::uint32_t count = 1);
+  // The receiver on port `port` has `per_class` bytes of buffer per traffic class.
+  void set_peer_buffer(std::uint32_t port, Bytes per_class);
+  std::uint32_t ports_used() const { return static_cast<std::uint32_t>(outputs_.size()); }
+  const Egress& output(std::uint32_t port) const { return *outputs_[port]; }
+  const Distribution& output_queue_delay() const { return queue_delay_; }
 
   const StatGroup& stat_group() const override { return stats_; }
 
  private:
+  struct Route {
+    std::uint32_t first = UINT32_MAX, count = 0;
+  };
+  struct Waiting {  // a packet held in its input buffer
+    tlm::tlm_generic_payload* gp;
+    std::uint32_t out;
+    Time since;
+  };
   struct Arrival {
     tlm::tlm_generic_payload* gp;
-    int in_port;
-  };
-  struct Output {
-    explicit Output(std::uint32_t i);
-    StatGroup stats;
-    Counter packets{stats, "packets", "count", "packets sent from this port"};
-    Counter wire_bytes{stats, "wire_bytes", "bytes", "bytes sent from this port"};
-    Time free_at;
-    Time busy;
+    int input;
   };
   tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                         sc_core::sc_time& d);
-  void forward(const Arrival& a);
+  tlm::tlm_sync_enum bw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                        sc_core::sc_time& d);
+  void arrive(const Arrival& a);
+  std::uint32_t pick_output(const Access& a) const;
+  // Moves input `in`'s waiting packets of class `tc` into their output queues while they fit.
+  void drain_input(std::uint32_t in, std::size_t tc);
+  void move(std::uint32_t in, tlm::tlm_generic_payload& gp, std::uint32_t out);
+  void output_has_space(std::uint32_t out);
 
   SwitchConfig cfg_;
   PortConfig port_cfg_;
-  Bandwidth rate_;
-  std::vector<std::uint32_t> routes_;
-  std::vector<std::unique_ptr<Output>> outputs_;
+  std::vector<Route> routes_;
+  std::vector<std::unique_ptr<Egress>> outputs_;
+  // per input, per class: packets waiting for room in their output queue
+  std::vector<std::array<std::deque<Waiting>, kTrafficClasses>> inputs_;
+  // per output, per class: inputs whose first waiting packet wants this output, in turn
+  std::vector<std::array<std::deque<std::uint32_t>, kTrafficClasses>> waiting_for_;
   TimedQueue<Arrival> arrivals_;
+  std::deque<std::uint32_t> space_pending_;
+  bool in_space_callback_ = false;
 
   StatGroup stats_;
   Counter forwarded_{stats_, "packets", "count", "packets forwarded"};
+  Counter held_{stats_, "input_holds", "count",
+                "packets held in their input buffer because their output queue was full"};
+  Distribution input_wait_{stats_, "input_wait", "ns",
+                           "time held packets waited in their input buffer", kPsPerNs};
   Distribution queue_delay_{stats_, "output_queue_delay", "ns",
-                            "time a packet's head waited for its output port beyond the "
-                            "port-to-port latency",
-                            kPsPerNs};
+                            "time packets waited in output queues, all outputs", kPsPerNs};
 };
 
 }  // namespace podsim

@@ -4,36 +4,42 @@
 
 namespace podsim {
 
-GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const PortConfig& port_cfg,
+GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
                  AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed,
                  PacketPool& pool, InvariantLog* invariants)
     : sc_module(name),
       vram("vram", cfg.vram),
-      gpuvm("gpuvm", cfg.gpuvm, id),
+      gpuvm("gpuvm", cfg.gpuvm, id, fabric.planes, fabric.plane_interleave),
       npa_mmu("npa_mmu", cfg.npa_mmu, mode, id, invariants),
       mailbox("mailbox", cfg.mailbox, id, pool),
-      port("port", port_cfg, id),
       agent("agent", cfg.compute, id, pool,
             Rng::for_component(seed, std::string(this->name()) + ".agent")),
       driver("driver", cfg.driver, id, std::move(vpod), mode, seed, gpuvm, npa_mmu, vram, mailbox,
              invariants),
       id_(id) {
+  for (std::uint32_t p = 0; p < fabric.planes; ++p) {
+    ports.push_back(std::make_unique<UalinkPort>(("port" + std::to_string(p)).c_str(), fabric.port,
+                                                 fabric.link, id, seed));
+    UalinkPort& port = *ports.back();
+    gpuvm.to_ports.bind(port.from_gpuvm);
+    port.to_npa_mmu.bind(npa_mmu.from_ports);
+  }
   agent.to_gpuvm.bind(gpuvm.from_agent);
   gpuvm.to_vram.bind(vram.in);
-  gpuvm.to_port.bind(port.from_gpuvm);
-  port.to_npa_mmu.bind(npa_mmu.from_port);
   npa_mmu.to_vram.bind(vram.in);
-  mailbox.to_port.bind(port.from_mailbox);
-  port.to_mailbox.bind(mailbox.from_port);
+  mailbox.to_port.bind(ports[0]->from_mailbox);
+  ports[0]->to_mailbox.bind(mailbox.from_port);
   mailbox.set_tlb_invalidate_handler([this] { gpuvm.invalidate_all(); });
   spawn_method("come_back", up_ev_, [this] {
-    port.set_down(false);
+    for (auto& p : ports)
+      p->set_down(false);
     mailbox.set_down(false);
   });
 }
 
 void GpuNode::reset(Time down_for) {
-  port.set_down(true);
+  for (auto& p : ports)
+    p->set_down(true);
   mailbox.set_down(true);
   mailbox.reset();
   agent.abort();

@@ -1,10 +1,10 @@
 // GpuNode: one GPU, composed. Its UALink port's `tx`/`rx` sockets are what the topology
 // wires to the fabric.
 //
-//   ComputeAgent -> GpuVm -> Vram                       (local accesses)
-//                     \-> UalinkPort.tx ...fabric...    (remote accesses)
-//   ...fabric... UalinkPort.rx -> NpaMmu -> Vram        (accesses from other GPUs)
-//   FirmwareMailbox <-> UalinkPort                      (driver-to-driver messages)
+//   ComputeAgent -> GpuVm -> Vram                        (local accesses)
+//                     \-> UalinkPort[plane].tx ...fabric (remote accesses, plane by address)
+//   ...fabric... UalinkPort[p].rx -> NpaMmu -> Vram      (accesses from other GPUs)
+//   FirmwareMailbox <-> UalinkPort[0]                    (driver-to-driver messages)
 //   DriverShell programs GpuVm, NpaMmu, Vram and talks through the mailbox.
 #pragma once
 
@@ -19,11 +19,14 @@
 #include "models/vram/vram.hpp"
 #include "sim/base/invariants.hpp"
 
+#include <memory>
+#include <vector>
+
 namespace podsim {
 
 class GpuNode final : public sc_core::sc_module {
  public:
-  GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const PortConfig& port_cfg,
+  GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
           AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed, PacketPool& pool,
           InvariantLog* invariants);
 
@@ -33,14 +36,15 @@ class GpuNode final : public sc_core::sc_module {
   // its processes and driver state are gone, its memory and page tables are wiped. It then
   // comes back with fresh state.
   void reset(Time down_for);
-  bool down() const { return port.down(); }
+  bool down() const { return ports.front()->down(); }
+  UalinkPort& port(std::uint32_t plane) { return *ports[plane]; }
   const sc_core::sc_event& back_up() const { return up_ev_; }
 
   Vram vram;
   GpuVm gpuvm;
   NpaMmu npa_mmu;
   FirmwareMailbox mailbox;
-  UalinkPort port;
+  std::vector<std::unique_ptr<UalinkPort>> ports;  // one per switch plane
   ComputeAgent agent;
   driver::DriverShell driver;
 

@@ -1,12 +1,20 @@
 #include "models/gpuvm/gpuvm.hpp"
 
+#include <bit>
+
 namespace podsim {
 
-GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self)
-    : sc_module(name), cfg_(cfg), self_(self), tlb_(cfg.tlb_entries, cfg.tlb_ways) {
+GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
+             std::uint32_t planes, Bytes plane_interleave)
+    : sc_module(name),
+      cfg_(cfg),
+      self_(self),
+      planes_(planes),
+      interleave_shift_(static_cast<unsigned>(std::countr_zero(plane_interleave.count()))),
+      tlb_(cfg.tlb_entries, cfg.tlb_ways) {
   from_agent.register_nb_transport_fw(this, &GpuVm::fw);
   to_vram.register_nb_transport_bw(this, &GpuVm::bw);
-  to_port.register_nb_transport_bw(this, &GpuVm::bw);
+  to_ports.register_nb_transport_bw(this, &GpuVm::bw_port);
   spawn_method("arrive", arrivals_.event(), [this] {
     arrivals_.drain([this](tlm::tlm_generic_payload* gp) { translate(gp); });
   });
@@ -66,9 +74,22 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
     a.npa = (pte.frame << kPageShift) | offset;
     a.dst = npa_accel(a.npa);
     a.route_to = a.dst;
+    a.plane = plane_of(a.npa);
     gp->set_address(a.npa);
-    to_port->nb_transport_fw(*gp, ph, d);
+    to_ports[static_cast<int>(a.plane)]->nb_transport_fw(*gp, ph, d);
   }
+}
+
+tlm::tlm_sync_enum GpuVm::bw_port(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                  sc_core::sc_time& d) {
+  return from_agent->nb_transport_bw(gp, ph, d);
+}
+
+std::uint32_t GpuVm::plane_of(std::uint64_t npa) const {
+  if (planes_ == 1) return 0;
+  std::uint64_t h = (npa >> interleave_shift_) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 31;
+  return static_cast<std::uint32_t>(h % planes_);
 }
 
 void GpuVm::map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) {

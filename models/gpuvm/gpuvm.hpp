@@ -4,6 +4,7 @@
 // fault and is never sent anywhere.
 #pragma once
 
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
@@ -23,9 +24,14 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
  public:
   tlm_utils::simple_target_socket<GpuVm, 32, PodProtocol> from_agent{"from_agent"};
   tlm_utils::simple_initiator_socket<GpuVm, 32, PodProtocol> to_vram{"to_vram"};
-  tlm_utils::simple_initiator_socket<GpuVm, 32, PodProtocol> to_port{"to_port"};
+  // One per switch plane, bound in plane order; remote accesses spread by address hash.
+  tlm_utils::multi_passthrough_initiator_socket<GpuVm, 32, PodProtocol> to_ports{"to_ports"};
 
-  GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self);
+  GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self, std::uint32_t planes,
+        Bytes plane_interleave);
+
+  // The plane (port) an access to NPA byte address `npa` takes.
+  std::uint32_t plane_of(std::uint64_t npa) const;
 
   // -- programming interface (the driver's page-table updates)
   void map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte);
@@ -44,10 +50,14 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
  private:
   tlm::tlm_sync_enum fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  tlm::tlm_sync_enum bw_port(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                             sc_core::sc_time& d);
   void translate(tlm::tlm_generic_payload* gp);
 
   GpuVmConfig cfg_;
   AccelId self_;
+  std::uint32_t planes_;
+  unsigned interleave_shift_;
   Tlb<Pte> tlb_;
   std::unordered_map<std::uint16_t, GpuPageTable> tables_;
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;

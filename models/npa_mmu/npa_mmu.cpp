@@ -14,7 +14,7 @@ NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMod
       self_(self),
       invariants_(invariants),
       tlb_(cfg.tlb_entries, cfg.tlb_ways) {
-  from_port.register_nb_transport_fw(this, &NpaMmu::fw);
+  from_ports.register_nb_transport_fw(this, &NpaMmu::fw);
   to_vram.register_nb_transport_bw(this, &NpaMmu::bw);
   spawn_method("arrive", arrivals_.event(), [this] {
     arrivals_.drain([this](tlm::tlm_generic_payload* gp) { translate(gp); });
@@ -28,14 +28,15 @@ std::uint64_t NpaMmu::key_of(std::uint64_t npa, AccelId requester) const {
   return page;
 }
 
-tlm::tlm_sync_enum NpaMmu::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
+tlm::tlm_sync_enum NpaMmu::fw(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+                              sc_core::sc_time& d) {
   arrivals_.push(sim_now() + from_sc(d), &gp);
   return tlm::TLM_ACCEPTED;
 }
 
 tlm::tlm_sync_enum NpaMmu::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                               sc_core::sc_time& d) {
-  return from_port->nb_transport_bw(gp, ph, d);
+  return from_ports[static_cast<int>(access_of(gp).plane)]->nb_transport_bw(gp, ph, d);
 }
 
 void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
@@ -60,7 +61,7 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
     a.status = pte.valid ? AccessStatus::Retry : AccessStatus::RemoteFault;
     gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     tlm::tlm_phase ph = tlm::BEGIN_RESP;
-    from_port->nb_transport_bw(*gp, ph, d);
+    from_ports[static_cast<int>(a.plane)]->nb_transport_bw(*gp, ph, d);
     return;
   }
   if (invariants_ && !released_.empty()) {

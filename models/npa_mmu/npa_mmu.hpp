@@ -8,8 +8,8 @@
 // released it (or its connection was reset): each PTE carries the export it belongs to.
 #pragma once
 
+#include <tlm_utils/multi_passthrough_target_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 
 #include <unordered_map>
 #include <vector>
@@ -33,7 +33,8 @@ struct NpaPte {
 
 class NpaMmu final : public sc_core::sc_module, public HasStats {
  public:
-  tlm_utils::simple_target_socket<NpaMmu, 32, PodProtocol> from_port{"from_port"};
+  // One per switch plane, bound in plane order: a response returns through its request's.
+  tlm_utils::multi_passthrough_target_socket<NpaMmu, 32, PodProtocol> from_ports{"from_ports"};
   tlm_utils::simple_initiator_socket<NpaMmu, 32, PodProtocol> to_vram{"to_vram"};
 
   NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode, AccelId self,
@@ -56,7 +57,8 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   const StatGroup& stat_group() const override { return stats_; }
 
  private:
-  tlm::tlm_sync_enum fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                        sc_core::sc_time& d);
   tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   void translate(tlm::tlm_generic_payload* gp);
 

@@ -35,14 +35,15 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
     messages_.push_back(std::make_unique<Counter>(stats_, "messages." + n, "count",
                                                   "protocol messages of this type sent, all GPUs"));
   }
-  fabric_ = make_fabric(cfg.fabric, cfg.pod.gpus);
+  fabric_ = std::make_unique<Fabric>("fabric", cfg.fabric, cfg.pod.gpus, cfg.seed);
   std::vector<GpuNode*> nodes;
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g) {
     auto id = static_cast<AccelId>(g);
-    gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu,
-                                              cfg.fabric.port, id, vpod_of(cfg, g),
-                                              cfg.pod.addr_mode, cfg.seed, pool_, &invariants_));
-    fabric_->attach(gpus_.back()->port, id);
+    gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu, cfg.fabric,
+                                              id, vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed,
+                                              pool_, &invariants_));
+    for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
+      fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
   }
   scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes);

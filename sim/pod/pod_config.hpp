@@ -71,11 +71,7 @@ struct PodConfig {
   // Checks across sections; `c.fail(path, message)` reports with the full key path.
   template <class C>
   void check(C& c) const {
-    if (fabric.topology == Topology::SingleSwitch && pod.gpus > fabric.switch_.ports)
-      c.fail("pod.gpus", std::to_string(pod.gpus) +
-                             " GPUs on one switch need as many ports, but "
-                             "fabric.switch.ports is " +
-                             std::to_string(fabric.switch_.ports));
+    check_topology(*this, c);
     if (pod.gpus > gpu.driver.accel_max)
       c.fail("pod.gpus", std::to_string(pod.gpus) + " GPUs exceed gpu.driver.accel_max (" +
                              std::to_string(gpu.driver.accel_max) + ")");
@@ -91,6 +87,32 @@ struct PodConfig {
     check_scenario(*this, c);
   }
 };
+
+// The switches must have the ports the topology needs, and every GPU must be reachable.
+template <class C>
+void check_topology(const PodConfig& cfg, C& c) {
+  const FabricConfig& f = cfg.fabric;
+  const std::string ports = std::to_string(f.switch_.ports);
+  if (f.topology == Topology::SingleSwitch) {
+    if (cfg.pod.gpus > f.switch_.ports)
+      c.fail("pod.gpus", std::to_string(cfg.pod.gpus) +
+                             " GPUs on one switch need as many ports, but fabric.switch.ports is " +
+                             ports);
+    return;
+  }
+  const std::uint32_t per_leaf = f.leaf_spine.gpus_per_leaf;
+  const std::uint32_t leaves = (cfg.pod.gpus + per_leaf - 1) / per_leaf;
+  if (leaves > 1 && per_leaf + f.leaf_spine.spines > f.switch_.ports)
+    c.fail("fabric.leaf_spine.spines",
+           std::to_string(per_leaf) + " GPU ports and " + std::to_string(f.leaf_spine.spines) +
+               " up-links per leaf exceed fabric.switch.ports (" + ports + ")");
+  if (leaves == 1 && per_leaf > f.switch_.ports)
+    c.fail("fabric.leaf_spine.gpus_per_leaf", "exceeds fabric.switch.ports (" + ports + ")");
+  if (leaves > f.switch_.ports)
+    c.fail("fabric.leaf_spine.gpus_per_leaf",
+           std::to_string(leaves) + " leaves need " + std::to_string(leaves) +
+               "-port spines, but fabric.switch.ports is " + ports);
+}
 
 // Names a scenario's steps use must be defined by earlier steps (or sent, for handles), and
 // GPUs must exist; checked before anything runs.

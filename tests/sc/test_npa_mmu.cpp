@@ -43,7 +43,7 @@ TEST_CASE("NPA MMU: served, retried, refused; served after release is reported",
   Vram vram("vram", vcfg);
   NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, 7, &log);
   Requester req("req");
-  req.out.bind(mmu.from_port);
+  req.out.bind(mmu.from_ports);
   mmu.to_vram.bind(vram.in);
 
   const std::uint64_t tag = 0xABCD'0007;

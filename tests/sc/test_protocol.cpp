@@ -52,8 +52,8 @@ TEST_CASE("import across the switch: HELLO, NPA_REQ and NPA_RSP cross the fabric
   // write-back coming back.
   const double commands = sum_over(r, 2, "mailbox.commands_sent");
   CHECK(commands == sum_over(r, 2, "mailbox.commands_received"));
-  CHECK(r.stat("pod.fabric.switch0.packets") == sum_over(r, 2, "port.tx_packets"));
-  CHECK(sum_over(r, 2, "port.tx_packets") >= 3 * commands + 2 * 100);
+  CHECK(r.stat("pod.fabric.plane0.switch0.packets") == sum_over(r, 2, "port0.tx.packets"));
+  CHECK(sum_over(r, 2, "port0.tx.packets") >= 3 * commands + 2 * 100);
   CHECK(r.stat("pod.summary.remote_accesses") == 100);
   // The import cost at least two fabric round trips plus firmware and interrupt time.
   CHECK(r.stat("pod.summary.import_time", "min") > 2 * (1000.0 + 2000.0));

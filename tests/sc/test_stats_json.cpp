@@ -38,7 +38,7 @@ TEST_CASE("every module of every GPU reports its stats", "[stats]") {
   const auto& r = default_run();
   for (int g = 0; g < 8; ++g) {
     for (const char* s : {"agent.remote_latency", "gpuvm.tlb_misses", "vram.reads",
-                          "npa_mmu.translations", "mailbox.commands_sent", "port.tx_packets",
+                          "npa_mmu.translations", "mailbox.commands_sent", "port0.tx.packets",
                           "driver.imports_first", "driver.sent.NPA_REQ"}) {
       INFO(g << " " << s);
       CHECK_NOTHROW(
@@ -46,9 +46,9 @@ TEST_CASE("every module of every GPU reports its stats", "[stats]") {
                  std::string(s).find("latency") != std::string::npos ? "count" : "value"));
     }
   }
-  CHECK(r.stat("pod.fabric.switch0.packets") > 0);
-  CHECK(r.stat("pod.fabric.link0.packets_a_to_b") > 0);
-  CHECK(r.stat("pod.fabric.switch0.port7.packets") > 0);
+  CHECK(r.stat("pod.fabric.plane0.switch0.packets") > 0);
+  CHECK(r.stat("pod.fabric.plane0.link0.packets_a_to_b") > 0);
+  CHECK(r.stat("pod.fabric.plane0.switch0.port7.packets") > 0);
 }
 
 TEST_CASE("the stats agree with each other", "[stats]") {
@@ -68,8 +68,8 @@ TEST_CASE("the stats agree with each other", "[stats]") {
   CHECK(sum == Approx(r.stat("pod.summary.remote_latency", "mean")).epsilon(1e-9));
 
   // Every packet a port sent went through the switch; every command sent was received.
-  CHECK(r.stat("pod.fabric.switch0.packets") == sum_over_gpus(r, "port.tx_packets"));
-  CHECK(sum_over_gpus(r, "port.rx_packets") == sum_over_gpus(r, "port.tx_packets"));
+  CHECK(r.stat("pod.fabric.plane0.switch0.packets") == sum_over_gpus(r, "port0.tx.packets"));
+  CHECK(sum_over_gpus(r, "port0.rx_packets") == sum_over_gpus(r, "port0.tx.packets"));
   CHECK(sum_over_gpus(r, "mailbox.commands_sent") == sum_over_gpus(r, "mailbox.commands_received"));
   // 8 GPUs each asked 7 exporters once.
   CHECK(sum_over_gpus(r, "driver.sent.NPA_REQ") == 56);

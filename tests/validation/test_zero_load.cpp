@@ -46,14 +46,32 @@ std::int64_t serialize_ps(std::uint64_t bytes, std::uint64_t bps) {
   unsigned __int128 num = static_cast<unsigned __int128>(bytes) * 8 * 1'000'000'000'000ull;
   return static_cast<std::int64_t>((num + bps - 1) / bps);
 }
+std::uint64_t bytes_of(const boost::json::value& cfg, std::initializer_list<const char*> path) {
+  const boost::json::value* v = &cfg;
+  for (const char* k : path)
+    v = &v->at(k);
+  return parse_bytes(std::string(v->as_string())).count();
+}
+// A packet of `payload` data bytes on a port: header plus data in whole granules, packed into
+// DL flits (dl_flit wire bytes per dl_payload TL bytes, plus Ethernet framing per flit).
+std::int64_t packet_wire_ps(const boost::json::value& c, std::uint64_t payload) {
+  const std::uint64_t header = bytes_of(c, {"fabric", "port", "tl_header"});
+  const std::uint64_t granule = bytes_of(c, {"fabric", "port", "tl_granule"});
+  const std::uint64_t tl = (header + payload + granule - 1) / granule * granule;
+  const std::uint64_t flit = bytes_of(c, {"fabric", "port", "dl_flit"});
+  const std::uint64_t carried = bytes_of(c, {"fabric", "port", "dl_payload"});
+  const std::uint64_t eth = bytes_of(c, {"fabric", "port", "ethernet_overhead"});
+  const std::uint64_t bps =
+      bits_per_s(c, {"fabric", "port", "lane_rate"}) * n(c, {"fabric", "port", "lanes"});
+  const unsigned __int128 bits =
+      static_cast<unsigned __int128>(tl) * (flit + eth) * 8 * 1'000'000'000'000ull;
+  const unsigned __int128 per_s = static_cast<unsigned __int128>(carried) * bps;
+  return static_cast<std::int64_t>((bits + per_s - 1) / per_s);
+}
 
 // The path of a remote read, hop by hop, from the resolved config.
 std::int64_t analytic_read_ps(const boost::json::value& c) {
   const std::uint64_t size = 64;
-  const std::uint64_t header =
-      parse_bytes(std::string(c.at("fabric").at("port").at("header_bytes").as_string())).count();
-  const std::uint64_t port_bps =
-      bits_per_s(c, {"fabric", "port", "lane_rate"}) * n(c, {"fabric", "port", "lanes"});
   const std::int64_t pipeline = t(c, {"fabric", "port", "pipeline_latency"});
   const std::int64_t serdes = t(c, {"fabric", "port", "serdes_latency"});
   const std::int64_t fec = t(c, {"fabric", "port", "fec_latency"});
@@ -75,11 +93,9 @@ std::int64_t analytic_read_ps(const boost::json::value& c) {
                             serialize_ps(size, bits_per_s(c, {"gpu", "vram", "channel_bandwidth"}));
   const std::int64_t issue = t(c, {"gpu", "compute", "issue_latency"});
 
-  // Cut-through: a packet's serialization is paid once, where its tail arrives.
-  const std::int64_t request =
-      port_tx + flight + sw + flight + serialize_ps(header, port_bps) + port_rx;
-  const std::int64_t response =
-      port_tx + flight + sw + flight + serialize_ps(header + size, port_bps) + port_rx;
+  // Cut-through: a packet's wire time is paid once, where its tail arrives.
+  const std::int64_t request = port_tx + flight + sw + flight + packet_wire_ps(c, 0) + port_rx;
+  const std::int64_t response = port_tx + flight + sw + flight + packet_wire_ps(c, size) + port_rx;
   return issue + gpuvm + request + npa + vram + response;
 }
 

@@ -1,0 +1,142 @@
+#include "fabric/egress.hpp"
+
+#include <algorithm>
+
+namespace podsim {
+
+Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig& link,
+               Time tx_delay, Bytes queue_capacity, Rng rng, Send send)
+    : port_(port),
+      tx_delay_(tx_delay),
+      capacity_(queue_capacity.count()),
+      rng_(rng),
+      send_(std::move(send)),
+      flit_error_(flit_error_probability(link, port)),
+      replay_penalty_(replay_penalty(link, port)),
+      stats_(name),
+      utilisation_(stats_, "utilisation", "ratio",
+                   "fraction of simulated time the link was sending (replays included)",
+                   [this] {
+                     const double t = sim_now().as_seconds();
+                     return t > 0 ? busy_.as_seconds() / t : 0.0;
+                   }),
+      efficiency_(stats_, "payload_efficiency", "ratio",
+                  "data bytes per wire byte of what was sent (headers, granules, DL framing, "
+                  "Ethernet overhead)",
+                  [this] {
+                    const double w = static_cast<double>(wire_bytes_.value());
+                    return w > 0 ? static_cast<double>(payload_bytes_.value()) / w : 0.0;
+                  }) {
+  credits_.fill(INT64_MAX / 4);  // until told the receiver's buffer
+  spawn_method((name + "_wake").c_str(), wake_, [this] { pump(); });
+}
+
+void Egress::set_peer_buffer(Bytes per_class) {
+  credits_.fill(static_cast<std::int64_t>(per_class.count()));
+}
+
+bool Egress::has_space(TrafficClass tc, std::uint64_t tl) const {
+  return capacity_ == 0 || queued_bytes_[static_cast<std::size_t>(tc)] + tl <= capacity_;
+}
+
+std::uint64_t Egress::queued_packets() const {
+  std::uint64_t n = 0;
+  for (const auto& q : queues_)
+    n += q.size();
+  return n;
+}
+
+void Egress::enqueue(tlm::tlm_generic_payload& gp) {
+  const Access& a = access_of(gp);
+  const auto tc = static_cast<std::size_t>(traffic_class(a));
+  const std::uint64_t tl = tl_bytes(a, port_);
+  occupancy_.record(queued_packets());
+  queues_[tc].push_back(Queued{&gp, tl, sim_now()});
+  queued_bytes_[tc] += tl;
+  pump();
+}
+
+void Egress::return_credits(TrafficClass tc, std::uint64_t tl, Time at) {
+  const CreditReturn r{at, static_cast<std::uint8_t>(tc), tl};
+  // Returns come back in time order from one receiver; keep the list sorted regardless.
+  auto pos = pending_credits_.end();
+  while (pos != pending_credits_.begin() && std::prev(pos)->at > at)
+    --pos;
+  pending_credits_.insert(pos, r);
+  // A sender stalled for credits wakes when they arrive.
+  if (stalled_since_ != Time::max()) wake_.notify(to_sc(at > sim_now() ? at - sim_now() : Time{}));
+}
+
+void Egress::absorb_credits(Time now) {
+  while (!pending_credits_.empty() && pending_credits_.front().at <= now) {
+    credits_[pending_credits_.front().tc] += static_cast<std::int64_t>(pending_credits_.front().tl);
+    pending_credits_.pop_front();
+  }
+}
+
+void Egress::pump() {
+  const Time now = sim_now();
+  if (now < free_at_) {
+    wake_.notify(to_sc(free_at_ - now));
+    return;
+  }
+  absorb_credits(now);
+  bool blocked = false;
+  for (std::size_t tc = 0; tc < kTrafficClasses; ++tc) {
+    if (queues_[tc].empty()) continue;
+    if (credits_[tc] < static_cast<std::int64_t>(queues_[tc].front().tl)) {
+      blocked = true;
+      continue;
+    }
+    if (stalled_since_ != Time::max()) {
+      credit_stall_time_.inc(static_cast<std::uint64_t>((now - stalled_since_).as_ps()));
+      stalled_since_ = Time::max();
+    }
+    commit(tc, now);
+    if (queued_packets() > 0) wake_.notify(to_sc(free_at_ - now));
+    return;
+  }
+  if (blocked && stalled_since_ == Time::max()) {
+    stalled_since_ = now;
+    credit_stalls_.inc();
+  }
+  if (blocked && !pending_credits_.empty()) wake_.notify(to_sc(pending_credits_.front().at - now));
+}
+
+void Egress::commit(std::size_t tc, Time now) {
+  const Queued q = queues_[tc].front();
+  queues_[tc].pop_front();
+  queued_bytes_[tc] -= q.tl;
+  credits_[tc] -= static_cast<std::int64_t>(q.tl);
+
+  // DL flits completed while this packet goes out: each may fail its CRC and be replayed.
+  Time penalty;
+  const std::uint64_t flit_payload = port_.dl_payload.count();
+  const std::uint64_t before = tl_sent_ / flit_payload;
+  tl_sent_ += q.tl;
+  const std::uint64_t after = tl_sent_ / flit_payload;
+  if (flit_error_ > 0)
+    for (std::uint64_t f = before; f < after; ++f)
+      if (rng_.uniform() < flit_error_) {
+        replays_.inc();
+        penalty += replay_penalty_;
+      }
+  const Time ser = wire_time(q.tl, port_);
+  free_at_ = now + ser + penalty;
+  busy_ += ser + penalty;
+  replay_time_.inc(static_cast<std::uint64_t>(penalty.as_ps()));
+
+  const Access& a = access_of(*q.gp);
+  packets_.inc();
+  tl_bytes_.inc(q.tl);
+  payload_bytes_.inc(payload_bytes_on_wire(a));
+  wire_bytes_.inc(q.tl * (port_.dl_flit.count() + port_.ethernet_overhead.count()) /
+                  port_.dl_payload.count());
+  queue_delay_.record(now - q.since);
+  if (also_delay_) also_delay_->record(now - q.since);
+
+  send_(*q.gp, now + tx_delay_ + penalty);
+  if (on_space_) on_space_();
+}
+
+}  // namespace podsim

@@ -1,0 +1,117 @@
+// Egress: the transmit side of one end of a link (a GPU's UALink port, or a switch output).
+//
+//  - a FIFO queue per traffic class (optionally bounded: a switch's output queue);
+//  - credit-based flow control: a packet leaves only when the receiver has advertised room
+//    for it in that class; the receiver returns credits when it frees its buffer, and they
+//    arrive one link flight later. Nothing is ever dropped: a full receiver stops the sender;
+//  - strict priority between classes (control, then responses, then requests), FIFO within;
+//  - serialization at the port's rate with DL framing (fabric/framing.hpp);
+//  - link-level replay: each DL flit fails its CRC with the link's flit error probability; a
+//    failure costs the link a go-back-N replay (replay_penalty) and delays what was in it.
+//
+// Costs one SystemC event per packet only when the link is busy or out of credits when the
+// packet arrives (then it waits for a wake-up); a packet arriving at an idle link with
+// credits leaves at once. Credit returns are applied lazily, when next needed.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <string>
+
+#include "fabric/fabric_config.hpp"
+#include "fabric/framing.hpp"
+#include "sim/base/rng.hpp"
+#include "sim/base/stats.hpp"
+#include "sim/kernel/access.hpp"
+#include "sim/kernel/sc.hpp"
+
+namespace podsim {
+
+class Egress {
+ public:
+  // Called when a packet is committed to the wire: its head leaves at `head_departs`.
+  using Send = std::function<void(tlm::tlm_generic_payload& gp, Time head_departs)>;
+
+  // `tx_delay`: added to the head's departure (a GPU port's pipeline and SerDes; 0 for a
+  // switch output, whose port-to-port latency includes it). `queue_capacity` bounds each
+  // class's queue in TL bytes (0: unbounded).
+  Egress(const std::string& name, const PortConfig& port, const LinkConfig& link, Time tx_delay,
+         Bytes queue_capacity, Rng rng, Send send);
+  Egress(const Egress&) = delete;
+  Egress& operator=(const Egress&) = delete;
+
+  // The receiver's buffer per class, in TL bytes: the credits we start with.
+  void set_peer_buffer(Bytes per_class);
+  bool has_space(TrafficClass tc, std::uint64_t tl) const;
+  // Queues a packet now and sends it as soon as the link and credits allow.
+  void enqueue(tlm::tlm_generic_payload& gp);
+  // Credits for `tl` bytes of class `tc` arrive at the sender at `at` (>= now).
+  void return_credits(TrafficClass tc, std::uint64_t tl, Time at);
+  // Called whenever queue space frees (a switch retries inputs waiting for this output).
+  void set_on_space(std::function<void()> fn) { on_space_ = std::move(fn); }
+  // Also records every packet's queueing delay into `d` (a switch's all-outputs figure).
+  void also_record_delay(Distribution* d) { also_delay_ = d; }
+
+  const StatGroup& stats() const { return stats_; }
+  std::uint64_t queued_packets() const;
+  Time busy() const { return busy_; }
+  std::uint64_t wire_bytes_sent() const { return wire_bytes_.value(); }
+
+ private:
+  struct Queued {
+    tlm::tlm_generic_payload* gp;
+    std::uint64_t tl;
+    Time since;
+  };
+  struct CreditReturn {
+    Time at;
+    std::uint8_t tc;
+    std::uint64_t tl;
+  };
+  void pump();
+  void absorb_credits(Time now);
+  void commit(std::size_t tc, Time now);
+
+  PortConfig port_;
+  Time tx_delay_;
+  std::uint64_t capacity_;
+  Rng rng_;
+  Send send_;
+  std::function<void()> on_space_;
+  Distribution* also_delay_ = nullptr;
+  double flit_error_;
+  Time replay_penalty_;
+
+  std::array<std::deque<Queued>, kTrafficClasses> queues_;
+  std::array<std::uint64_t, kTrafficClasses> queued_bytes_{};
+  std::array<std::int64_t, kTrafficClasses> credits_{};
+  std::deque<CreditReturn> pending_credits_;
+  Time free_at_;
+  Time busy_;
+  Time stalled_since_ = Time::max();
+  std::uint64_t tl_sent_ = 0;  // for DL flit boundaries
+  sc_core::sc_event wake_;
+
+  StatGroup stats_;
+  Counter packets_{stats_, "packets", "count", "packets sent"};
+  Counter tl_bytes_{stats_, "tl_bytes", "bytes", "transaction-layer bytes sent"};
+  Counter wire_bytes_{stats_, "wire_bytes", "bytes",
+                      "bytes of wire time used, DL framing and Ethernet overhead included"};
+  Counter payload_bytes_{stats_, "payload_bytes", "bytes", "data bytes sent"};
+  Counter replays_{stats_, "replays", "count", "DL flits that failed their CRC and were replayed"};
+  Counter replay_time_{stats_, "replay_time_ps", "ps", "link time lost to replays"};
+  Counter credit_stalls_{stats_, "credit_stalls", "count",
+                         "times a queued packet had to wait for the receiver's credits"};
+  Counter credit_stall_time_{stats_, "credit_stall_time_ps", "ps",
+                             "time spent with packets queued but no credits to send them"};
+  Distribution queue_delay_{stats_, "queue_delay", "ns",
+                            "time from a packet's arrival at the queue to its transmission",
+                            kPsPerNs};
+  Distribution occupancy_{stats_, "queue_occupancy", "packets",
+                          "packets already queued when a packet arrives (arrival-sampled)"};
+  Formula utilisation_;
+  Formula efficiency_;
+};
+
+}  // namespace podsim

@@ -28,6 +28,7 @@ Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig
                     return w > 0 ? static_cast<double>(payload_bytes_.value()) / w : 0.0;
                   }) {
   credits_.fill(INT64_MAX / 4);  // until told the receiver's buffer
+  occupancy_.report_buckets(true);
   spawn_method((name + "_wake").c_str(), wake_, [this] { pump(); });
 }
 
@@ -130,10 +131,13 @@ void Egress::commit(std::size_t tc, Time now) {
   packets_.inc();
   tl_bytes_.inc(q.tl);
   payload_bytes_.inc(payload_bytes_on_wire(a));
-  wire_bytes_.inc(q.tl * (port_.dl_flit.count() + port_.ethernet_overhead.count()) /
-                  port_.dl_payload.count());
+  const std::uint64_t wire =
+      q.tl * (port_.dl_flit.count() + port_.ethernet_overhead.count()) / port_.dl_payload.count();
+  wire_bytes_.inc(wire);
+  class_wire_bytes_[tc] += wire;
   queue_delay_.record(now - q.since);
   if (also_delay_) also_delay_->record(now - q.since);
+  if (also_class_delay_) (*also_class_delay_)[tc]->record(now - q.since);
 
   send_(*q.gp, now + tx_delay_ + penalty);
   if (on_space_) on_space_();

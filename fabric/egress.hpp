@@ -17,10 +17,11 @@
 #include <array>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "fabric/fabric_config.hpp"
-#include "fabric/framing.hpp"
+#include "fabric/traffic.hpp"
 #include "sim/base/rng.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
@@ -50,13 +51,22 @@ class Egress {
   void return_credits(TrafficClass tc, std::uint64_t tl, Time at);
   // Called whenever queue space frees (a switch retries inputs waiting for this output).
   void set_on_space(std::function<void()> fn) { on_space_ = std::move(fn); }
-  // Also records every packet's queueing delay into `d` (a switch's all-outputs figure).
-  void also_record_delay(Distribution* d) { also_delay_ = d; }
+  // Also records every packet's queueing delay into `all` and into its class's distribution
+  // in `by_class` (a switch's all-outputs figures).
+  void also_record_delay(
+      Distribution* all,
+      const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* by_class = nullptr) {
+    also_delay_ = all;
+    also_class_delay_ = by_class;
+  }
 
   const StatGroup& stats() const { return stats_; }
   std::uint64_t queued_packets() const;
   Time busy() const { return busy_; }
   std::uint64_t wire_bytes_sent() const { return wire_bytes_.value(); }
+  std::uint64_t wire_bytes_sent(TrafficClass tc) const {
+    return class_wire_bytes_[static_cast<std::size_t>(tc)];
+  }
 
  private:
   struct Queued {
@@ -80,12 +90,14 @@ class Egress {
   Send send_;
   std::function<void()> on_space_;
   Distribution* also_delay_ = nullptr;
+  const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* also_class_delay_ = nullptr;
   double flit_error_;
   Time replay_penalty_;
 
   std::array<std::deque<Queued>, kTrafficClasses> queues_;
   std::array<std::uint64_t, kTrafficClasses> queued_bytes_{};
   std::array<std::int64_t, kTrafficClasses> credits_{};
+  std::array<std::uint64_t, kTrafficClasses> class_wire_bytes_{};
   std::deque<CreditReturn> pending_credits_;
   Time free_at_;
   Time busy_;

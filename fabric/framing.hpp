@@ -1,8 +1,7 @@
-// What a packet costs on the wire, and which traffic class it travels in.
+// What a packet costs on the wire (plain C++; fabric/traffic.hpp applies it to packets).
 //
-// A packet is transaction-layer (TL) bytes: a header plus the data it carries (loads send a
-// bare request and get data back; stores carry data forward and get a bare acknowledgement),
-// rounded up to whole TL granules. TL bytes are packed into data-link (DL) flits: each
+// A packet is transaction-layer (TL) bytes: a header plus the data it carries, rounded up to
+// whole TL granules. TL bytes are packed into data-link (DL) flits: each
 // dl_flit bytes on the wire carries dl_payload TL bytes; with UALoE each DL flit also pays
 // Ethernet framing. podsim packs flits exactly in aggregate: a packet of T TL bytes occupies
 // T x (dl_flit + ethernet_overhead) / dl_payload bytes of wire time.
@@ -12,46 +11,14 @@
 #include <string_view>
 
 #include "fabric/fabric_config.hpp"
-#include "sim/kernel/access.hpp"
 
 namespace podsim {
-
-// Separate queues and credits per class, so control messages are never stuck behind bulk
-// data, and responses never wait for requests (which would allow request-response deadlock).
-// Lower value = higher priority.
-enum class TrafficClass : std::uint8_t { Control = 0, Response = 1, Request = 2 };
-constexpr std::size_t kTrafficClasses = 3;
-inline std::string_view traffic_class_name(std::size_t tc) {
-  constexpr std::string_view names[] = {"control", "response", "request"};
-  return names[tc];
-}
-
-inline TrafficClass traffic_class(const Access& a) {
-  switch (a.kind) {
-    case PacketKind::Control: return TrafficClass::Control;
-    case PacketKind::Response: return TrafficClass::Response;
-    case PacketKind::Request: return TrafficClass::Request;
-  }
-  return TrafficClass::Request;
-}
-
-inline std::uint64_t payload_bytes_on_wire(const Access& a) {
-  switch (a.kind) {
-    case PacketKind::Request: return a.op == AccessOp::Write ? a.size : 0;
-    case PacketKind::Response: return a.op == AccessOp::Read ? a.size : 0;
-    case PacketKind::Control: return a.size;
-  }
-  return 0;
-}
 
 // TL bytes of a packet with `payload` data bytes: header plus data, in whole granules.
 inline std::uint64_t tl_bytes(std::uint64_t payload, const PortConfig& p) {
   const std::uint64_t raw = p.tl_header.count() + payload;
   const std::uint64_t g = p.tl_granule.count();
   return (raw + g - 1) / g * g;
-}
-inline std::uint64_t tl_bytes(const Access& a, const PortConfig& p) {
-  return tl_bytes(payload_bytes_on_wire(a), p);
 }
 
 // Wire time of `tl` TL bytes at the port's rate, DL framing and Ethernet overhead included,

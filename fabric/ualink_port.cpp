@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "fabric/framing.hpp"
+#include "fabric/traffic.hpp"
 
 namespace podsim {
 
@@ -45,6 +45,10 @@ tlm::tlm_sync_enum UalinkPort::outgoing_control(int, tlm::tlm_generic_payload& g
 tlm::tlm_sync_enum UalinkPort::response_from_memory(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                                     sc_core::sc_time& d) {
   Access& a = access_of(gp);
+  if (a.posted) {  // a posted store gets no response
+    gp.release();
+    return tlm::TLM_ACCEPTED;
+  }
   a.kind = PacketKind::Response;
   a.route_to = a.src;
   tx_queue_.push(sim_now() + from_sc(d), &gp);

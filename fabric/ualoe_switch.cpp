@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fabric/framing.hpp"
+#include "fabric/traffic.hpp"
 
 namespace podsim {
 
@@ -19,6 +19,10 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
       arrivals_(256) {
   if (used_ports > cfg.ports)
     throw std::logic_error(std::string(this->name()) + ": more links than switch ports");
+  for (std::size_t tc = 0; tc < kTrafficClasses; ++tc)
+    class_delay_[tc] = std::make_unique<Distribution>(
+        stats_, "output_queue_delay." + std::string(traffic_class_name(tc)), "ns",
+        "time packets of this traffic class waited in output queues, all outputs", kPsPerNs);
   in.register_nb_transport_fw(this, &UaloeSwitch::fw);
   out.register_nb_transport_bw(this, &UaloeSwitch::bw);
   for (std::uint32_t i = 0; i < used_ports; ++i) {
@@ -32,7 +36,7 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
                                    out[static_cast<int>(i)]->nb_transport_fw(gp, ph, d);
                                  }));
     outputs_.back()->set_on_space([this, i] { output_has_space(i); });
-    outputs_.back()->also_record_delay(&queue_delay_);
+    outputs_.back()->also_record_delay(&queue_delay_, &class_delay_);
     stats_.add_child(outputs_.back()->stats());
   }
   spawn_method("arrive", arrivals_.event(),

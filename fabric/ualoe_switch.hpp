@@ -46,6 +46,9 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats {
   std::uint32_t ports_used() const { return static_cast<std::uint32_t>(outputs_.size()); }
   const Egress& output(std::uint32_t port) const { return *outputs_[port]; }
   const Distribution& output_queue_delay() const { return queue_delay_; }
+  const Distribution& output_queue_delay(TrafficClass tc) const {
+    return *class_delay_[static_cast<std::size_t>(tc)];
+  }
 
   const StatGroup& stat_group() const override { return stats_; }
 
@@ -93,6 +96,7 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats {
                            "time held packets waited in their input buffer", kPsPerNs};
   Distribution queue_delay_{stats_, "output_queue_delay", "ns",
                             "time packets waited in output queues, all outputs", kPsPerNs};
+  std::array<std::unique_ptr<Distribution>, kTrafficClasses> class_delay_;
 };
 
 }  // namespace podsim

@@ -1,5 +1,6 @@
 #include "models/compute/compute_agent.hpp"
 
+#include <cmath>
 #include <cstring>
 
 namespace podsim {
@@ -31,10 +32,11 @@ ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cf
 }
 
 void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion> regions,
-                         std::uint16_t vmid) {
+                         std::uint16_t vmid, Time mean_interarrival) {
   traffic_ = traffic;
   regions_ = std::move(regions);
   vmid_ = vmid;
+  mean_interarrival_ = mean_interarrival;
   active_ = true;
   phase_issued_ = 0;
   phase_end_ = sim_now() + traffic.duration;
@@ -66,8 +68,18 @@ void ComputeAgent::check_done() {
 }
 
 void ComputeAgent::issue_more() {
-  while (in_flight_ < traffic_.outstanding && may_issue())
-    issue_one();
+  if (traffic_.injection == Injection::Poisson) {
+    // One access now, the next after an exponentially distributed gap.
+    if (may_issue()) {
+      issue_one();
+      const double gap =
+          -std::log1p(-rng_.uniform()) * static_cast<double>(mean_interarrival_.as_ps());
+      issue_ev_.notify(to_sc(Time::ps(static_cast<std::int64_t>(gap))));
+    }
+  } else {
+    while (in_flight_ < traffic_.outstanding && may_issue())
+      issue_one();
+  }
   check_done();
 }
 
@@ -101,7 +113,16 @@ void ComputeAgent::issue_one() {
   }
   ++issued_;
   ++phase_issued_;
-  ++in_flight_;
+  if (!read && traffic_.posted_writes) {
+    // Nothing will come back: the store is done as far as the wavefront is concerned.
+    a.posted = true;
+    posted_.inc();
+    ++completed_;
+    remote_bytes_.inc(size);
+    last_complete_ = now;
+  } else {
+    ++in_flight_;
+  }
   send(gp, cfg_.issue_latency);
 }
 
@@ -121,6 +142,11 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
   const Time now = sim_now();
   if (a.tag != epoch_) {  // from a phase a device reset abandoned
+    gp->release();
+    return;
+  }
+  if (a.posted) {  // a posted store that faulted before it left this GPU
+    if (a.status == AccessStatus::Fault) faults_.inc();
     gp->release();
     return;
   }

@@ -31,8 +31,10 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
                PacketPool& pool, Rng rng);
 
   // Starts an access phase now in address space `vmid`. `done()` fires when it has ended and
-  // every access it issued has completed.
-  void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions, std::uint16_t vmid);
+  // every access it issued has completed. Poisson injection issues one access every
+  // `mean_interarrival` on average.
+  void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions, std::uint16_t vmid,
+             Time mean_interarrival = Time{});
   // Device reset: the phase ends at once; what is in flight is forgotten.
   void abort();
   const sc_core::sc_event& done() const { return done_ev_; }
@@ -75,6 +77,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   TrafficConfig traffic_;
   std::vector<AccessRegion> regions_;
   std::uint16_t vmid_ = 0;
+  Time mean_interarrival_;
   bool active_ = false;
   std::uint32_t epoch_ = 0;  // accesses of an aborted phase are dropped when they return
   Time phase_end_;
@@ -96,6 +99,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Counter retries_{stats_, "retries", "count",
                    "accesses re-issued after a retry answer (revoke or page move in progress)"};
   Counter remote_bytes_{stats_, "remote_bytes", "bytes", "payload bytes moved by remote accesses"};
+  Counter posted_{stats_, "posted_writes", "count", "stores issued without a response"};
   Distribution latency_{stats_, "remote_latency", "ns",
                         "issue-to-completion latency of remote accesses (retries included)",
                         kPsPerNs};

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <array>
+
 #include "sim/base/params.hpp"
 #include "sim/base/units.hpp"
 
@@ -20,12 +22,24 @@ struct ComputeConfig {
 };
 
 // The traffic an agent generates in an access phase.
+enum class Injection : std::uint8_t { ClosedLoop, Poisson };
+inline constexpr std::array<EnumName<Injection>, 2> kInjectionNames{{
+    {"closed_loop", Injection::ClosedLoop,
+     "keep `outstanding` accesses in flight: a new one as each completes"},
+    {"poisson", Injection::Poisson,
+     "issue at exponentially distributed intervals for `offered_load`, whatever completes"},
+}};
+
+// The traffic an agent generates in an access phase.
 struct TrafficConfig {
   std::uint64_t accesses = 2000;
   Time duration;
+  Injection injection = Injection::ClosedLoop;
   std::uint32_t outstanding = 16;
+  double offered_load = 0.5;
   double read_fraction = 0.5;
   Bytes access_size = Bytes(64);
+  bool posted_writes = false;
 
   template <class V>
   void visit(V& v) {
@@ -33,12 +47,21 @@ struct TrafficConfig {
             "loads and stores each initiating GPU issues (when duration is 0)",
             between<std::uint64_t>(0, 1'000'000'000));
     v.field("duration", duration, "issue for this long instead of a fixed count (0: use accesses)");
-    v.field("outstanding", outstanding, "accesses a GPU keeps in flight (closed loop)",
+    v.choice("injection", injection, "when accesses are issued",
+             std::span<const EnumName<Injection>>(kInjectionNames));
+    v.field("outstanding", outstanding, "closed_loop: accesses a GPU keeps in flight",
             between<std::uint32_t>(1, 65536));
+    v.field("offered_load", offered_load,
+            "poisson: the fraction of the GPU's port bandwidth (all planes) its data-carrying "
+            "packets (store requests, load responses) would fill",
+            between(0.001, 1.0));
     v.field("read_fraction", read_fraction, "fraction of accesses that are loads",
             between(0.0, 1.0));
     v.field("access_size", access_size, "bytes per load or store (64, 128, 192 or 256)",
             between(Bytes(64), Bytes(256)));
+    v.field("posted_writes", posted_writes,
+            "stores get no response: they complete when issued (for analysis: each link then "
+            "carries one packet size)");
   }
   template <class C>
   void check(C& c) const {

@@ -86,6 +86,9 @@ class Distribution final : public Stat {
   const LogHistogram& histogram() const { return hist_; }
   void merge(const Distribution& other) { hist_.merge(other.hist_); }
   double divisor() const { return divisor_; }
+  // Writers also list the histogram's buckets (for small-valued ones such as occupancies).
+  void report_buckets(bool on) { report_buckets_ = on; }
+  bool report_buckets() const { return report_buckets_; }
   // A recorded value (or the mean) in the reported unit.
   double reported(double raw) const { return raw / divisor_; }
   void accept(StatVisitor& v) const override { v.visit(*this); }
@@ -93,6 +96,7 @@ class Distribution final : public Stat {
  private:
   LogHistogram hist_;
   double divisor_;
+  bool report_buckets_ = false;
 };
 
 // A total split into named parts (the per-hop latency breakdown): each part accumulates a

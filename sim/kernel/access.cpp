@@ -25,6 +25,7 @@ void Access::reset_for_use() {
   kind = PacketKind::Request;
   op = AccessOp::Read;
   status = AccessStatus::Ok;
+  posted = false;
   size = 0;
   vmid = 0;
   vaddr = npa = pa = 0;

@@ -69,6 +69,7 @@ class Access final : public tlm::tlm_extension<Access> {
   PacketKind kind = PacketKind::Request;
   AccessOp op = AccessOp::Read;
   AccessStatus status = AccessStatus::Ok;
+  bool posted = false;     // a store with no response
   std::uint32_t size = 0;  // payload bytes (64..256 for data, 64 for control commands)
   std::uint16_t vmid = 0;
   std::uint64_t vaddr = 0;  // the importer's GPU virtual address

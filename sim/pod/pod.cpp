@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "fabric/traffic.hpp"
+
 namespace podsim {
 
 namespace {
@@ -29,7 +31,18 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
                  [this] { return achieved_bandwidth() / 1e9; }),
       phase_time_(stats_, "access_phase_time", "ns",
                   "from the first access issued to the last completed",
-                  [this] { return access_phase().as_ns(); }) {
+                  [this] { return access_phase().as_ns(); }),
+      plane_balance_(stats_, "plane_balance", "ratio",
+                     "least over most data bytes the GPUs sent on any switch plane (1: even)",
+                     [this] { return plane_balance(); }),
+      efficiency_(stats_, "payload_efficiency", "ratio",
+                  "data bytes per wire byte over every GPU port (headers, granules, DL "
+                  "framing and Ethernet overhead)",
+                  [this] { return payload_efficiency(); }) {
+  for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
+    plane_bytes_.push_back(std::make_unique<Counter>(
+        stats_, fmt::format("plane{}.wire_bytes", p), "bytes",
+        "wire bytes of data traffic (requests and responses) the GPUs sent on this plane"));
   for (std::size_t t = 1; t < driver::kMsgTypes; ++t) {
     const std::string n(driver::msg_name(static_cast<driver::MsgType>(t)));
     messages_.push_back(std::make_unique<Counter>(stats_, "messages." + n, "count",
@@ -134,6 +147,27 @@ double Pod::achieved_bandwidth() const {
   return t > 0 ? static_cast<double>(bytes_.value()) / t : 0.0;
 }
 
+double Pod::plane_balance() const {
+  std::uint64_t lo = UINT64_MAX, hi = 0;
+  for (const auto& c : plane_bytes_) {
+    lo = std::min(lo, c->value());
+    hi = std::max(hi, c->value());
+  }
+  return hi ? static_cast<double>(lo) / static_cast<double>(hi) : 1.0;
+}
+
+double Pod::payload_efficiency() const {
+  double payload = 0, wire = 0;
+  for (const auto& g : gpus_)
+    for (const auto& p : g->ports) {
+      for (const Stat* s : p->egress().stats().stats()) {
+        if (s->name() == "payload_bytes") payload += static_cast<const Counter*>(s)->value();
+        if (s->name() == "wire_bytes") wire += static_cast<const Counter*>(s)->value();
+      }
+    }
+  return wire > 0 ? payload / wire : 0.0;
+}
+
 std::uint64_t Pod::messages(driver::MsgType t) const {
   return messages_[static_cast<std::size_t>(t) - 1]->value();
 }
@@ -162,6 +196,10 @@ void Pod::finalize() {
     phase_end_ = std::max(phase_end_, a.last_complete());
   }
   if (phase_start_ == Time::max()) phase_start_ = phase_end_ = Time{};
+  for (auto& g : gpus_)
+    for (std::uint32_t p = 0; p < g->ports.size(); ++p)
+      plane_bytes_[p]->inc(g->ports[p]->egress().wire_bytes_sent(TrafficClass::Request) +
+                           g->ports[p]->egress().wire_bytes_sent(TrafficClass::Response));
   accesses_.inc(latency_.histogram().count());
   violations_.inc(invariants_.violations().size());
 }

@@ -49,6 +49,10 @@ class Pod final : public sc_core::sc_module, public HasStats {
   const Distribution& revoke_time() const { return revoke_time_; }
   const Distribution& send_time() const { return send_time_; }
   std::uint64_t messages(driver::MsgType t) const;
+  // Least over most bytes the GPUs sent on any plane (1: perfectly even).
+  double plane_balance() const;
+  // Data bytes per wire byte, over every GPU port.
+  double payload_efficiency() const;
 
  private:
   void control();  // the pod's own thread: waits for the workload, tears down, checks
@@ -91,6 +95,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
                           "control messages, all GPUs: the sender's cost (write to consumed)",
                           kPsPerNs};
   std::vector<std::unique_ptr<Counter>> messages_;
+  std::vector<std::unique_ptr<Counter>> plane_bytes_;
+  Formula plane_balance_;
+  Formula efficiency_;
   Counter violations_{stats_, "invariant_violations", "count", "broken protocol promises"};
 };
 

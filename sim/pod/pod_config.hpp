@@ -80,6 +80,11 @@ struct PodConfig {
         c.fail("workload.initiators." + std::to_string(i),
                "GPU " + std::to_string(workload.initiators[i]) + " does not exist (pod.gpus is " +
                    std::to_string(pod.gpus) + ")");
+    for (std::size_t i = 0; i < workload.targets.size(); ++i)
+      if (workload.targets[i] >= pod.gpus)
+        c.fail("workload.targets." + std::to_string(i),
+               "GPU " + std::to_string(workload.targets[i]) + " does not exist (pod.gpus is " +
+                   std::to_string(pod.gpus) + ")");
     if (workload.buffer_size < workload.traffic.access_size)
       c.fail("workload.buffer_size", "smaller than workload.traffic.access_size");
     if (pod.vpod_size != 0 && pod.gpus % pod.vpod_size != 0)

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "fabric/framing.hpp"
+
 namespace podsim {
 
 using driver::Errno;
@@ -26,13 +30,30 @@ std::vector<StepConfig> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
     steps.push_back(std::move(s));
     return steps.back();
   };
+  // The peers a GPU imports from: every other GPU of its vPod, or `peers` of them spread
+  // evenly around it; the ones it accesses: those, or only the targets among them.
+  const std::uint32_t vpod = cfg.pod.vpod_size ? cfg.pod.vpod_size : n;
+  const std::uint32_t want = w.peers && w.peers < vpod - 1 ? w.peers : vpod - 1;
   auto peers_of = [&](std::uint32_t g) {
-    std::vector<std::uint32_t> peers;  // only GPUs of the same vPod
-    const std::uint32_t size = cfg.pod.vpod_size ? cfg.pod.vpod_size : n;
-    for (std::uint32_t k = 1; k < size; ++k)
-      peers.push_back(g / size * size + (g % size + k) % size);
+    std::vector<std::uint32_t> peers;
+    for (std::uint32_t j = 0; j < want; ++j) {
+      const std::uint32_t k =
+          1 + static_cast<std::uint32_t>(static_cast<std::uint64_t>(j) * (vpod - 1) / want);
+      peers.push_back(g / vpod * vpod + (g % vpod + k) % vpod);
+    }
     return peers;
   };
+  auto importers_of = [&](std::uint32_t g) {
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t q = 0; q < n; ++q) {
+      const auto p = peers_of(q);
+      if (std::find(p.begin(), p.end(), g) != p.end()) out.push_back(q);
+    }
+    return out;
+  };
+  std::vector<bool> target(n, w.targets.empty());
+  for (std::uint32_t g : w.targets)
+    target[g] = true;
   for (std::uint32_t g = 0; g < n; ++g) {
     step(g, StepOp::Alloc).size = w.buffer_size;
     steps.back().name = "buf";
@@ -40,7 +61,7 @@ std::vector<StepConfig> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
     steps.back().name = "local";
     step(g, StepOp::Export).buffer = "buf";
     steps.back().name = fmt::format("h{}", g);
-    for (std::uint32_t q : peers_of(g)) {
+    for (std::uint32_t q : importers_of(g)) {
       step(g, StepOp::SendHandle).handle = fmt::format("h{}", g);
       steps.back().to = q;
     }
@@ -55,11 +76,12 @@ std::vector<StepConfig> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
       step(g, StepOp::CloseFd).fd = fmt::format("fd{}", q);
     }
     step(g, StepOp::Barrier).name = "mapped";
-    if (initiator[g] && !peers_of(g).empty()) {
+    std::vector<std::string> accessed;
+    for (std::uint32_t q : peers_of(g))
+      if (target[q]) accessed.push_back(fmt::format("m{}", q));
+    if (initiator[g] && !accessed.empty()) {
       StepConfig& acc = step(g, StepOp::Access);
-      acc.mappings.emplace();
-      for (std::uint32_t q : peers_of(g))
-        acc.mappings->push_back(fmt::format("m{}", q));
+      acc.mappings = accessed;
     }
   }
   return steps;
@@ -218,7 +240,12 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
       if (s.outstanding) t.outstanding = *s.outstanding;
       if (s.read_fraction) t.read_fraction = *s.read_fraction;
       if (s.access_size) t.access_size = *s.access_size;
-      node.agent.start(t, std::move(regions), p);
+      // Poisson: one data-carrying packet every mean gap fills offered_load of the ports.
+      const Time data_packet =
+          wire_time(tl_bytes(t.access_size.count(), cfg_.fabric.port), cfg_.fabric.port);
+      const Time gap = Time::ps(static_cast<std::int64_t>(static_cast<double>(data_packet.as_ps()) /
+                                                          (t.offered_load * cfg_.fabric.planes)));
+      node.agent.start(t, std::move(regions), p, gap);
       while (!node.agent.finished())
         sc_core::wait(node.agent.done());
       return Errno::Ok;

@@ -21,6 +21,14 @@ class JsonStatVisitor final : public StatVisitor {
     o_["p90"] = r(h.percentile(0.90));
     o_["p99"] = r(h.percentile(0.99));
     o_["p999"] = r(h.percentile(0.999));
+    if (s.report_buckets()) {
+      boost::json::array buckets;  // [lowest value, highest value, count] of each used bucket
+      for (std::size_t i = 0; i < h.bucket_count(); ++i)
+        if (h.bucket_value(i) > 0)
+          buckets.push_back(
+              boost::json::array{r(h.bucket_lower(i)), r(h.bucket_upper(i)), h.bucket_value(i)});
+      o_["histogram"] = std::move(buckets);
+    }
   }
   void visit(const Breakdown& s) override {
     o_["samples"] = s.samples();

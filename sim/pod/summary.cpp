@@ -5,6 +5,7 @@
 
 #include <ostream>
 
+#include "fabric/framing.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/run.hpp"
 
@@ -53,6 +54,17 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
     }
     fmt::print(out, "  {:<20}{:>10.1f}\n", "total", total);
   }
+  const PortConfig& port = cfg.fabric.port;
+  const std::uint64_t data = cfg.workload.traffic.access_size.count();
+  fmt::print(out,
+             "{:<18}{} plane(s) of {}, {} x {}; payload efficiency {:.1f}% (a {} B data packet: "
+             "{:.1f}%), plane balance {:.2f}\n",
+             "fabric", cfg.fabric.planes,
+             enum_name(std::span<const EnumName<Topology>>(kTopologyNames), cfg.fabric.topology),
+             port.lanes,
+             fmt::format("{:g} Gb/s", static_cast<double>(port.lane_rate.bits_per_second()) / 1e9),
+             100.0 * pod.payload_efficiency(), data, 100.0 * payload_efficiency(data, port),
+             pod.plane_balance());
   auto line = [&](const char* what, const Distribution& d) {
     const LogHistogram& hh = d.histogram();
     if (hh.count() == 0) return;

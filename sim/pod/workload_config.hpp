@@ -182,6 +182,8 @@ struct WorkloadConfig {
   WorkloadKind kind = WorkloadKind::AllToAll;
   Bytes buffer_size = Bytes::MiB(1);
   std::vector<std::uint32_t> initiators;  // empty: every GPU
+  std::vector<std::uint32_t> targets;     // empty: every peer
+  std::uint32_t peers = 0;                // 0: every GPU of the vPod
   TrafficConfig traffic;
   std::vector<StepConfig> steps;
   bool teardown = true;
@@ -194,6 +196,13 @@ struct WorkloadConfig {
             between(Bytes(4096), Bytes::GiB(64)));
     v.field("initiators", initiators,
             "all_to_all: GPUs that run the access phase (an empty list means every GPU)",
+            between<std::uint32_t>(0, 1023));
+    v.field("targets", targets,
+            "all_to_all: the GPUs whose buffers the initiators load from and store to (an "
+            "empty list means every peer; a hotspot is one GPU)",
+            between<std::uint32_t>(0, 1023));
+    v.field("peers", peers,
+            "all_to_all: how many peers each GPU imports from, spread across the vPod (0: all)",
             between<std::uint32_t>(0, 1023));
     v.section("traffic", traffic, "access phases (a scenario's access steps may override)");
     v.list("steps", steps, "scenario: the steps, in order per GPU process");

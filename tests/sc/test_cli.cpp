@@ -82,7 +82,7 @@ TEST_CASE("configs/default.json is the embedded default pod", "[cli]") {
   CHECK_THAT(embedded.out, Catch::Contains("\"gpus\": 8"));
 }
 
-TEST_CASE("a run writes its resolved config, seed and version; the config reproduces it", "[cli]") {
+TEST_CASE("a run writes its resolved config, seed and version, the config reproduces it", "[cli]") {
   auto first = run_podsim({"run", "--seed", "7", "--set", "workload.traffic.accesses=300"});
   REQUIRE(first.exit_code == 0);
   REQUIRE(first.config);

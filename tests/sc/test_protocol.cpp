@@ -60,7 +60,7 @@ TEST_CASE("import across the switch: HELLO, NPA_REQ and NPA_RSP cross the fabric
   CHECK(r.stat("pod.summary.invariant_violations") == 0);
 }
 
-TEST_CASE("revoke under traffic: nothing served after release; the revoke time is reported",
+TEST_CASE("revoke under traffic: nothing served after release, the revoke time is reported",
           "[protocol][revoke]") {
   auto r = run_podsim({"run", source_path("configs/revoke-under-load.json")});
   INFO(r.err);
@@ -108,7 +108,7 @@ TEST_CASE("node reset mid-traffic: every peer cleans up, and the node exports ag
   CHECK(r.stat("pod.gpu2.vram.reads") + r.stat("pod.gpu2.vram.writes") > 0);
 }
 
-TEST_CASE("pinned versus unpinned exported memory: both run; stats show what each costs",
+TEST_CASE("pinned versus unpinned exported memory: both run, stats show what each costs",
           "[protocol][pinning]") {
   const std::vector<std::string> base = {"run", "--set", "workload.traffic.accesses=1500"};
   auto with = [&](const char* mode) {

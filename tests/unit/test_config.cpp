@@ -178,3 +178,26 @@ TEST_CASE("docs/config-reference.md is current", "[config][docs]") {
   INFO("regenerate it: see the header of docs/config-reference.md");
   CHECK_THAT(ss.str(), Catch::EndsWith(pod_config_reference()));
 }
+
+TEST_CASE("topologies the switches cannot build are config errors", "[config][topology]") {
+  auto e = error_of(R"({"pod": {"gpus": 16}, "fabric": {"switch": {"ports": 8}}})");
+  CHECK(e.path() == "pod.gpus");
+  CHECK_THAT(e.message(), Catch::Contains("fabric.switch.ports is 8"));
+  auto ls = error_of(R"({"pod": {"gpus": 64}, "fabric": {"topology": "leaf_spine",
+                        "leaf_spine": {"gpus_per_leaf": 16, "spines": 56}}})");
+  CHECK(ls.path() == "fabric.leaf_spine.spines");
+  CHECK_THAT(ls.message(), Catch::Contains("exceed fabric.switch.ports (64)"));
+  auto radix = error_of(R"({"pod": {"gpus": 1024}, "gpu": {"driver": {"accel_max": 1024}},
+                           "fabric": {"topology": "leaf_spine",
+                           "leaf_spine": {"gpus_per_leaf": 8, "spines": 8}}})");
+  CHECK(radix.path() == "fabric.leaf_spine.gpus_per_leaf");
+  CHECK_THAT(radix.message(), Catch::Contains("128 leaves need 128-port spines"));
+  CHECK(error_of(R"({"pod": {"gpus": 1025}})").path() == "pod.gpus");
+  CHECK(error_of(R"({"fabric": {"link": {"flit_error_rate": 0.1, "bit_error_rate": 1e-9}}})")
+            .path() == "fabric.link.bit_error_rate");
+  CHECK(error_of(R"({"fabric": {"planes": 65}})").path() == "fabric.planes");
+  // A pod that fits is fine.
+  PodConfig ok = read(R"({"pod": {"gpus": 1024}, "gpu": {"driver": {"accel_max": 1024}},
+                         "fabric": {"topology": "leaf_spine"}})");
+  CHECK(ok.fabric.leaf_spine.gpus_per_leaf == 32);
+}

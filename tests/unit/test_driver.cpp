@@ -13,7 +13,7 @@ constexpr std::uint64_t kVa = 0x1000'0000;
 
 // ---- buffers -----------------------------------------------------------------------------
 
-TEST_CASE("buffers: user mode cannot allocate NPA memory; a full VRAM is ENOMEM",
+TEST_CASE("buffers: user mode cannot allocate NPA memory, a full VRAM is ENOMEM",
           "[driver][buffers]") {
   World w(1);
   CHECK(w.call(w.d(0).gem_create(1, Bytes(4096), Domain::Npa)).err == Errno::Inval);
@@ -22,7 +22,7 @@ TEST_CASE("buffers: user mode cannot allocate NPA memory; a full VRAM is ENOMEM"
   CHECK(w.call(w.d(0).gem_create(1, Bytes(10 * 4096), Domain::Vram)).ok());
 }
 
-TEST_CASE("buffers: an imported (NPA) buffer cannot be CPU-mapped; a VRAM one can",
+TEST_CASE("buffers: an imported (NPA) buffer cannot be CPU-mapped, a VRAM one can",
           "[driver][buffers]") {
   World w(2);
   GemHandle local = w.buffer(0);
@@ -32,7 +32,7 @@ TEST_CASE("buffers: an imported (NPA) buffer cannot be CPU-mapped; a VRAM one ca
   CHECK(w.call(w.d(0).gem_cpu_map(1, 999)) == Errno::NoEnt);
 }
 
-TEST_CASE("buffers: the last reference frees the VRAM; a mapping holds a reference",
+TEST_CASE("buffers: the last reference frees the VRAM, a mapping holds a reference",
           "[driver][buffers]") {
   World w(1);
   const auto before = w.env(0).free_pages;
@@ -241,7 +241,7 @@ TEST_CASE("import: NPA_REQ / NPA_RSP give a buffer in the NPA domain over one NP
   CHECK(w.d(0).gem_size(1, gem.value) == Bytes(1 << 20));
 }
 
-TEST_CASE("import: again returns a new reference to the same buffer; closing keeps the node",
+TEST_CASE("import: again returns a new reference to the same buffer, closing keeps the node",
           "[driver][import]") {
   World w(2);
   UalinkHandle h = w.exported(1);
@@ -346,7 +346,7 @@ TEST_CASE("import: an exporter that never answers NPA_REQ: ETIMEDOUT after 5 s, 
   CHECK(w.d(0).import_state(h) == ImportState::Teardown);  // the node is gone
 }
 
-TEST_CASE("import: a full ring is ENOSPC; NPA_FAIL NOSPACE is ENOSPC", "[driver][import]") {
+TEST_CASE("import: a full ring is ENOSPC, NPA_FAIL NOSPACE is ENOSPC", "[driver][import]") {
   World w(2);
   UalinkHandle h = w.exported(1);
   w.env(0).ring_full = true;
@@ -397,7 +397,7 @@ TEST_CASE("alias mode: a second NPA_REQ gets the same range again", "[driver][im
   CHECK(w.env(1).npa.size() == 256);   // one range
 }
 
-TEST_CASE("alias mode: importers share one range; each request pins", "[driver][import]") {
+TEST_CASE("alias mode: importers share one range, each request pins", "[driver][import]") {
   World w(3);
   GemHandle g;
   UalinkHandle h = w.exported(2, 1 << 20, 1, &g);
@@ -410,7 +410,7 @@ TEST_CASE("alias mode: importers share one range; each request pins", "[driver][
 
 // ---- revoke and release ------------------------------------------------------------------
 
-TEST_CASE("revoke: closing the last handle revokes; importers invalidate and release",
+TEST_CASE("revoke: closing the last handle revokes, importers invalidate and release",
           "[driver][revoke]") {
   World w(3);
   GemHandle g;

@@ -5,7 +5,7 @@
 using namespace podsim;
 using namespace podsim::driver;
 
-TEST_CASE("NPA_REQ carries handle lo (without the ID bits) and hi; the exporter restores lo",
+TEST_CASE("NPA_REQ carries handle lo (without the ID bits) and hi, the exporter restores lo",
           "[messages]") {
   Message m;
   m.type = MsgType::NpaReq;
@@ -21,7 +21,7 @@ TEST_CASE("NPA_REQ carries handle lo (without the ID bits) and hi; the exporter 
   CHECK(out.handle == m.handle);
 }
 
-TEST_CASE("NPA_RSP carries size and the stripped NPA; the importer restores lo from the sender",
+TEST_CASE("NPA_RSP carries size and the stripped NPA, the importer restores lo from the sender",
           "[messages]") {
   Message m;
   m.type = MsgType::NpaRsp;
@@ -38,7 +38,7 @@ TEST_CASE("NPA_RSP carries size and the stripped NPA; the importer restores lo f
   CHECK(out.npa_page == 0x200);
 }
 
-TEST_CASE("HELLO carries receiver and sender; FAIL its reason; unknown types are refused",
+TEST_CASE("HELLO carries receiver and sender, FAIL its reason, unknown types are refused",
           "[messages]") {
   Message h;
   h.type = MsgType::Hello;

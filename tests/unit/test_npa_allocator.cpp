@@ -21,7 +21,7 @@ TEST_CASE("ranges of 512 pages or more are aligned to 2 MiB", "[npa]") {
   CHECK(*a.allocate(2) == 515);  // small ones fill the hole before the aligned range
 }
 
-TEST_CASE("freed ranges merge and can be reused; bad frees are caught", "[npa]") {
+TEST_CASE("freed ranges merge and can be reused, bad frees are caught", "[npa]") {
   NpaRangeAllocator a(512, 512 + 100);
   auto x = *a.allocate(40);
   auto y = *a.allocate(60);

@@ -122,15 +122,14 @@ Task<Result<GemHandle>> Driver::gem_create(ProcessId p, Bytes bytes, Domain doma
   co_await sleep(cfg_.ioctl_latency);
   if (domain == Domain::Npa || bytes.count() == 0) co_return Result<GemHandle>{Errno::Inval, 0};
   const std::uint64_t pages = (bytes.count() + kPageSize - 1) / kPageSize;
-  std::uint64_t id = new_bo(domain, pages);
+  std::vector<std::uint64_t> vram;
   if (domain == Domain::Vram) {
-    auto got = env_.vram_alloc(pages);
-    if (!got) {
-      bos_.erase(id);
-      co_return Result<GemHandle>{Errno::NoMem, 0};
-    }
-    bos_[id].vram_pages = std::move(*got);
+    auto got = co_await env_.vram_alloc(pages);  // may wait for freed pages to be cleared
+    if (!got) co_return Result<GemHandle>{Errno::NoMem, 0};
+    vram = std::move(*got);
   }
+  const std::uint64_t id = new_bo(domain, pages);
+  bos_[id].vram_pages = std::move(vram);
   co_return Result<GemHandle>{Errno::Ok, new_gem(p, id)};
 }
 
@@ -160,26 +159,27 @@ Task<Errno> Driver::gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va) {
   if (va % kPageSize != 0) co_return Errno::Inval;
   if (bo->domain == Domain::Gtt) co_return Errno::OpNotSupp;  // system memory is not modelled
   if (bo->evicted) co_return Errno::Inval;                    // its access was revoked
-  const std::uint64_t id = bo->id, pages = bo->pages;
+  const std::uint64_t pages = bo->pages;
   const std::uint64_t first = va >> kPageShift;
-  for (std::uint64_t i = 0; i < pages; ++i) {
-    Pte pte;
-    pte.writable = true;
-    if (bo->domain == Domain::Vram) {
-      pte.target = PteTarget::Vram;
-      pte.frame = bo->vram_pages[i];
-    } else {
-      pte.target = PteTarget::Npa;
-      pte.frame = bo->npa_page + i;
+  const bool vram = bo->domain == Domain::Vram;
+  auto frame = [&](std::uint64_t i) { return vram ? bo->vram_pages[i] : bo->npa_page + i; };
+  // Where pages are contiguous and aligned in both spaces, PTEs carry a 64 KiB or 2 MiB
+  // fragment so that one TLB entry covers them.
+  for (std::uint64_t i = 0; i < pages;) {
+    const std::uint8_t f = best_fragment(first, i, pages, frame);
+    for (std::uint64_t k = 0; k < (1ull << f); ++k, ++i) {
+      Pte pte;
+      pte.writable = true;
+      pte.target = vram ? PteTarget::Vram : PteTarget::Npa;
+      pte.frame = frame(i);
+      pte.fragment = f;
+      env_.gpuvm_map(p, first + i, pte);
     }
-    env_.gpuvm_map(p, first + i, pte);
   }
   bo->mappings.push_back({p, va});
   ++bo->refs;  // the mapping (bo_va) holds the buffer
   co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages));
-  env_.gpuvm_flush_tlb(p);
-  co_await sleep(cfg_.tlb_flush_latency);
-  (void)id;
+  co_await sleep(env_.gpuvm_flush_tlb(p, first, pages, FlushKind::Lightweight));
   co_return Errno::Ok;
 }
 
@@ -195,10 +195,9 @@ Task<Errno> Driver::gem_va_unmap(ProcessId p, GemHandle gem, std::uint64_t va) {
   if (!bo->evicted)
     for (std::uint64_t i = 0; i < pages; ++i)
       env_.gpuvm_unmap(p, (va >> kPageShift) + i);
-  env_.gpuvm_flush_tlb(p);
+  const Time flush = env_.gpuvm_flush_tlb(p, va >> kPageShift, pages, FlushKind::Heavyweight);
   unref(id);
-  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages) +
-                 cfg_.tlb_flush_latency);
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages) + flush);
   co_return Errno::Ok;
 }
 
@@ -255,7 +254,7 @@ Task<void> Driver::process_exit(ProcessId p) {
       --bo.refs;  // released below through unref when it was the last
     }
   }
-  env_.gpuvm_flush_tlb(p);
+  co_await sleep(env_.gpuvm_flush_tlb(p, 0, 0, FlushKind::Heavyweight));
   // Buffers whose last reference was a mapping.
   std::vector<std::uint64_t> unreferenced;
   for (auto& [id, bo] : bos_)
@@ -349,11 +348,14 @@ std::uint64_t Driver::npa_key(AccelId importer, std::uint64_t window_page) const
 
 Task<void> Driver::map_range(const Bo& bo, std::uint64_t key_base, std::uint64_t tag) {
   const std::uint64_t pages = bo.pages;
-  for (std::uint64_t i = 0; i < pages; ++i)
-    env_.npa_map(key_base + i, bo.vram_pages[i], tag);
+  auto frame = [&](std::uint64_t i) { return bo.vram_pages[i]; };
+  for (std::uint64_t i = 0; i < pages;) {
+    const std::uint8_t f = best_fragment(key_base, i, pages, frame);
+    for (std::uint64_t k = 0; k < (1ull << f); ++k, ++i)
+      env_.npa_map(key_base + i, bo.vram_pages[i], tag, f);
+  }
   co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages));
-  env_.npa_flush_tlb();
-  co_await sleep(cfg_.tlb_flush_latency);
+  co_await sleep(env_.npa_flush_tlb());
 }
 
 void Driver::unmap_range(std::uint64_t key_base, std::uint64_t pages) {
@@ -380,6 +382,13 @@ void Driver::unpin(Bo& bo) {
     return;
   }
   --bo.pins;
+  env_.vram_unpin(bo.vram_pages);
+}
+
+void Driver::pin(Bo& bo) {
+  if (cfg_.exported_memory == ExportedMemory::Unpinned) return;
+  ++bo.pins;
+  env_.vram_pin(bo.vram_pages);
 }
 
 Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
@@ -409,7 +418,7 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   ++node->refs;
   Bo& bo = bos_.at(node->bo);
   const std::uint64_t tag = node->handle.lo;
-  if (cfg_.exported_memory == ExportedMemory::Pinned) ++bo.pins;  // once per request
+  pin(bo);  // once per request
 
   std::uint64_t window_page = 0;
   bool fresh_range = false;
@@ -549,8 +558,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
       env_.npa_set_retry(*key + p, true);
   }
   co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages * retried.size()));
-  env_.npa_flush_tlb();
-  co_await sleep(cfg_.tlb_flush_latency);
+  co_await sleep(env_.npa_flush_tlb());
 
   // 2. A remote heavyweight shootdown to each; importers no longer ready are dropped.
   for (AccelId i : orig) {
@@ -571,8 +579,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
     unmap_range(*key, pages);
   }
   co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages * unmapped.size()));
-  env_.npa_flush_tlb();
-  co_await sleep(cfg_.tlb_flush_latency);
+  co_await sleep(env_.npa_flush_tlb());
 
   // 4. Unpin once per importer, clear the handle, release the dma-buf and the buffer.
   for (std::size_t k = 0; k < orig.size(); ++k)
@@ -776,10 +783,10 @@ Task<void> Driver::invalidate_import(const ImportPtr& node) {
     ptes += bo.pages;
     if (std::find(vms.begin(), vms.end(), m.process) == vms.end()) vms.push_back(m.process);
   }
-  for (ProcessId vm : vms)
-    env_.gpuvm_flush_tlb(vm);
-  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(ptes) +
-                 cfg_.tlb_flush_latency * static_cast<std::int64_t>(vms.size()));
+  Time flush;
+  for (const Mapping& m : bo.mappings)
+    flush += env_.gpuvm_flush_tlb(m.process, m.va >> kPageShift, bo.pages, FlushKind::Heavyweight);
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(ptes) + flush);
 }
 
 Task<void> Driver::on_npa_revoke(AccelId from, const Message& m) {
@@ -1015,35 +1022,43 @@ Task<void> Driver::eviction_worker() {
     ++node->refs;
     Bo& bo = bos_.at(node->bo);
     const std::uint64_t page = rng_.below(bo.pages);
-    std::vector<std::uint64_t> keys;
-    if (node->shared_npa) keys.push_back(npa_key(self_, *node->shared_npa) + page);
+    std::vector<std::uint64_t> bases;  // the first NPA page of each range mapping the buffer
+    if (node->shared_npa) bases.push_back(npa_key(self_, *node->shared_npa));
     for (auto& [imp, wp] : node->ident_npa)
-      keys.push_back(npa_key(imp, wp) + page);
-    for (std::uint64_t k : keys)
-      env_.npa_set_retry(k, true);
-    env_.npa_flush_tlb();
-    co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(keys.size()) +
-                   cfg_.tlb_flush_latency);
+      bases.push_back(npa_key(imp, wp));
+    for (std::uint64_t b : bases)
+      env_.npa_set_retry(b + page, true);
+    co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(bases.size()) +
+                   env_.npa_flush_tlb());
     for (AccelId i = 0; i < kMaxAccels; ++i)
       if (node->importers[i]) co_await shootdown(i);
     co_await sleep(cfg_.migration.copy_latency);
-    auto fresh = env_.vram_alloc(1);
+    auto fresh = co_await env_.vram_alloc(1);
     Bo& b = bos_.at(node->bo);
+    std::uint64_t rewritten = 0;
     if (fresh && !node->revoked) {
       env_.vram_free(std::span<const std::uint64_t>(&b.vram_pages[page], 1));
       b.vram_pages[page] = (*fresh)[0];
-      for (std::uint64_t k : keys)
-        env_.npa_map(k, b.vram_pages[page], node->handle.lo);
+      // The page's new place breaks the fragment it was in: rewrite the PTEs of its aligned
+      // 2 MiB block (a fragment never crosses one) with fragments that hold again.
+      const std::uint64_t first = page & ~((1ull << kFragment2M) - 1);
+      const std::uint64_t count = std::min<std::uint64_t>(b.pages - first, 1ull << kFragment2M);
+      auto frame = [&](std::uint64_t i) { return b.vram_pages[first + i]; };
+      for (std::uint64_t base : bases)
+        for (std::uint64_t i = 0; i < count;) {
+          const std::uint8_t f = best_fragment(base + first, i, count, frame);
+          for (std::uint64_t k = 0; k < (1ull << f); ++k, ++i, ++rewritten)
+            env_.npa_map(base + first + i, frame(i), node->handle.lo, f);
+        }
       evictions_.inc();
     } else {
       if (fresh) env_.vram_free(*fresh);
       if (!node->revoked)
-        for (std::uint64_t k : keys)
-          env_.npa_set_retry(k, false);
+        for (std::uint64_t base : bases)
+          env_.npa_set_retry(base + page, false);
     }
-    env_.npa_flush_tlb();
-    co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(keys.size()) +
-                   cfg_.tlb_flush_latency);
+    co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(rewritten) +
+                   env_.npa_flush_tlb());
     put_export(node);
   }
 }

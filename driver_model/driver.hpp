@@ -207,6 +207,7 @@ class Driver {
   void unmap_range(std::uint64_t key_base, std::uint64_t pages);
   void free_range(AccelId importer, std::uint64_t window_page, std::uint64_t pages,
                   std::uint64_t tag);
+  void pin(Bo& bo);
   void unpin(Bo& bo);
   NpaRangeAllocator& window(AccelId importer);
   // import side

@@ -38,7 +38,6 @@ struct DriverConfig {
   Time alloc_latency = Time::ns(500);
   Time irq_handler_latency = Time::us(1);
   Time pte_update_latency = Time::ns(20);
-  Time tlb_flush_latency = Time::us(1);
   Time response_timeout = Time::ms(5000);
   Time release_timeout = Time::ms(5000);
   Time poll_interval_min = Time::us(10);
@@ -62,7 +61,6 @@ struct DriverConfig {
             "driver time to take one protocol message from the interrupt ring and dispatch it");
     v.field("pte_update_latency", pte_update_latency,
             "CPU time to write one 4 KiB PTE (GPUVM or NPA VM)");
-    v.field("tlb_flush_latency", tlb_flush_latency, "a heavyweight local TLB flush");
     v.field("response_timeout", response_timeout,
             "how long a driver waits for HELLO_ACK or NPA_RSP (snapshot: 5 s)",
             at_least(Time::ns(1)));

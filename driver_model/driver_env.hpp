@@ -13,7 +13,8 @@
 #include "driver_model/coro.hpp"
 #include "driver_model/errno.hpp"
 #include "driver_model/messages.hpp"
-#include "models/gpuvm/page_table.hpp"
+#include "models/mmu/mmu.hpp"
+#include "models/mmu/page_table.hpp"
 
 namespace podsim::driver {
 
@@ -22,24 +23,32 @@ enum class Ring : std::uint8_t { Interrupt = 0, Tlb = 1 };
 
 class DriverEnv : public Scheduler {
  public:
-  // VRAM pages (4 KiB page numbers), or nothing when VRAM is full.
-  virtual std::optional<std::vector<std::uint64_t>> vram_alloc(std::uint64_t pages) = 0;
+  // VRAM pages (4 KiB page numbers), or nothing when VRAM is full. Waits while the pages it
+  // needs are still being cleared.
+  virtual Task<std::optional<std::vector<std::uint64_t>>> vram_alloc(std::uint64_t pages) = 0;
   virtual void vram_free(std::span<const std::uint64_t> pages) = 0;
+  virtual void vram_pin(std::span<const std::uint64_t> pages) = 0;
+  virtual void vram_unpin(std::span<const std::uint64_t> pages) = 0;
 
   // This GPU's NPA VM. `key` as NpaMmu::key_of gives it; `tag` names the export (handle lo)
   // so the invariant checker can tell whose range an access used.
-  virtual void npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag) = 0;
+  virtual void npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
+                       std::uint8_t fragment) = 0;
   // PTE.X = 1: accesses get a retry response instead of memory (revoke, page migration).
   virtual void npa_set_retry(std::uint64_t key, bool retry) = 0;
   virtual void npa_unmap(std::uint64_t key) = 0;
-  virtual void npa_flush_tlb() = 0;
+  // A heavyweight flush of the NPA VM's translations; what it costs.
+  virtual Time npa_flush_tlb() = 0;
   // True if any valid PTE remains in [first_key, first_key + pages).
   virtual bool npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const = 0;
 
   // A process's GPUVM page table.
   virtual void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) = 0;
   virtual void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) = 0;
-  virtual void gpuvm_flush_tlb(std::uint16_t vmid) = 0;
+  // Invalidates `vmid`'s cached translations of [first, first + pages) (0 pages: all of
+  // them); what it costs.
+  virtual Time gpuvm_flush_tlb(std::uint16_t vmid, std::uint64_t first, std::uint64_t pages,
+                               FlushKind kind) = 0;
 
   // Writes a command into `dst`'s ring and polls the write-back page until `dst`'s firmware
   // has consumed it: Ok, NoSpc (ring full), Time (not consumed in time), Comm (firmware

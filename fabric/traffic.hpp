@@ -29,8 +29,8 @@ inline TrafficClass traffic_class(const Access& a) {
 
 inline std::uint64_t payload_bytes_on_wire(const Access& a) {
   switch (a.kind) {
-    case PacketKind::Request: return a.op == AccessOp::Write ? a.size : 0;
-    case PacketKind::Response: return a.op == AccessOp::Read ? a.size : 0;
+    case PacketKind::Request: return a.op != AccessOp::Read ? a.size : 0;    // stores, atomics
+    case PacketKind::Response: return a.op != AccessOp::Write ? a.size : 0;  // loads, atomics
     case PacketKind::Control: return a.size;
   }
   return 0;

@@ -8,9 +8,9 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
                  AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed,
                  PacketPool& pool, InvariantLog* invariants)
     : sc_module(name),
-      vram("vram", cfg.vram),
-      gpuvm("gpuvm", cfg.gpuvm, id, fabric.planes, fabric.plane_interleave),
-      npa_mmu("npa_mmu", cfg.npa_mmu, mode, id, invariants),
+      vram("vram", cfg.vram, seed),
+      gpuvm("gpuvm", cfg.gpuvm, id, fabric.planes, fabric.plane_interleave, seed),
+      npa_mmu("npa_mmu", cfg.npa_mmu, mode, id, invariants, seed),
       mailbox("mailbox", cfg.mailbox, id, pool),
       agent("agent", cfg.compute, id, pool,
             Rng::for_component(seed, std::string(this->name()) + ".agent")),

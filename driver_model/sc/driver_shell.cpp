@@ -85,14 +85,39 @@ void DriverShell::cancel(TimerId id) {
   if (id != 0 && id < next_timer_) cancelled_.insert(id);
 }
 
-std::optional<std::vector<std::uint64_t>> DriverShell::vram_alloc(std::uint64_t pages) {
-  return vram_.allocator().allocate(pages);
+Task<std::optional<std::vector<std::uint64_t>>> DriverShell::vram_alloc(std::uint64_t pages) {
+  // Vram answers at once, or when its clearing engine has zeroed enough freed pages.
+  std::optional<Vram::Pages> result;
+  WaitQueue answered;
+  struct Cancel {  // a frame destroyed while waiting (device reset) withdraws its request
+    Vram& vram;
+    std::uint64_t id = 0;
+    bool pending = true;
+    ~Cancel() {
+      if (pending) vram.cancel_allocation(id);
+    }
+  } cancel{vram_};
+  cancel.id = vram_.allocate(pages, [&](Vram::Pages p) {
+    result = std::move(p);
+    cancel.pending = false;
+    answered.wake_all();
+  });
+  while (!result)
+    co_await answered.wait(*this);
+  co_return std::move(*result);
 }
 void DriverShell::vram_free(std::span<const std::uint64_t> pages) {
-  vram_.allocator().free(pages);
+  vram_.free(pages);
 }
-void DriverShell::npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag) {
-  npa_mmu_.map_page(key, vram_page, tag);
+void DriverShell::vram_pin(std::span<const std::uint64_t> pages) {
+  vram_.allocator().pin(pages);
+}
+void DriverShell::vram_unpin(std::span<const std::uint64_t> pages) {
+  vram_.allocator().unpin(pages);
+}
+void DriverShell::npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
+                          std::uint8_t fragment) {
+  npa_mmu_.map_page(key, vram_page, tag, fragment);
 }
 void DriverShell::npa_set_retry(std::uint64_t key, bool retry) {
   npa_mmu_.set_retry(key, retry);
@@ -100,8 +125,8 @@ void DriverShell::npa_set_retry(std::uint64_t key, bool retry) {
 void DriverShell::npa_unmap(std::uint64_t key) {
   npa_mmu_.unmap_page(key);
 }
-void DriverShell::npa_flush_tlb() {
-  npa_mmu_.flush_tlb();
+Time DriverShell::npa_flush_tlb() {
+  return npa_mmu_.flush_tlb(FlushKind::Heavyweight);
 }
 bool DriverShell::npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const {
   return npa_mmu_.any_mapped(first_key, pages);
@@ -112,8 +137,9 @@ void DriverShell::gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte
 void DriverShell::gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) {
   gpuvm_.unmap_page(vmid, va_page);
 }
-void DriverShell::gpuvm_flush_tlb(std::uint16_t vmid) {
-  gpuvm_.invalidate_tlb(vmid);
+Time DriverShell::gpuvm_flush_tlb(std::uint16_t vmid, std::uint64_t first, std::uint64_t pages,
+                                  FlushKind kind) {
+  return gpuvm_.invalidate(vmid, kind, first, pages);
 }
 
 void DriverShell::note_released(std::uint64_t tag, AccelId importer) {

@@ -1,7 +1,8 @@
-// GpuVm: the requester's MMU. Translates a compute agent's GPU virtual address through a TLB
-// (and a page walk on a miss) into a local VRAM address or an NPA, then sends the access to
-// VRAM or to the UALink port. An access to an unmapped or invalidated page completes as a
-// fault and is never sent anywhere.
+// GpuVm: the requester's MMU. Translates a compute agent's GPU virtual address, per process
+// address space (VMID), through UTCL1/UTCL2 TLBs, a page-walk cache and page walkers
+// (MmuCore) into a local VRAM address or an NPA, then sends the access to VRAM or to the
+// UALink port of the plane its address hashes to. An access to an unmapped or invalidated
+// page completes as a fault (counted, logged with address and time) and is never sent.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
@@ -9,16 +10,23 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include <unordered_map>
+#include <vector>
 
 #include "models/gpuvm/gpuvm_config.hpp"
-#include "models/gpuvm/page_table.hpp"
-#include "models/mmu/tlb.hpp"
+#include "models/mmu/mmu.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
+
+struct FaultRecord {
+  Time at;
+  std::uint16_t vmid;
+  std::uint64_t va;
+  bool write;
+};
 
 class GpuVm final : public sc_core::sc_module, public HasStats {
  public:
@@ -28,7 +36,7 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   tlm_utils::multi_passthrough_initiator_socket<GpuVm, 32, PodProtocol> to_ports{"to_ports"};
 
   GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self, std::uint32_t planes,
-        Bytes plane_interleave);
+        Bytes plane_interleave, std::uint64_t seed);
 
   // The plane (port) an access to NPA byte address `npa` takes.
   std::uint32_t plane_of(std::uint64_t npa) const;
@@ -36,13 +44,16 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   // -- programming interface (the driver's page-table updates)
   void map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte);
   void unmap_page(std::uint16_t vmid, std::uint64_t va_page);
-  // Heavyweight invalidation: drops every TLB entry of the address space.
-  void invalidate_tlb(std::uint16_t vmid);
+  // Invalidates address space `vmid`'s cached translations of pages [first, first + pages)
+  // (all of them when pages is 0); what it costs.
+  Time invalidate(std::uint16_t vmid, FlushKind kind, std::uint64_t first = 0,
+                  std::uint64_t pages = 0);
   // A remote shootdown (the snapshot always flushes everything): every address space.
   void invalidate_all();
-  // Device reset: no page tables, an empty TLB.
+  // Device reset: no page tables, nothing cached.
   void reset();
-  const GpuPageTable* page_table(std::uint16_t vmid) const;
+  const PageTable* page_table(std::uint16_t vmid) const;
+  const std::vector<FaultRecord>& fault_log() const { return fault_log_; }
 
   const StatGroup& stat_group() const override { return stats_; }
   const GpuVmConfig& config() const { return cfg_; }
@@ -58,19 +69,27 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   AccelId self_;
   std::uint32_t planes_;
   unsigned interleave_shift_;
-  Tlb<Pte> tlb_;
-  std::unordered_map<std::uint16_t, GpuPageTable> tables_;
+  MmuCore mmu_;
+  std::unordered_map<std::uint16_t, PageTable> tables_;
+  std::vector<FaultRecord> fault_log_;
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;
 
   StatGroup stats_;
   Counter translations_{stats_, "translations", "count", "accesses translated"};
-  Counter tlb_hits_{stats_, "tlb_hits", "count", "translations that hit in the TLB"};
-  Counter tlb_misses_{stats_, "tlb_misses", "count", "translations that needed a page walk"};
+  Counter l1_hits_{stats_, "l1_hits", "count", "translations that hit in the L1 TLB"};
+  Counter l2_hits_{stats_, "l2_hits", "count", "translations that missed L1 and hit L2"};
+  Counter walks_{stats_, "walks", "count", "translations that missed both TLBs: page walks"};
+  Counter levels_read_{stats_, "walk_levels_read", "count",
+                       "page-table entries the walks read (fewer with the page-walk cache)"};
+  Distribution walker_wait_{stats_, "walker_wait", "ns", "time walks waited for a free walker",
+                            kPsPerNs};
   Counter faults_{stats_, "faults", "count",
                   "accesses to unmapped or invalidated pages (completed as faults, not served)"};
   Counter local_{stats_, "local_accesses", "count", "accesses sent to local VRAM"};
   Counter remote_{stats_, "remote_accesses", "count", "accesses sent over UALink (NPA targets)"};
-  Counter invalidations_{stats_, "tlb_invalidations", "count", "TLB invalidations requested"};
+  Counter light_{stats_, "invalidations_lightweight", "count", "lightweight TLB invalidations"};
+  Counter heavy_{stats_, "invalidations_heavyweight", "count",
+                 "heavyweight TLB invalidations (remote shootdowns included)"};
 };
 
 }  // namespace podsim

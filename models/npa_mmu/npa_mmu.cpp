@@ -2,18 +2,18 @@
 
 #include <fmt/format.h>
 
-#include "models/gpuvm/page_table.hpp"
+#include <string>
 
 namespace podsim {
 
 NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode,
-               AccelId self, InvariantLog* invariants)
+               AccelId self, InvariantLog* invariants, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
       mode_(mode),
       self_(self),
       invariants_(invariants),
-      tlb_(cfg.tlb_entries, cfg.tlb_ways) {
+      mmu_(cfg, Rng::for_component(seed, std::string(this->name()))) {
   from_ports.register_nb_transport_fw(this, &NpaMmu::fw);
   to_vram.register_nb_transport_bw(this, &NpaMmu::bw);
   spawn_method("arrive", arrivals_.event(), [this] {
@@ -46,19 +46,15 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
   translations_.inc();
 
   const std::uint64_t key = key_of(a.npa, a.src);
-  const auto t = translate_page(tlb_, cfg_, 0, key, [&]() -> std::optional<NpaPte> {
-    auto it = table_.find(key);
-    if (it == table_.end() || !it->second.valid) return std::nullopt;
-    return it->second;
-  });
-  (t.tlb_hit ? tlb_hits_ : tlb_misses_).inc();
-  const Time cost = t.cost;
-  const NpaPte pte = t.entry.value_or(NpaPte{});
+  const auto t = mmu_.translate(0, key, now, &table_);
+  (t.l1_hit || t.l2_hit ? tlb_hits_ : tlb_misses_).inc();
+  const Time cost = t.done - now;
+  const Pte pte = t.pte.value_or(Pte{});
 
   sc_core::sc_time d = to_sc(cost);
-  if (!pte.valid || pte.retry) {
-    (pte.valid ? retries_ : faults_).inc();
-    a.status = pte.valid ? AccessStatus::Retry : AccessStatus::RemoteFault;
+  if (!pte.valid() || pte.retry) {
+    (pte.valid() ? retries_ : faults_).inc();
+    a.status = pte.valid() ? AccessStatus::Retry : AccessStatus::RemoteFault;
     gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     tlm::tlm_phase ph = tlm::BEGIN_RESP;
     from_ports[static_cast<int>(a.plane)]->nb_transport_bw(*gp, ph, d);
@@ -71,39 +67,47 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
                                            "(NPA {:#x}) after gpu{} had released it",
                                            self_, a.src, pte.tag, a.npa, a.src));
   }
-  a.pa = (pte.vram_page << kPageShift) | (a.npa & (kPageSize - 1));
+  a.pa = (pte.frame << kPageShift) | (a.npa & (kPageSize - 1));
   gp->set_address(a.pa);
   tlm::tlm_phase ph = tlm::BEGIN_REQ;
   to_vram->nb_transport_fw(*gp, ph, d);
 }
 
-void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag) {
-  table_[key] = NpaPte{true, false, vram_page, tag};
+void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
+                      std::uint8_t fragment) {
+  Pte pte;
+  pte.target = PteTarget::Vram;
+  pte.writable = true;
+  pte.frame = vram_page;
+  pte.tag = tag;
+  pte.fragment = fragment;
+  table_.map(key, pte);
 }
 
 void NpaMmu::set_retry(std::uint64_t key, bool retry) {
-  auto it = table_.find(key);
-  if (it != table_.end()) it->second.retry = retry;
+  if (Pte* pte = table_.find(key)) pte->retry = retry;
 }
 
 void NpaMmu::unmap_page(std::uint64_t key) {
-  table_.erase(key);
+  table_.unmap(key);
 }
 
-void NpaMmu::flush_tlb() {
+Time NpaMmu::flush_tlb(FlushKind kind) {
   flushes_.inc();
-  tlb_.invalidate_all();
+  return mmu_.flush(kind);
 }
 
 bool NpaMmu::any_mapped(std::uint64_t first_key, std::uint64_t pages) const {
-  if (pages < table_.size()) {
+  if (pages < table_.mapped_pages()) {
     for (std::uint64_t k = first_key; k < first_key + pages; ++k)
-      if (table_.count(k)) return true;
+      if (table_.lookup(k).valid()) return true;
     return false;
   }
-  for (const auto& [k, pte] : table_)
-    if (k >= first_key && k - first_key < pages) return true;
-  return false;
+  bool found = false;
+  table_.for_each([&](std::uint64_t k, const Pte&) {
+    if (k >= first_key && k - first_key < pages) found = true;
+  });
+  return found;
 }
 
 void NpaMmu::mark_released(std::uint64_t tag, AccelId importer) {
@@ -115,7 +119,7 @@ void NpaMmu::mark_released(std::uint64_t tag, AccelId importer) {
 void NpaMmu::reset() {
   table_.clear();
   released_.clear();
-  tlb_.invalidate_all();
+  mmu_.flush(FlushKind::Heavyweight);
 }
 
 }  // namespace podsim

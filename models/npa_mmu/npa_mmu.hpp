@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "models/mmu/tlb.hpp"
+#include "models/mmu/mmu.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
 #include "models/npa_mmu/npa_mmu_config.hpp"
 #include "sim/base/invariants.hpp"
@@ -24,13 +24,6 @@
 
 namespace podsim {
 
-struct NpaPte {
-  bool valid = false;
-  bool retry = false;  // PTE.X = 1
-  std::uint64_t vram_page = 0;
-  std::uint64_t tag = 0;  // the export (its handle's lo) this page belongs to
-};
-
 class NpaMmu final : public sc_core::sc_module, public HasStats {
  public:
   // One per switch plane, bound in plane order: a response returns through its request's.
@@ -38,17 +31,19 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   tlm_utils::simple_initiator_socket<NpaMmu, 32, PodProtocol> to_vram{"to_vram"};
 
   NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode, AccelId self,
-         InvariantLog* invariants);
+         InvariantLog* invariants, std::uint64_t seed = 1);
 
   // -- programming interface. `key` is the NPA page as this exporter sees it: the window
   // page (ID stripped) in source-aliasing mode, requester<<29 | window page otherwise.
-  void map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag);
+  void map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
+                std::uint8_t fragment = 0);
   void set_retry(std::uint64_t key, bool retry);
   void unmap_page(std::uint64_t key);
-  void flush_tlb();
+  // Invalidates the NPA VM's cached translations; what it costs.
+  Time flush_tlb(FlushKind kind = FlushKind::Heavyweight);
   bool any_mapped(std::uint64_t first_key, std::uint64_t pages) const;
   std::uint64_t key_of(std::uint64_t npa, AccelId requester) const;
-  std::size_t mapped_pages() const { return table_.size(); }
+  std::size_t mapped_pages() const { return table_.mapped_pages(); }
   // `importer` gave up export `tag`: serving it from now on violates the protocol's promise.
   void mark_released(std::uint64_t tag, AccelId importer);
   // Device reset: no mappings, an empty TLB.
@@ -66,15 +61,15 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   NpaAddrMode mode_;
   AccelId self_;
   InvariantLog* invariants_;
-  Tlb<NpaPte> tlb_;
-  std::unordered_map<std::uint64_t, NpaPte> table_;
+  MmuCore mmu_;
+  PageTable table_;
   std::unordered_map<std::uint64_t, std::vector<bool>> released_;  // by tag, by importer
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;
 
   StatGroup stats_;
   Counter translations_{stats_, "translations", "count", "incoming NPA accesses translated"};
-  Counter tlb_hits_{stats_, "tlb_hits", "count", "translations that hit in the NPA TLB"};
-  Counter tlb_misses_{stats_, "tlb_misses", "count", "translations that needed an NPA walk"};
+  Counter tlb_hits_{stats_, "tlb_hits", "count", "translations that hit in a TLB"};
+  Counter tlb_misses_{stats_, "tlb_misses", "count", "translations that needed a walk"};
   Counter faults_{stats_, "faults", "count", "incoming accesses with no valid NPA mapping"};
   Counter retries_{stats_, "retries", "count",
                    "incoming accesses answered with a retry (PTE.X = 1: revoke or page move)"};

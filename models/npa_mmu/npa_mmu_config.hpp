@@ -1,12 +1,14 @@
 #pragma once
 
-#include "models/mmu/translation.hpp"
+#include "models/mmu/mmu.hpp"
 
 namespace podsim {
 
-// The exporter's NPA VM (its own TLB, 3-level page table by default).
-struct NpaMmuConfig : TranslationConfig {
-  NpaMmuConfig() : TranslationConfig(3) {}
+// The exporter's NPA VM: its own TLB (no L1), a 3-level page table.
+struct NpaMmuConfig : MmuConfig {
+  NpaMmuConfig() : MmuConfig(TlbConfig{0, 1, Time{}}, TlbConfig{1024, 8, Time::ns(10)}, 3) {
+    walkers = 16;
+  }
 };
 
 }  // namespace podsim

@@ -1,29 +1,62 @@
 #include "models/vram/page_allocator.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 #include <string>
 
 namespace podsim {
 
-VramPageAllocator::VramPageAllocator(std::uint64_t pages) : total_(pages), free_count_(pages) {
+VramPageAllocator::VramPageAllocator(std::uint64_t pages, Policy policy, std::uint64_t scatter_run,
+                                     bool clear_on_free, Rng rng)
+    : total_(pages),
+      policy_(policy),
+      scatter_run_(std::max<std::uint64_t>(1, scatter_run)),
+      clear_on_free_(clear_on_free),
+      rng_(rng),
+      clean_(pages) {
   if (pages) free_.emplace(0, pages);
 }
 
+void VramPageAllocator::take(std::map<std::uint64_t, std::uint64_t>::iterator it, std::uint64_t n,
+                             std::vector<std::uint64_t>& out) {
+  const std::uint64_t start = it->first, len = it->second;
+  for (std::uint64_t i = 0; i < n; ++i)
+    out.push_back(start + i);
+  free_.erase(it);
+  if (len > n) free_.emplace(start + n, len - n);
+  clean_ -= n;
+}
+
 std::optional<std::vector<std::uint64_t>> VramPageAllocator::allocate(std::uint64_t n) {
-  if (n > free_count_) return std::nullopt;
+  if (n > clean_) return std::nullopt;
   std::vector<std::uint64_t> out;
   out.reserve(n);
   while (out.size() < n) {
-    auto it = free_.begin();
-    std::uint64_t take = std::min<std::uint64_t>(it->second, n - out.size());
-    for (std::uint64_t i = 0; i < take; ++i)
-      out.push_back(it->first + i);
-    std::uint64_t start = it->first + take, len = it->second - take;
-    free_.erase(it);
-    if (len) free_.emplace(start, len);
+    const std::uint64_t need = n - out.size();
+    if (policy_ == Policy::FirstFit) {
+      auto it = free_.begin();
+      take(it, std::min(it->second, need), out);
+      continue;
+    }
+    // Scattered: a run of about scatter_run pages at a random free page.
+    const std::uint64_t run = 1 + rng_.below(2 * scatter_run_ - 1);
+    std::uint64_t at = rng_.below(total_);
+    auto it = free_.upper_bound(at);  // the extent holding `at`, or the next one
+    if (it != free_.begin() && std::prev(it)->first + std::prev(it)->second > at) {
+      --it;
+    } else {
+      if (it == free_.end()) it = free_.begin();
+      at = it->first;
+    }
+    // Split off the pages before `at`, then take the run from its start.
+    if (at > it->first) {
+      const std::uint64_t start = it->first, len = it->second;
+      it->second = at - start;
+      it = free_.emplace(at, start + len - at).first;
+    }
+    take(it, std::min({it->second, need, run}), out);
   }
-  free_count_ -= n;
   return out;
 }
 
@@ -51,8 +84,38 @@ void VramPageAllocator::insert_free(std::uint64_t start, std::uint64_t len) {
 void VramPageAllocator::free(std::span<const std::uint64_t> pages) {
   for (std::uint64_t p : pages) {
     if (p >= total_) throw std::logic_error("VRAM page " + std::to_string(p) + " out of range");
-    insert_free(p, 1);
-    ++free_count_;
+    if (is_pinned(p)) throw std::logic_error("VRAM page " + std::to_string(p) + " freed pinned");
+    if (clear_on_free_) {
+      dirty_.push_back(p);
+    } else {
+      insert_free(p, 1);
+      ++clean_;
+    }
+  }
+}
+
+std::optional<std::uint64_t> VramPageAllocator::next_dirty() {
+  if (dirty_.empty()) return std::nullopt;
+  const std::uint64_t p = dirty_.front();
+  dirty_.pop_front();
+  return p;
+}
+
+void VramPageAllocator::mark_clean(std::uint64_t page) {
+  insert_free(page, 1);
+  ++clean_;
+}
+
+void VramPageAllocator::pin(std::span<const std::uint64_t> pages) {
+  for (std::uint64_t p : pages)
+    ++pins_[p];
+}
+
+void VramPageAllocator::unpin(std::span<const std::uint64_t> pages) {
+  for (std::uint64_t p : pages) {
+    auto it = pins_.find(p);
+    if (it == pins_.end()) throw std::logic_error("VRAM page " + std::to_string(p) + " not pinned");
+    if (--it->second == 0) pins_.erase(it);
   }
 }
 

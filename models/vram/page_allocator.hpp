@@ -1,32 +1,66 @@
-// VRAM page allocator (plain C++): hands out 4 KiB pages from free extents, first fit, so a
-// buffer's pages may be scattered once the device has been running for a while.
+// VRAM page allocator (plain C++), 4 KiB pages.
+//
+// - First fit hands out the lowest free pages; scattered picks runs of about `scatter_run`
+//   pages at random places, as on a device that has been running for a while, so a buffer's
+//   pages are spread over VRAM.
+// - Freed pages are dirty until the clearing engine has zeroed them (VRAM is handed out
+//   zeroed); only clean pages can be allocated. Without clear-on-free they are clean at once.
+// - Pages can be pinned (counted); freeing a pinned page is a bug.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
+
+#include "sim/base/rng.hpp"
 
 namespace podsim {
 
 class VramPageAllocator {
  public:
-  explicit VramPageAllocator(std::uint64_t pages);
+  enum class Policy : std::uint8_t { FirstFit, Scattered };
 
-  // `n` pages (not necessarily contiguous), or nothing if fewer than `n` are free.
+  VramPageAllocator(std::uint64_t pages, Policy policy = Policy::FirstFit,
+                    std::uint64_t scatter_run = 16, bool clear_on_free = false, Rng rng = Rng(1));
+
+  // `n` clean pages, or nothing if fewer than `n` are clean.
   std::optional<std::vector<std::uint64_t>> allocate(std::uint64_t n);
+  // Freed pages become dirty (clear-on-free) or clean.
   void free(std::span<const std::uint64_t> pages);
 
+  // The clearing engine's work: the oldest dirty page, and then its being clean.
+  std::optional<std::uint64_t> next_dirty();
+  void mark_clean(std::uint64_t page);
+
+  void pin(std::span<const std::uint64_t> pages);
+  void unpin(std::span<const std::uint64_t> pages);
+  bool is_pinned(std::uint64_t page) const { return pins_.count(page) != 0; }
+  std::uint64_t pinned_pages() const { return pins_.size(); }
+
   std::uint64_t total_pages() const { return total_; }
-  std::uint64_t free_pages() const { return free_count_; }
-  bool is_free(std::uint64_t page) const;
+  std::uint64_t free_pages() const { return clean_ + dirty_.size(); }  // clean or being cleared
+  std::uint64_t clean_pages() const { return clean_; }
+  std::uint64_t dirty_pages() const { return dirty_.size(); }
+  bool is_free(std::uint64_t page) const;  // clean
 
  private:
   void insert_free(std::uint64_t start, std::uint64_t len);
+  void take(std::map<std::uint64_t, std::uint64_t>::iterator it, std::uint64_t n,
+            std::vector<std::uint64_t>& out);
+
   std::uint64_t total_;
-  std::uint64_t free_count_;
-  std::map<std::uint64_t, std::uint64_t> free_;  // start page -> length
+  Policy policy_;
+  std::uint64_t scatter_run_;
+  bool clear_on_free_;
+  Rng rng_;
+  std::uint64_t clean_;
+  std::map<std::uint64_t, std::uint64_t> free_;  // clean extents: start page -> length
+  std::deque<std::uint64_t> dirty_;
+  std::unordered_map<std::uint64_t, std::uint32_t> pins_;
 };
 
 }  // namespace podsim

@@ -2,28 +2,62 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 namespace podsim {
 
-Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg)
+Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
-      alloc_(cfg.capacity.count() / 4096),
-      channel_free_(cfg.channels),
+      channels_(cfg.channels()),
+      alloc_(cfg.capacity.count() / 4096,
+             cfg.allocation == VramAllocation::Scattered ? VramPageAllocator::Policy::Scattered
+                                                         : VramPageAllocator::Policy::FirstFit,
+             cfg.scatter_run.count() / 4096, cfg.clear_on_free,
+             Rng::for_component(seed, std::string(this->name()))),
+      channel_free_(channels_),
+      seed_(seed),
+      channel_bytes_(stats_, "channel_bytes", "bytes",
+                     "bytes each channel moved (requests and clearing)", channels_),
       utilisation_(stats_, "channel_utilisation", "ratio",
-                   "mean fraction of simulated time the channels spent transferring data", [this] {
+                   "mean fraction of simulated time the channels spent transferring data",
+                   [this] {
                      double t = sim_now().as_seconds();
-                     return t > 0 ? xfer_busy_total_.as_seconds() / (t * cfg_.channels) : 0.0;
-                   }) {
+                     return t > 0 ? xfer_busy_total_.as_seconds() / (t * channels_) : 0.0;
+                   }),
+      balance_(stats_, "channel_balance", "ratio",
+               "least over most bytes any channel moved (1: evenly spread)",
+               [this] {
+                 const auto& v = channel_bytes_.values();
+                 const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+                 return *hi ? static_cast<double>(*lo) / static_cast<double>(*hi) : 1.0;
+               }),
+      pinned_(stats_, "pinned_pages", "count", "pages pinned at the end of the run",
+              [this] { return static_cast<double>(alloc_.pinned_pages()); }) {
   in.register_nb_transport_fw(this, &Vram::fw);
   spawn_method("arrive", arrivals_.event(),
                [this] { arrivals_.drain([this](const Arrival& a) { serve(a); }); });
+  spawn_method("cleared", cleared_.event(), [this] {
+    cleared_.drain([this](const Cleared& c) {
+      if (c.epoch == epoch_) page_cleared(c.page);
+    });
+  });
 }
 
 tlm::tlm_sync_enum Vram::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                             sc_core::sc_time& d) {
   arrivals_.push(sim_now() + from_sc(d), Arrival{&gp, id});
   return tlm::TLM_ACCEPTED;
+}
+
+Time Vram::occupy(std::uint64_t pa, std::uint64_t bytes, Time earliest) {
+  const unsigned ch = channel_of(pa);
+  const Time start = std::max(earliest, channel_free_[ch]);
+  const Time xfer = cfg_.channel_bandwidth.transfer_time(Bytes(bytes));
+  channel_free_[ch] = start + xfer;
+  xfer_busy_total_ += xfer;
+  channel_bytes_.add(ch, bytes);
+  return start + xfer;
 }
 
 void Vram::serve(const Arrival& arr) {
@@ -33,31 +67,128 @@ void Vram::serve(const Arrival& arr) {
   a.stamp(HopKind::Vram, now);
 
   const std::uint64_t pa = gp.get_address();
+  // An atomic reads and writes: twice the channel time.
+  const std::uint64_t bytes = a.op == AccessOp::Atomic ? 2ull * a.size : a.size;
   const unsigned ch = channel_of(pa);
-  const Time start = std::max(now, channel_free_[ch]);
-  const Time xfer = cfg_.channel_bandwidth.transfer_time(Bytes(a.size));
-  channel_free_[ch] = start + xfer;
-  xfer_busy_total_ += xfer;
-  queue_delay_.record(start - now);
+  queue_delay_.record(std::max(now, channel_free_[ch]) - now);
+  const Time done = occupy(pa, bytes, now);
 
-  if (a.op == AccessOp::Read) {
-    reads_.inc();
-    bytes_read_.inc(a.size);
-    if (gp.get_data_ptr()) read_bytes(pa, gp.get_data_ptr(), a.size);
-  } else {
-    writes_.inc();
-    bytes_written_.inc(a.size);
-    if (gp.get_data_ptr()) write_bytes(pa, gp.get_data_ptr(), a.size);
+  unsigned char* data = gp.get_data_ptr();
+  switch (a.op) {
+    case AccessOp::Read:
+      reads_.inc();
+      bytes_read_.inc(a.size);
+      if (data) read_bytes(pa, data, a.size);
+      break;
+    case AccessOp::Write:
+      writes_.inc();
+      bytes_written_.inc(a.size);
+      if (data) write_bytes(pa, data, a.size);
+      break;
+    case AccessOp::Atomic: {
+      // Fetch-and-add of 64-bit lanes: the old values go back, the sums stay.
+      atomics_.inc();
+      bytes_read_.inc(a.size);
+      bytes_written_.inc(a.size);
+      if (data) {
+        unsigned char old[Access::kMaxData];
+        read_bytes(pa, old, a.size);
+        unsigned char sum[Access::kMaxData];
+        for (std::uint32_t off = 0; off + 8 <= a.size; off += 8) {
+          std::uint64_t x, y;
+          std::memcpy(&x, old + off, 8);
+          std::memcpy(&y, data + off, 8);
+          x += y;
+          std::memcpy(sum + off, &x, 8);
+        }
+        write_bytes(pa, sum, a.size);
+        std::memcpy(data, old, a.size);
+      }
+      break;
+    }
   }
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   tlm::tlm_phase ph = tlm::BEGIN_RESP;
-  sc_core::sc_time d = to_sc(start + xfer + cfg_.access_latency - now);
+  sc_core::sc_time d = to_sc(done + cfg_.access_latency - now);
   in[arr.socket]->nb_transport_bw(gp, ph, d);
 }
 
+// ---- allocation and clear-on-free -----------------------------------------------------------
+
+std::uint64_t Vram::allocate(std::uint64_t n, AllocDone done) {
+  const std::uint64_t id = next_waiter_++;
+  if (n > alloc_.free_pages()) {
+    done(std::nullopt);  // ENOMEM: not even counting the pages being cleared
+    return id;
+  }
+  if (waiters_.empty()) {
+    if (auto pages = alloc_.allocate(n)) {
+      done(std::move(pages));
+      return id;
+    }
+  }
+  alloc_waits_.inc();
+  waiters_.push_back(Waiter{id, n, sim_now(), std::move(done)});
+  clear_next();
+  return id;
+}
+
+void Vram::cancel_allocation(std::uint64_t id) {
+  std::erase_if(waiters_, [id](const Waiter& w) { return w.id == id; });
+}
+
+void Vram::free(std::span<const std::uint64_t> pages) {
+  alloc_.free(pages);
+  clear_next();
+}
+
+// The clearing engine zeroes one page at a time, at its own rate and through the channels.
+void Vram::clear_next() {
+  if (clearing_) return;
+  auto page = alloc_.next_dirty();
+  if (!page) return;
+  clearing_ = true;
+  const Time now = sim_now();
+  const Time start = std::max(now, engine_free_);
+  engine_free_ = start + cfg_.clear_bandwidth.transfer_time(Bytes(4096));
+  Time done = engine_free_;
+  const std::uint64_t granule = std::min<std::uint64_t>(cfg_.interleave.count(), 4096);
+  for (std::uint64_t off = 0; off < 4096; off += granule)
+    done = std::max(done, occupy(*page * 4096 + off, granule, start));
+  bytes_cleared_.inc(4096);
+  cleared_.push(done, Cleared{*page, epoch_});
+}
+
+void Vram::page_cleared(std::uint64_t page) {
+  store_.erase(page);
+  alloc_.mark_clean(page);
+  clearing_ = false;
+  serve_waiters();
+  clear_next();
+}
+
+void Vram::serve_waiters() {
+  while (!waiters_.empty()) {
+    Waiter& w = waiters_.front();
+    auto pages = alloc_.allocate(w.pages);
+    if (!pages) return;
+    alloc_wait_.record(sim_now() - w.since);
+    AllocDone done = std::move(w.done);
+    waiters_.pop_front();
+    done(std::move(pages));
+  }
+}
+
 void Vram::reset() {
-  alloc_ = VramPageAllocator(cfg_.capacity.count() / 4096);
+  alloc_ = VramPageAllocator(cfg_.capacity.count() / 4096,
+                             cfg_.allocation == VramAllocation::Scattered
+                                 ? VramPageAllocator::Policy::Scattered
+                                 : VramPageAllocator::Policy::FirstFit,
+                             cfg_.scatter_run.count() / 4096, cfg_.clear_on_free,
+                             Rng::for_component(seed_ + ++epoch_, std::string(name())));
   store_.clear();
+  waiters_.clear();
+  clearing_ = false;
 }
 
 void Vram::read_bytes(std::uint64_t pa, unsigned char* out, std::size_t n) const {

@@ -1,13 +1,20 @@
 // Vram: the GPU's HBM. Requests from the local GpuVm, the NPA MMU (remote accesses) and the
-// firmware are served by address-interleaved channels, each a FIFO server with a bandwidth
-// and an access latency. Data is stored functionally (sparse pages, zero until written), so
-// what an importer writes, the exporter reads back.
+// firmware are served by address-interleaved channels (stacks x channels per stack), each a
+// FIFO server with a bandwidth and an access latency. Data is stored functionally (sparse
+// pages, zero until written), so what an importer writes, the exporter reads back.
+//
+// Freed pages are zeroed before reuse by an asynchronous clearing engine that writes them
+// through the same channels (its traffic shows in the channel stats); an allocation that
+// needs pages still being cleared waits for them.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <array>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -24,8 +31,17 @@ class Vram final : public sc_core::sc_module, public HasStats {
   // Bind any number of initiators; each gets its responses on its own backward path.
   tlm_utils::multi_passthrough_target_socket<Vram, 32, PodProtocol> in{"in"};
 
-  Vram(sc_core::sc_module_name name, const VramConfig& cfg);
+  using Pages = std::optional<std::vector<std::uint64_t>>;
+  using AllocDone = std::function<void(Pages)>;
 
+  Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t seed);
+
+  // `n` clean pages through `done`: now if there are enough, later when the clearing engine
+  // has zeroed enough; nothing (at once) when fewer than `n` are free at all. Returns an ID
+  // for cancel_allocation.
+  std::uint64_t allocate(std::uint64_t n, AllocDone done);
+  void cancel_allocation(std::uint64_t id);
+  void free(std::span<const std::uint64_t> pages);
   VramPageAllocator& allocator() { return alloc_; }
   const VramPageAllocator& allocator() const { return alloc_; }
 
@@ -33,11 +49,11 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void read_bytes(std::uint64_t pa, unsigned char* out, std::size_t n) const;
   void write_bytes(std::uint64_t pa, const unsigned char* in, std::size_t n);
 
-  // Device reset: every page free, contents gone.
+  // Device reset: every page free and clean (the device scrubs), contents gone.
   void reset();
 
   unsigned channel_of(std::uint64_t pa) const {
-    return static_cast<unsigned>((pa / cfg_.interleave.count()) % cfg_.channels);
+    return static_cast<unsigned>((pa / cfg_.interleave.count()) % channels_);
   }
   const StatGroup& stat_group() const override { return stats_; }
   const VramConfig& config() const { return cfg_; }
@@ -47,26 +63,57 @@ class Vram final : public sc_core::sc_module, public HasStats {
     tlm::tlm_generic_payload* gp;
     int socket;
   };
+  struct Waiter {
+    std::uint64_t id, pages;
+    Time since;
+    AllocDone done;
+  };
   tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                         sc_core::sc_time& d);
   void serve(const Arrival& a);
+  // Takes `bytes` at `pa` through its channel no earlier than `earliest`; when it is done.
+  Time occupy(std::uint64_t pa, std::uint64_t bytes, Time earliest);
+  void clear_next();
+  void page_cleared(std::uint64_t page);
+  void serve_waiters();
 
   using Page = std::array<unsigned char, 4096>;
   VramConfig cfg_;
+  std::uint32_t channels_;
   VramPageAllocator alloc_;
   std::vector<Time> channel_free_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Page>> store_;
   TimedQueue<Arrival> arrivals_;
+  struct Cleared {
+    std::uint64_t page, epoch;
+  };
+  TimedQueue<Cleared> cleared_;
+  bool clearing_ = false;
+  std::uint64_t epoch_ = 0;  // clearing work from before a reset is dropped
+  std::uint64_t seed_;
+  Time engine_free_;
+  std::deque<Waiter> waiters_;
+  std::uint64_t next_waiter_ = 1;
   Time xfer_busy_total_;
 
   StatGroup stats_;
   Counter reads_{stats_, "reads", "count", "read requests served"};
   Counter writes_{stats_, "writes", "count", "write requests served"};
+  Counter atomics_{stats_, "atomics", "count", "atomic requests served (a read and a write)"};
   Counter bytes_read_{stats_, "bytes_read", "bytes", "bytes read"};
-  Counter bytes_written_{stats_, "bytes_written", "bytes", "bytes written"};
+  Counter bytes_written_{stats_, "bytes_written", "bytes", "bytes written by requests"};
+  Counter bytes_cleared_{stats_, "bytes_cleared", "bytes",
+                         "bytes the clearing engine zeroed (freed pages, before reuse)"};
+  Counter alloc_waits_{stats_, "allocation_waits", "count",
+                       "allocations that waited for pages to be cleared"};
+  Distribution alloc_wait_{stats_, "allocation_wait", "ns", "how long those allocations waited",
+                           kPsPerNs};
   Distribution queue_delay_{stats_, "queue_delay", "ns", "time a request waited for its channel",
                             kPsPerNs};
+  Series channel_bytes_;
   Formula utilisation_;
+  Formula balance_;
+  Formula pinned_;
 };
 
 }  // namespace podsim

@@ -1,35 +1,64 @@
 #pragma once
 
+#include <array>
+
 #include "sim/base/params.hpp"
 #include "sim/base/units.hpp"
 
 namespace podsim {
 
+enum class VramAllocation : std::uint8_t { FirstFit, Scattered };
+inline constexpr std::array<EnumName<VramAllocation>, 2> kVramAllocationNames{{
+    {"first_fit", VramAllocation::FirstFit, "the lowest free pages (a freshly booted device)"},
+    {"scattered", VramAllocation::Scattered,
+     "runs of about scatter_run at random places (a device that has been running a while)"},
+}};
+
 // Defaults: an MI400-class GPU of the AMD Helios rack, 432 GB HBM4 at 19.6 TB/s
-// (../shared/reference/ualink-facts.md), spread over 16 channels.
+// (../shared/reference/ualink-facts.md): 12 stacks of 16 channels at 102.08 GB/s each.
 struct VramConfig {
   Bytes capacity = Bytes(432'000'000'000ull);
-  std::uint32_t channels = 16;
-  Bandwidth channel_bandwidth = parse_bandwidth("1.225TB/s");  // 19.6 TB/s / 16
+  std::uint32_t stacks = 12;
+  std::uint32_t channels_per_stack = 16;
+  Bandwidth channel_bandwidth = parse_bandwidth("102.08GB/s");
   Time access_latency = Time::ns(120);
   Bytes interleave = Bytes(256);
+  VramAllocation allocation = VramAllocation::Scattered;
+  Bytes scatter_run = Bytes::KiB(64);
+  bool clear_on_free = true;
+  Bandwidth clear_bandwidth = parse_bandwidth("1TB/s");
+
+  std::uint32_t channels() const { return stacks * channels_per_stack; }
 
   template <class V>
   void visit(V& v) {
     v.field("capacity", capacity, "VRAM capacity (whole 4 KiB pages are usable)",
             at_least(Bytes::MiB(4)));
-    v.field("channels", channels, "independent memory channels", between<std::uint32_t>(1, 1024));
+    v.field("stacks", stacks, "HBM stacks", between<std::uint32_t>(1, 64));
+    v.field("channels_per_stack", channels_per_stack, "independent channels per stack",
+            between<std::uint32_t>(1, 64));
     v.field("channel_bandwidth", channel_bandwidth, "data rate of one channel",
             at_least(parse_bandwidth("1Gb/s")));
     v.field("access_latency", access_latency,
-            "time from a request's turn on its channel to its data (excluding the transfer)");
-    v.field("interleave", interleave, "bytes mapped to one channel before moving to the next",
+            "time from a request's turn on its channel to its data (besides the transfer)");
+    v.field("interleave", interleave,
+            "bytes mapped to one channel before the next (channels in stack-major order)",
             between(Bytes(64), Bytes::MiB(2)));
+    v.choice("allocation", allocation, "where new buffers' pages come from",
+             std::span<const EnumName<VramAllocation>>(kVramAllocationNames));
+    v.field("scatter_run", scatter_run, "scattered: mean length of a contiguous run of pages",
+            between(Bytes(4096), Bytes::MiB(64)));
+    v.field("clear_on_free", clear_on_free,
+            "freed pages are zeroed by a clearing engine before they can be allocated again");
+    v.field("clear_bandwidth", clear_bandwidth,
+            "the clearing engine's peak rate (it also competes for the channels)",
+            at_least(parse_bandwidth("1Gb/s")));
   }
   template <class C>
   void check(C& c) const {
     std::uint64_t n = interleave.count();
     if ((n & (n - 1)) != 0) c.fail("interleave", "must be a power of two");
+    if (scatter_run.count() % 4096 != 0) c.fail("scatter_run", "must be whole 4 KiB pages");
   }
 };
 

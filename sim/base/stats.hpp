@@ -23,9 +23,12 @@ class Formula;
 class Distribution;
 class Breakdown;
 
+class Series;
+
 class StatVisitor {
  public:
   virtual ~StatVisitor() = default;
+  virtual void visit(const Series& s) = 0;
   virtual void visit(const Counter& s) = 0;
   virtual void visit(const Formula& s) = 0;
   virtual void visit(const Distribution& s) = 0;
@@ -58,6 +61,19 @@ class Counter final : public Stat {
 
  private:
   std::uint64_t value_ = 0;
+};
+
+// A count per index (per channel, per port...): reported as an array.
+class Series final : public Stat {
+ public:
+  Series(StatGroup& group, std::string name, std::string unit, std::string desc, std::size_t n)
+      : Stat(group, std::move(name), std::move(unit), std::move(desc)), values_(n, 0) {}
+  void add(std::size_t i, std::uint64_t n) { values_[i] += n; }
+  const std::vector<std::uint64_t>& values() const { return values_; }
+  void accept(StatVisitor& v) const override { v.visit(*this); }
+
+ private:
+  std::vector<std::uint64_t> values_;
 };
 
 // A value derived from other stats, evaluated when stats are written (gem5's formulas).

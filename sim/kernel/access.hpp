@@ -24,7 +24,7 @@ struct PodProtocol {
   using tlm_phase_type = tlm::tlm_phase;
 };
 
-enum class AccessOp : std::uint8_t { Read, Write };
+enum class AccessOp : std::uint8_t { Read, Write, Atomic };  // atomic: fetch-and-add
 enum class PacketKind : std::uint8_t { Request, Response, Control };
 enum class AccessStatus : std::uint8_t {
   Ok,

@@ -9,6 +9,12 @@ class JsonStatVisitor final : public StatVisitor {
  public:
   explicit JsonStatVisitor(boost::json::object& o) : o_(o) {}
   void visit(const Counter& s) override { o_["value"] = s.value(); }
+  void visit(const Series& s) override {
+    boost::json::array a;
+    for (std::uint64_t v : s.values())
+      a.push_back(v);
+    o_["values"] = std::move(a);
+  }
   void visit(const Formula& s) override { o_["value"] = s.value(); }
   void visit(const Distribution& s) override {
     const LogHistogram& h = s.histogram();

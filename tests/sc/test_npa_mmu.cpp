@@ -45,7 +45,7 @@ TEST_CASE("NPA MMU: served, retried, refused, served after release is reported",
           "[sc][npa_mmu][invariants]") {
   InvariantLog log;
   VramConfig vcfg;
-  Vram vram("vram", vcfg);
+  Vram vram("vram", vcfg, 1);
   NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, 7, &log);
   Requester req("req");
   req.out.bind(mmu.from_ports);

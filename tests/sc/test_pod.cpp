@@ -70,7 +70,7 @@ TEST_CASE("what an importer stores, the exporter holds in the pages behind the N
 
   // Read GPU 1's buffer through GPU 1's own mapping of it (its first mapping, "local").
   GpuNode& exporter = pod.gpu(1);
-  const GpuPageTable* pt = exporter.gpuvm.page_table(1);
+  const PageTable* pt = exporter.gpuvm.page_table(1);
   REQUIRE(pt != nullptr);
   const std::uint64_t bytes = pod.config().workload.buffer_size.count();
   std::size_t written_blocks = 0;

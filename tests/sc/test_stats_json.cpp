@@ -37,7 +37,7 @@ TEST_CASE("every stat has a unit and a description", "[stats]") {
 TEST_CASE("every module of every GPU reports its stats", "[stats]") {
   const auto& r = default_run();
   for (int g = 0; g < 8; ++g) {
-    for (const char* s : {"agent.remote_latency", "gpuvm.tlb_misses", "vram.reads",
+    for (const char* s : {"agent.remote_latency", "gpuvm.walks", "vram.reads",
                           "npa_mmu.translations", "mailbox.commands_sent", "port0.tx.packets",
                           "driver.imports_first", "driver.sent.NPA_REQ"}) {
       INFO(g << " " << s);

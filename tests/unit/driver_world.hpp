@@ -28,23 +28,28 @@ class FakeEnv final : public DriverEnv {
   TimerId call_at(Time at, std::function<void()> fn) override;
   void cancel(TimerId id) override;
 
-  std::optional<std::vector<std::uint64_t>> vram_alloc(std::uint64_t pages) override {
-    if (pages > free_pages) return std::nullopt;
+  Task<std::optional<std::vector<std::uint64_t>>> vram_alloc(std::uint64_t pages) override {
+    if (pages > free_pages) co_return std::nullopt;
     free_pages -= pages;
     std::vector<std::uint64_t> out;
     for (std::uint64_t i = 0; i < pages; ++i)
       out.push_back(next_page_ += 2);  // scattered
-    return out;
+    co_return out;
   }
+  void vram_pin(std::span<const std::uint64_t> pages) override { pinned += pages.size(); }
+  void vram_unpin(std::span<const std::uint64_t> pages) override { pinned -= pages.size(); }
   void vram_free(std::span<const std::uint64_t> pages) override { free_pages += pages.size(); }
-  void npa_map(std::uint64_t key, std::uint64_t page, std::uint64_t tag) override {
+  void npa_map(std::uint64_t key, std::uint64_t page, std::uint64_t tag, std::uint8_t) override {
     npa[key] = {page, tag, false};
   }
   void npa_set_retry(std::uint64_t key, bool retry) override {
     if (npa.count(key)) npa[key].retry = retry;
   }
   void npa_unmap(std::uint64_t key) override { npa.erase(key); }
-  void npa_flush_tlb() override { ++npa_flushes; }
+  Time npa_flush_tlb() override {
+    ++npa_flushes;
+    return Time::us(1);
+  }
   bool npa_any_mapped(std::uint64_t first, std::uint64_t pages) const override {
     auto it = npa.lower_bound(first);
     return it != npa.end() && it->first < first + pages;
@@ -55,7 +60,10 @@ class FakeEnv final : public DriverEnv {
   void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) override {
     gpuvm.erase({vmid, va_page});
   }
-  void gpuvm_flush_tlb(std::uint16_t) override { ++gpuvm_flushes; }
+  Time gpuvm_flush_tlb(std::uint16_t, std::uint64_t, std::uint64_t, FlushKind) override {
+    ++gpuvm_flushes;
+    return Time::us(1);
+  }
   Task<Errno> send(AccelId dst, Ring ring, Dwords command) override;
   void note_released(std::uint64_t tag, AccelId importer) override {
     released.insert({tag, importer});
@@ -72,6 +80,7 @@ class FakeEnv final : public DriverEnv {
   std::vector<std::string> violations;
   int npa_flushes = 0, gpuvm_flushes = 0, shootdowns_received = 0;
   std::uint64_t free_pages = 1 << 20;
+  std::int64_t pinned = 0;
   bool dead = false;       // neither takes nor answers anything (its firmware is gone)
   bool deaf = false;       // its firmware takes messages, but its driver never sees them
   bool ring_full = false;  // every ring at every peer is full

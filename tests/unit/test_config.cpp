@@ -96,8 +96,8 @@ TEST_CASE("out-of-range values give the allowed range", "[config]") {
   CHECK_THAT(error_of(R"({"workload": {"traffic": {"read_fraction": 1.5}}})").message(),
              Catch::Contains("at most 1"));
   CHECK(error_of(R"({"fabric": {"port": {"lanes": 3}}})").path() == "fabric.port.lanes");
-  CHECK(error_of(R"({"gpu": {"gpuvm": {"tlb_entries": 10, "tlb_ways": 4}}})").path() ==
-        "gpu.gpuvm.tlb_ways");
+  CHECK(error_of(R"({"gpu": {"gpuvm": {"l2": {"entries": 10, "ways": 4}}}})").path() ==
+        "gpu.gpuvm.l2.ways");
   CHECK_THAT(error_of(R"({"fabric": {"switch": {"latency": "1ms"}}, "pod": {"addr_mode": "x"}})")
                  .message(),
              Catch::Contains("\"x\" is not one of \"source_aliasing\""));

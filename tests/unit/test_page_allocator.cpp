@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "models/mmu/page_table.hpp"
 #include "models/vram/page_allocator.hpp"
 
 using namespace podsim;
@@ -24,15 +25,67 @@ TEST_CASE("VRAM pages are handed out once and come back", "[vram]") {
   CHECK_THROWS(a.free(*x));  // double free
 }
 
-TEST_CASE("a buffer allocated after churn gets scattered pages", "[vram]") {
-  VramPageAllocator a(64);
-  std::vector<std::vector<std::uint64_t>> bufs;
-  for (int i = 0; i < 8; ++i)
-    bufs.push_back(*a.allocate(8));
-  a.free(bufs[1]);
-  a.free(bufs[5]);
-  auto z = a.allocate(12);
-  REQUIRE(z);
-  // Pages come from both holes: not one contiguous run.
-  CHECK((*z)[11] - (*z)[0] != 11);
+TEST_CASE("scattered allocation spreads a buffer's pages over VRAM", "[vram]") {
+  VramPageAllocator a(1 << 20, VramPageAllocator::Policy::Scattered, 16, false, Rng(7));
+  auto pages = a.allocate(256);
+  REQUIRE(pages);
+  std::set<std::uint64_t> distinct(pages->begin(), pages->end());
+  CHECK(distinct.size() == 256);
+  int runs = 1;
+  for (std::size_t i = 1; i < pages->size(); ++i)
+    runs += (*pages)[i] != (*pages)[i - 1] + 1;
+  CHECK(runs > 8);  // many separate runs ...
+  CHECK(*std::max_element(pages->begin(), pages->end()) -
+            *std::min_element(pages->begin(), pages->end()) >
+        100'000);  // ... far apart
+  // First fit keeps them together.
+  VramPageAllocator ff(1 << 20);
+  auto contiguous = ff.allocate(256);
+  CHECK((*contiguous)[255] - (*contiguous)[0] == 255);
+}
+
+TEST_CASE("with clear-on-free, freed pages are dirty until cleared", "[vram]") {
+  VramPageAllocator a(64, VramPageAllocator::Policy::FirstFit, 1, true);
+  auto x = a.allocate(64);
+  REQUIRE(x);
+  a.free(std::span<const std::uint64_t>(x->data(), 10));
+  CHECK(a.free_pages() == 10);
+  CHECK(a.clean_pages() == 0);
+  CHECK(a.dirty_pages() == 10);
+  CHECK_FALSE(a.allocate(1));  // nothing clean yet
+  for (int i = 0; i < 4; ++i)
+    a.mark_clean(*a.next_dirty());
+  CHECK(a.clean_pages() == 4);
+  auto y = a.allocate(4);
+  REQUIRE(y);
+  CHECK((*y)[0] == (*x)[0]);  // the oldest freed page was cleared first
+}
+
+TEST_CASE("pinned pages are counted and cannot be freed", "[vram]") {
+  VramPageAllocator a(16);
+  auto x = a.allocate(4);
+  a.pin(*x);
+  a.pin(*x);
+  CHECK(a.pinned_pages() == 4);
+  CHECK(a.is_pinned((*x)[2]));
+  CHECK_THROWS(a.free(*x));
+  a.unpin(*x);
+  CHECK(a.is_pinned((*x)[0]));
+  a.unpin(*x);
+  CHECK(a.pinned_pages() == 0);
+  a.free(*x);
+  CHECK_THROWS(a.unpin(*x));
+}
+
+TEST_CASE("fragments: the largest aligned, contiguous run", "[vram][mmu]") {
+  std::vector<std::uint64_t> frames(1024);
+  for (std::uint64_t i = 0; i < 1024; ++i)
+    frames[i] = 8192 + i;
+  auto frame = [&](std::uint64_t i) { return frames[i]; };
+  CHECK(best_fragment(0, 0, 1024, frame) == kFragment2M);
+  CHECK(best_fragment(1, 0, 1024, frame) == 0);             // VA not aligned
+  CHECK(best_fragment(16, 0, 100, frame) == kFragment64K);  // too short for 2 MiB
+  frames[5] = 7;                                            // a hole
+  CHECK(best_fragment(0, 0, 1024, frame) == 0);
+  CHECK(best_fragment(0, 16, 1024, frame) == kFragment64K);
 }

@@ -1,48 +1,199 @@
 #include <catch2/catch.hpp>
 
+#include "models/mmu/mmu.hpp"
 #include "models/mmu/tlb.hpp"
 
 using namespace podsim;
 
+namespace {
+bool hit(Tlb<int>& t, std::uint32_t space, std::uint64_t page) {
+  return t.lookup(space, page).value != nullptr;
+}
+}  // namespace
+
 TEST_CASE("a TLB hits what it holds and misses what it does not", "[tlb]") {
   Tlb<int> tlb(8, 2);  // 4 sets of 2 ways
   CHECK(tlb.sets() == 4);
-  CHECK(tlb.lookup(0, 5) == nullptr);
-  tlb.insert(0, 5, 50);
-  REQUIRE(tlb.lookup(0, 5) != nullptr);
-  CHECK(*tlb.lookup(0, 5) == 50);
-  CHECK(tlb.lookup(1, 5) == nullptr);  // another address space
-  tlb.insert(0, 5, 51);                // refresh in place
-  CHECK(*tlb.lookup(0, 5) == 51);
+  CHECK_FALSE(hit(tlb, 0, 5));
+  tlb.insert(0, 5, 0, 50);
+  REQUIRE(hit(tlb, 0, 5));
+  CHECK(*tlb.lookup(0, 5).value == 50);
+  CHECK_FALSE(hit(tlb, 1, 5));  // another address space
+  tlb.insert(0, 5, 0, 51);      // refresh in place
+  CHECK(*tlb.lookup(0, 5).value == 51);
+  Tlb<int> none(0, 1);  // no TLB at all
+  none.insert(0, 5, 0, 1);
+  CHECK_FALSE(hit(none, 0, 5));
 }
 
-TEST_CASE("LRU replacement evicts the least recently used way of the set", "[tlb]") {
-  Tlb<int> tlb(4, 2);  // 2 sets; pages 0, 2, 4 share set 0
-  tlb.insert(0, 0, 1);
-  tlb.insert(0, 2, 2);
-  CHECK(tlb.lookup(0, 0) != nullptr);  // 0 is now more recent than 2
-  tlb.insert(0, 4, 3);                 // evicts 2
-  CHECK(tlb.lookup(0, 2) == nullptr);
-  CHECK(tlb.lookup(0, 0) != nullptr);
-  CHECK(tlb.lookup(0, 4) != nullptr);
-  CHECK(tlb.lookup(0, 1) == nullptr);  // set 1 untouched
+TEST_CASE("a fragment entry covers its 2^f pages", "[tlb]") {
+  Tlb<int> tlb(16, 4);
+  tlb.insert(0, 35, kFragment64K, 7);  // pages 32..47
+  for (std::uint64_t p = 32; p < 48; ++p) {
+    auto h = tlb.lookup(0, p);
+    REQUIRE(h.value);
+    CHECK(h.fragment == kFragment64K);
+  }
+  CHECK_FALSE(hit(tlb, 0, 48));
+  tlb.insert(0, 1000, kFragment2M, 9);  // pages 512..1023
+  CHECK(hit(tlb, 0, 512));
+  CHECK(hit(tlb, 0, 1023));
+  tlb.invalidate_range(0, 40, 1);  // overlaps the 64 KiB entry only
+  CHECK_FALSE(hit(tlb, 0, 33));
+  CHECK(hit(tlb, 0, 600));
+}
+
+TEST_CASE("LRU, FIFO and random replacement", "[tlb]") {
+  // 2 sets of 2 ways; pages 0, 2, 4 share set 0.
+  Tlb<int> lru(4, 2, Replacement::Lru);
+  lru.insert(0, 0, 0, 1);
+  lru.insert(0, 2, 0, 2);
+  CHECK(hit(lru, 0, 0));   // 0 is now more recent than 2
+  lru.insert(0, 4, 0, 3);  // evicts 2
+  CHECK_FALSE(hit(lru, 0, 2));
+  CHECK(hit(lru, 0, 0));
+
+  Tlb<int> fifo(4, 2, Replacement::Fifo);
+  fifo.insert(0, 0, 0, 1);
+  fifo.insert(0, 2, 0, 2);
+  CHECK(hit(fifo, 0, 0));   // use does not matter
+  fifo.insert(0, 4, 0, 3);  // evicts the oldest fill: 0
+  CHECK_FALSE(hit(fifo, 0, 0));
+  CHECK(hit(fifo, 0, 2));
+
+  // Random: seeded, so the same seed evicts the same ways.
+  auto victims = [](std::uint64_t seed) {
+    Tlb<int> r(4, 2, Replacement::Random, Rng(seed));
+    std::vector<bool> out;
+    for (std::uint64_t p = 0; p < 40; p += 2) {
+      r.insert(0, p, 0, 1);
+      out.push_back(hit(r, 0, p - 2 < p ? p - 2 : 0));
+    }
+    return out;
+  };
+  CHECK(victims(3) == victims(3));
 }
 
 TEST_CASE("invalidation by space, range and all", "[tlb]") {
   Tlb<int> tlb(64, 4);
   for (std::uint64_t p = 0; p < 16; ++p) {
-    tlb.insert(0, p, 1);
-    tlb.insert(1, p, 1);
+    tlb.insert(0, p, 0, 1);
+    tlb.insert(1, p, 0, 1);
   }
   tlb.invalidate_range(0, 4, 4);
-  CHECK(tlb.lookup(0, 3) != nullptr);
-  CHECK(tlb.lookup(0, 4) == nullptr);
-  CHECK(tlb.lookup(0, 7) == nullptr);
-  CHECK(tlb.lookup(0, 8) != nullptr);
+  CHECK(hit(tlb, 0, 3));
+  CHECK_FALSE(hit(tlb, 0, 4));
+  CHECK_FALSE(hit(tlb, 0, 7));
+  CHECK(hit(tlb, 0, 8));
   tlb.invalidate_space(1);
-  CHECK(tlb.lookup(1, 0) == nullptr);
-  CHECK(tlb.lookup(0, 0) != nullptr);
+  CHECK_FALSE(hit(tlb, 1, 0));
+  CHECK(hit(tlb, 0, 0));
   tlb.invalidate_all();
-  CHECK(tlb.lookup(0, 0) == nullptr);
+  CHECK_FALSE(hit(tlb, 0, 0));
   CHECK_THROWS(Tlb<int>(10, 4));
+}
+
+namespace {
+MmuConfig small_mmu() {
+  MmuConfig c(TlbConfig{4, 4, Time::ns(5)}, TlbConfig{16, 4, Time::ns(20)}, 4);
+  c.walk_level_latency = Time::ns(100);
+  c.walkers = 2;
+  c.pwc_entries = 16;
+  return c;
+}
+PageTable table_of(std::uint64_t pages, std::uint8_t fragment = 0) {
+  PageTable t;
+  for (std::uint64_t p = 0; p < pages; ++p) {
+    Pte pte;
+    pte.target = PteTarget::Vram;
+    pte.writable = true;
+    pte.frame = 4096 + p;
+    pte.fragment = fragment;
+    t.map(p, pte);
+  }
+  return t;
+}
+}  // namespace
+
+TEST_CASE("MMU: hits, misses and walk costs are what the pattern implies", "[mmu]") {
+  MmuCore mmu(small_mmu(), Rng(1));
+  const PageTable t = table_of(64);
+  Time now;
+  // A cold access walks all 4 levels.
+  auto first = mmu.translate(0, 0, now, &t);
+  REQUIRE(first.pte);
+  CHECK(first.pte->frame == 4096);
+  CHECK_FALSE(first.l1_hit);
+  CHECK_FALSE(first.l2_hit);
+  CHECK(first.levels_read == 4);
+  CHECK(first.done == now + Time::ns(5 + 20 + 4 * 100));
+  // The next page shares the upper levels: the page-walk cache leaves one level to read.
+  now += Time::us(1);
+  auto second = mmu.translate(0, 1, now, &t);
+  CHECK(second.levels_read == 1);
+  CHECK(second.done == now + Time::ns(5 + 20 + 100));
+  // Again: an L1 hit.
+  auto again = mmu.translate(0, 1, now + Time::us(1), &t);
+  CHECK(again.l1_hit);
+  CHECK(again.done == now + Time::us(1) + Time::ns(5));
+
+  // Sweeping 8 pages twice with a 4-entry L1 and a 16-entry L2: the first sweep misses
+  // everywhere (8 walks), the second hits L2 for all 8 (the L1 holds only the last 4, and each
+  // sweep evicts them in order).
+  MmuCore m2(small_mmu(), Rng(1));
+  int walks = 0, l1 = 0, l2 = 0;
+  for (int sweep = 0; sweep < 2; ++sweep)
+    for (std::uint64_t p = 0; p < 8; ++p) {
+      auto o = m2.translate(0, p, Time::us(10 * (sweep * 8 + p + 1)), &t);
+      walks += !o.l1_hit && !o.l2_hit;
+      l1 += o.l1_hit;
+      l2 += o.l2_hit;
+    }
+  CHECK(walks == 8);
+  CHECK(l1 == 0);
+  CHECK(l2 == 8);
+}
+
+TEST_CASE("MMU: fragments widen the TLB's reach, 2 MiB pages shorten the walk", "[mmu]") {
+  MmuCore mmu(small_mmu(), Rng(1));
+  const PageTable t = table_of(512, kFragment2M);
+  auto cold = mmu.translate(0, 7, Time{}, &t);
+  CHECK(cold.levels_read == 3);  // a 2 MiB page: the walk ends at level 1
+  int walks = 0;
+  for (std::uint64_t p = 0; p < 512; ++p) {
+    auto o = mmu.translate(0, p, Time::us(1 + p), &t);
+    walks += !o.l1_hit && !o.l2_hit;
+    REQUIRE(o.pte);
+    CHECK(o.pte->frame == 4096 + p);  // each page still reaches its own frame
+  }
+  CHECK(walks == 0);  // one entry covers all 512 pages
+}
+
+TEST_CASE("MMU: walks queue for walkers, and flushes clear what their kind clears", "[mmu]") {
+  MmuCore mmu(small_mmu(), Rng(1));  // 2 walkers
+  const PageTable t = table_of(4096);
+  // Three cold misses at once, apart at every level (no page-walk cache help; the other two
+  // are unmapped, which costs a walk all the same): the third waits for a walker.
+  auto a = mmu.translate(0, 0, Time{}, &t);
+  auto b = mmu.translate(0, 1ull << 27, Time{}, &t);
+  auto c = mmu.translate(0, 2ull << 27, Time{}, &t);
+  CHECK(b.levels_read == 4);
+  CHECK(a.walker_wait == Time{});
+  CHECK(b.walker_wait == Time{});
+  CHECK(c.walker_wait == a.done - Time::ns(25));
+  // A hit on an entry whose walk is still running waits for it.
+  auto d = mmu.translate(0, 0, Time::ns(30), &t);
+  CHECK(d.l1_hit);
+  CHECK(d.done == a.done);
+
+  CHECK(mmu.flush(FlushKind::Lightweight, 0) == small_mmu().flush_latency_lightweight);
+  auto after_light = mmu.translate(0, 1, Time::us(10), &t);
+  CHECK(after_light.levels_read == 1);  // the page-walk cache survived
+  CHECK(mmu.flush(FlushKind::Heavyweight, 0) == small_mmu().flush_latency_heavyweight);
+  auto after_heavy = mmu.translate(0, 2, Time::us(20), &t);
+  CHECK(after_heavy.levels_read == 4);
+  // A fault: no valid PTE, nothing cached.
+  auto fault = mmu.translate(0, 99'999, Time::us(30), &t);
+  CHECK_FALSE(fault.pte);
+  CHECK_FALSE(mmu.translate(0, 99'999, Time::us(31), &t).pte);
 }

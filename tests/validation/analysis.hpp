@@ -97,12 +97,14 @@ inline std::int64_t port_rx_ps(const boost::json::value& c) {
 // links each way), both TLBs cold: the sum of every component on its path.
 inline std::int64_t zero_load_read_ps(const boost::json::value& c, std::uint64_t size,
                                       std::uint32_t switches) {
-  const std::int64_t gpuvm = ps(c, {"gpu", "gpuvm", "tlb_hit_latency"}) +
-                             static_cast<std::int64_t>(num(c, {"gpu", "gpuvm", "walk_levels"})) *
-                                 ps(c, {"gpu", "gpuvm", "walk_level_latency"});
-  const std::int64_t npa = ps(c, {"gpu", "npa_mmu", "tlb_hit_latency"}) +
-                           static_cast<std::int64_t>(num(c, {"gpu", "npa_mmu", "walk_levels"})) *
-                               ps(c, {"gpu", "npa_mmu", "walk_level_latency"});
+  // A cold translation: both TLB lookups miss, and the walk reads every level.
+  auto cold = [&](const char* mmu) {
+    return ps(c, {"gpu", mmu, "l1", "latency"}) + ps(c, {"gpu", mmu, "l2", "latency"}) +
+           static_cast<std::int64_t>(num(c, {"gpu", mmu, "walk_levels"})) *
+               ps(c, {"gpu", mmu, "walk_level_latency"});
+  };
+  const std::int64_t gpuvm = cold("gpuvm");
+  const std::int64_t npa = cold("npa_mmu");
   const std::int64_t vram = ps(c, {"gpu", "vram", "access_latency"}) +
                             serialize_ps(size, bps(c, {"gpu", "vram", "channel_bandwidth"}));
   const std::int64_t issue = ps(c, {"gpu", "compute", "issue_latency"});

@@ -65,7 +65,11 @@ TEST_CASE("uniform random traffic at 50% and 80% load: switch output queueing is
                          "workload.traffic.injection=poisson", "--set",
                          fmt::format("workload.traffic.offered_load={}", load), "--set",
                          "workload.traffic.posted_writes=true", "--set",
-                         "workload.traffic.duration=40us", "--set", "workload.teardown=false"});
+                         "workload.traffic.duration=40us", "--set", "workload.teardown=false",
+                         // the GPUs' own translation must not shape the arrivals: enough
+                         // walkers and TLB entries that cold misses do not bunch up
+                         "--set", "gpu.gpuvm.walkers=4096", "--set", "gpu.gpuvm.l1.entries=1024",
+                         "--set", "gpu.gpuvm.l1.ways=1024"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     // M/D/1: a fixed service time S (one packet's wire time), Poisson arrivals at rate

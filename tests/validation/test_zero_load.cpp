@@ -64,7 +64,7 @@ TEST_CASE("zero load: each component's latency moves the result by exactly its c
            Change{"fabric.port.fec_latency=30ns", 2 * 10'000},       // two receivers
            Change{"fabric.port.serdes_latency=9ns", 4 * 1'000},      // 2 tx + 2 rx sides
            Change{"gpu.gpuvm.walk_level_latency=60ns", 4 * 10'000},  // 4 levels, once
-           Change{"gpu.npa_mmu.tlb_hit_latency=15ns", 5'000},        // once
+           Change{"gpu.npa_mmu.l2.latency=15ns", 5'000},             // once
            Change{"fabric.link.cable_length=3m", 4 * 5'000},         // 4 cable crossings
            Change{"gpu.compute.issue_latency=7ns", 2'000},
        }) {

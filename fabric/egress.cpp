@@ -29,7 +29,6 @@ Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig
                   }) {
   credits_.fill(INT64_MAX / 4);  // until told the receiver's buffer
   occupancy_.report_buckets(true);
-  spawn_method((name + "_wake").c_str(), wake_, [this] { pump(); });
 }
 
 void Egress::set_peer_buffer(Bytes per_class) {
@@ -65,7 +64,7 @@ void Egress::return_credits(TrafficClass tc, std::uint64_t tl, Time at) {
     --pos;
   pending_credits_.insert(pos, r);
   // A sender stalled for credits wakes when they arrive.
-  if (stalled_since_ != Time::max()) wake_.notify(to_sc(at > sim_now() ? at - sim_now() : Time{}));
+  if (stalled_since_ != Time::max()) wake_.at(std::max(at, sim_now()));
 }
 
 void Egress::absorb_credits(Time now) {
@@ -78,7 +77,7 @@ void Egress::absorb_credits(Time now) {
 void Egress::pump() {
   const Time now = sim_now();
   if (now < free_at_) {
-    wake_.notify(to_sc(free_at_ - now));
+    wake_.at(free_at_);
     return;
   }
   absorb_credits(now);
@@ -94,14 +93,14 @@ void Egress::pump() {
       stalled_since_ = Time::max();
     }
     commit(tc, now);
-    if (queued_packets() > 0) wake_.notify(to_sc(free_at_ - now));
+    if (queued_packets() > 0) wake_.at(free_at_);
     return;
   }
   if (blocked && stalled_since_ == Time::max()) {
     stalled_since_ = now;
     credit_stalls_.inc();
   }
-  if (blocked && !pending_credits_.empty()) wake_.notify(to_sc(pending_credits_.front().at - now));
+  if (blocked && !pending_credits_.empty()) wake_.at(pending_credits_.front().at);
 }
 
 void Egress::commit(std::size_t tc, Time now) {

@@ -26,6 +26,7 @@
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/sc.hpp"
+#include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
 
@@ -103,7 +104,7 @@ class Egress {
   Time busy_;
   Time stalled_since_ = Time::max();
   std::uint64_t tl_sent_ = 0;  // for DL flit boundaries
-  sc_core::sc_event wake_;
+  Timer wake_{[this] { pump(); }};
 
   StatGroup stats_;
   Counter packets_{stats_, "packets", "count", "packets sent"};

@@ -25,19 +25,17 @@ UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, cons
   to_npa_mmu.register_nb_transport_bw(this, &UalinkPort::response_from_memory);
   rx.register_nb_transport_fw(this, &UalinkPort::incoming);
   tx.register_nb_transport_bw(this, &UalinkPort::credits);
-  spawn_method("transmit", tx_queue_.event(),
-               [this] { tx_queue_.drain([this](tlm::tlm_generic_payload* gp) { transmit(gp); }); });
 }
 
 tlm::tlm_sync_enum UalinkPort::outgoing(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                         sc_core::sc_time& d) {
-  tx_queue_.push(sim_now() + from_sc(d), &gp);
+  tx_queue_.push(sim_now() + from_sc(d), &gp, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 
 tlm::tlm_sync_enum UalinkPort::outgoing_control(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                                 sc_core::sc_time& d) {
-  tx_queue_.push(sim_now() + from_sc(d), &gp);
+  tx_queue_.push(sim_now() + from_sc(d), &gp, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 
@@ -51,7 +49,7 @@ tlm::tlm_sync_enum UalinkPort::response_from_memory(tlm::tlm_generic_payload& gp
   }
   a.kind = PacketKind::Response;
   a.route_to = a.src;
-  tx_queue_.push(sim_now() + from_sc(d), &gp);
+  tx_queue_.push(sim_now() + from_sc(d), &gp, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 

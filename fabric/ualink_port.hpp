@@ -68,7 +68,8 @@ class UalinkPort final : public sc_core::sc_module, public HasStats {
   bool down_ = false;
   StatGroup stats_;
   Egress egress_;
-  TimedQueue<tlm::tlm_generic_payload*> tx_queue_;
+  TimedQueue<tlm::tlm_generic_payload*> tx_queue_{
+      [this](tlm::tlm_generic_payload* gp) { transmit(gp); }};
 
   Counter rx_packets_{stats_, "rx_packets", "count", "packets received"};
   Counter rx_tl_bytes_{stats_, "rx_tl_bytes", "bytes", "transaction-layer bytes received"};

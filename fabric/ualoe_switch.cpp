@@ -16,7 +16,7 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
       routes_(kMaxAccels),
       inputs_(used_ports),
       waiting_for_(used_ports),
-      arrivals_(256) {
+      arrivals_([this](const Arrival& a) { arrive(a); }, 256) {
   if (used_ports > cfg.ports)
     throw std::logic_error(std::string(this->name()) + ": more links than switch ports");
   for (std::size_t tc = 0; tc < kTrafficClasses; ++tc)
@@ -39,8 +39,6 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
     outputs_.back()->also_record_delay(&queue_delay_, &class_delay_);
     stats_.add_child(outputs_.back()->stats());
   }
-  spawn_method("arrive", arrivals_.event(),
-               [this] { arrivals_.drain([this](const Arrival& a) { arrive(a); }); });
 }
 
 void UaloeSwitch::set_route(AccelId dst, std::uint32_t first, std::uint32_t count) {
@@ -73,7 +71,7 @@ tlm::tlm_sync_enum UaloeSwitch::fw(int id, tlm::tlm_generic_payload& gp, tlm::tl
                                    sc_core::sc_time& d) {
   const Time head = sim_now() + from_sc(d);
   access_of(gp).stamp(HopKind::Switch, head);
-  arrivals_.push(head + cfg_.latency, Arrival{&gp, id});
+  arrivals_.push(head + cfg_.latency, Arrival{&gp, id}, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 

@@ -14,16 +14,15 @@ DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, 
       mailbox_(mailbox),
       invariants_(invariants),
       poll_rng_(Rng::for_component(seed, std::string(this->name()) + ".poll")),
-      timers_(256),
+      timers_(
+          [this](Callback& c) {
+            if (cancelled_.erase(c.id)) return;
+            c.fn();
+          },
+          256),
       driver_(cfg, self, std::move(vpod), mode, Rng::for_component(seed, std::string(this->name())),
               *this) {
   stats_.add_child(driver_.stats());
-  spawn_method("timers", timers_.event(), [this] {
-    timers_.drain([this](Callback& c) {
-      if (cancelled_.erase(c.id)) return;
-      c.fn();
-    });
-  });
   mailbox_.set_interrupt_handler([this](AccelId from, const FwCommand& cmd) {
     if (cmd.kind == FwCommandKind::Int) driver_.on_interrupt(from, cmd.dw);
   });
@@ -77,7 +76,7 @@ void DriverShell::device_reset() {
 
 Scheduler::TimerId DriverShell::call_at(Time at, std::function<void()> fn) {
   const TimerId id = next_timer_++;
-  timers_.push(at < sim_now() ? sim_now() : at, Callback{id, std::move(fn)});
+  timers_.push(at < sim_now() ? sim_now() : at, Callback{id, std::move(fn)}, id);
   return id;
 }
 

@@ -25,23 +25,35 @@ ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cf
                  "response); the parts add up to the mean remote latency",
                  breakdown_parts(), kPsPerNs) {
   to_gpuvm.register_nb_transport_bw(this, &ComputeAgent::bw);
-  spawn_method("issue", issue_ev_, [this] { issue_more(); });
-  spawn_method("complete", completions_.event(), [this] {
-    completions_.drain([this](tlm::tlm_generic_payload* gp) { complete(gp); });
-  });
 }
 
 void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion> regions,
-                         std::uint16_t vmid, Time mean_interarrival) {
+                         std::uint16_t vmid, Time mean_interarrival,
+                         std::vector<TraceEntry> replay) {
   traffic_ = traffic;
   regions_ = std::move(regions);
+  local_.clear();
+  remote_.clear();
+  for (std::size_t i = 0; i < regions_.size(); ++i)
+    (regions_[i].local ? local_ : remote_).push_back(i);
+  stream_region_ = 0;
+  stream_offset_ = 0;
+  replay_ = std::move(replay);
+  replay_next_ = 0;
   vmid_ = vmid;
   mean_interarrival_ = mean_interarrival;
   active_ = true;
   phase_issued_ = 0;
+  phase_start_ = sim_now();
   phase_end_ = sim_now() + traffic.duration;
-  if (regions_.empty()) traffic_.accesses = 0, traffic_.duration = Time{};
-  issue_ev_.notify(sc_core::SC_ZERO_TIME);
+  if (!replay_.empty()) {
+    traffic_.accesses = replay_.size();
+    traffic_.duration = Time{};
+  } else if (regions_.empty()) {
+    traffic_.accesses = 0;
+    traffic_.duration = Time{};
+  }
+  issue_timer_.at(sim_now());
   check_done();
 }
 
@@ -68,52 +80,104 @@ void ComputeAgent::check_done() {
 }
 
 void ComputeAgent::issue_more() {
-  if (traffic_.injection == Injection::Poisson) {
+  if (!replay_.empty()) {
+    // A trace: each access at its time, whatever is in flight.
+    const Time now = sim_now();
+    while (replay_next_ < replay_.size() && phase_start_ + replay_[replay_next_].at <= now) {
+      const TraceEntry& e = replay_[replay_next_++];
+      issue(e.op == TraceOp::Read    ? AccessOp::Read
+            : e.op == TraceOp::Write ? AccessOp::Write
+                                     : AccessOp::Atomic,
+            e.va, e.size);
+    }
+    if (replay_next_ < replay_.size())
+      issue_timer_.at(phase_start_ + replay_[replay_next_].at);
+  } else if (traffic_.injection == Injection::Poisson) {
     // One access now, the next after an exponentially distributed gap.
     if (may_issue()) {
       issue_one();
       const double gap =
           -std::log1p(-rng_.uniform()) * static_cast<double>(mean_interarrival_.as_ps());
-      issue_ev_.notify(to_sc(Time::ps(static_cast<std::int64_t>(gap))));
+      issue_timer_.at(sim_now() + Time::ps(static_cast<std::int64_t>(gap)));
     }
   } else {
-    while (in_flight_ < traffic_.outstanding && may_issue())
-      issue_one();
+    // Pointer chasing: one at a time, each waiting for the one before.
+    const std::uint64_t limit =
+        traffic_.pattern == Pattern::PointerChase ? 1 : traffic_.outstanding;
+    while (in_flight_ < limit && may_issue()) issue_one();
   }
   check_done();
 }
 
+std::uint64_t ComputeAgent::pick_address(std::uint64_t size) {
+  // Local or remote, by local_fraction (when both kinds of region exist).
+  const std::vector<std::size_t>* pool = &remote_;
+  if (local_.size() && (remote_.empty() || rng_.uniform() < traffic_.local_fraction)) pool = &local_;
+  if (traffic_.pattern == Pattern::Stream) {
+    // Through every region in turn, one access after the other.
+    const AccessRegion& r = regions_[stream_region_ % regions_.size()];
+    const std::uint64_t va = r.va + stream_offset_;
+    stream_offset_ += size;
+    if (stream_offset_ + size > r.bytes) {
+      stream_offset_ = 0;
+      ++stream_region_;
+    }
+    return va;
+  }
+  std::size_t idx;
+  if (traffic_.pattern == Pattern::Hotspot && pool->size() > 1) {
+    idx = rng_.uniform() < traffic_.hotspot_fraction ? (*pool)[0]
+                                                      : (*pool)[1 + rng_.below(pool->size() - 1)];
+  } else {
+    idx = (*pool)[rng_.below(pool->size())];
+  }
+  const AccessRegion& r = regions_[idx];
+  return r.va + rng_.below(r.bytes / size) * size;
+}
+
 void ComputeAgent::issue_one() {
+  const std::uint64_t size = traffic_.access_size.count();
+  const std::uint64_t va = pick_address(size);
+  AccessOp op = AccessOp::Write;
+  if (rng_.uniform() < traffic_.atomic_fraction)
+    op = AccessOp::Atomic;
+  else if (rng_.uniform() < traffic_.read_fraction)
+    op = AccessOp::Read;
+  issue(op, va, static_cast<std::uint32_t>(size));
+}
+
+void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
   const Time now = sim_now();
   if (first_issue_ == Time::max()) first_issue_ = now;
-  const AccessRegion& r = regions_[rng_.below(regions_.size())];
-  const std::uint64_t size = traffic_.access_size.count();
-  const std::uint64_t slots = r.bytes / size;
-  const std::uint64_t va = r.va + rng_.below(slots) * size;
-  const bool read = rng_.uniform() < traffic_.read_fraction;
+  if (record_)
+    record_->push_back(TraceEntry{now - phase_start_, self_,
+                                  op == AccessOp::Read    ? TraceOp::Read
+                                  : op == AccessOp::Write ? TraceOp::Write
+                                                          : TraceOp::Atomic,
+                                  va, size});
+  const bool read = op == AccessOp::Read;
 
   tlm::tlm_generic_payload& gp = pool_.acquire();
   Access& a = access_of(gp);
   a.id = (static_cast<std::uint64_t>(self_) << 48) | issued_;
   a.kind = PacketKind::Request;
-  a.op = read ? AccessOp::Read : AccessOp::Write;
+  a.op = op;
   a.src = self_;
   a.vmid = vmid_;
-  a.size = static_cast<std::uint32_t>(size);
+  a.size = size;
   a.vaddr = va;
   a.issued = now;
   a.tag = epoch_;
   a.stamp(HopKind::Issue, now);
   gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-  gp.set_data_length(static_cast<unsigned>(size));
+  gp.set_data_length(size);
   if (!read) {
-    // A recognisable pattern: the access id, repeated.
-    for (std::uint64_t off = 0; off + 8 <= size; off += 8)
-      std::memcpy(&a.data[off], &a.id, 8);
+    // A recognisable pattern: the access id, repeated (an atomic adds it).
+    for (std::uint64_t off = 0; off + 8 <= size; off += 8) std::memcpy(&a.data[off], &a.id, 8);
   }
   ++issued_;
   ++phase_issued_;
-  if (!read && traffic_.posted_writes) {
+  if (op == AccessOp::Write && traffic_.posted_writes) {
     // Nothing will come back: the store is done as far as the wavefront is concerned.
     a.posted = true;
     posted_.inc();
@@ -134,7 +198,7 @@ void ComputeAgent::send(tlm::tlm_generic_payload& gp, Time delay) {
 
 tlm::tlm_sync_enum ComputeAgent::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                     sc_core::sc_time& d) {
-  completions_.push(sim_now() + from_sc(d), &gp);
+  completions_.push(sim_now() + from_sc(d), &gp, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 
@@ -176,12 +240,18 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
     case AccessStatus::Ok:
       if (a.dst == self_) {
         local_accesses_.inc();
+        local_bytes_.inc(a.size);
+        local_latency_.record(now - a.issued);
         break;
       }
       const Time latency = now - a.issued;
       latency_.record(latency);
-      (a.op == AccessOp::Read ? read_latency_ : write_latency_).record(latency);
-      (a.op == AccessOp::Read ? remote_reads_ : remote_writes_).inc();
+      if (a.op == AccessOp::Atomic) {
+        atomics_.inc();
+      } else {
+        (a.op == AccessOp::Read ? read_latency_ : write_latency_).record(latency);
+        (a.op == AccessOp::Read ? remote_reads_ : remote_writes_).inc();
+      }
       remote_bytes_.inc(a.size);
       if (a.hops_dropped == 0) {
         for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/compute/compute_config.hpp"
+#include "models/compute/trace_entry.hpp"
 #include "sim/base/rng.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
@@ -21,6 +22,7 @@ namespace podsim {
 struct AccessRegion {
   std::uint64_t va = 0;
   std::uint64_t bytes = 0;
+  bool local = false;  // the GPU's own VRAM (else an imported buffer)
 };
 
 class ComputeAgent final : public sc_core::sc_module, public HasStats {
@@ -34,7 +36,9 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   // every access it issued has completed. Poisson injection issues one access every
   // `mean_interarrival` on average.
   void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions, std::uint16_t vmid,
-             Time mean_interarrival = Time{});
+             Time mean_interarrival = Time{}, std::vector<TraceEntry> replay = {});
+  // Records every access issued (for an access log that can be replayed).
+  void record_to(std::vector<TraceEntry>* log) { record_ = log; }
   // Device reset: the phase ends at once; what is in flight is forgotten.
   void abort();
   const sc_core::sc_event& done() const { return done_ev_; }
@@ -51,6 +55,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   std::uint64_t remote_bytes() const { return remote_bytes_.value(); }
   std::uint64_t remote_reads() const { return remote_reads_.value(); }
   std::uint64_t remote_writes() const { return remote_writes_.value(); }
+  std::uint64_t local_bytes() const { return local_bytes_.value(); }
   std::uint64_t faults() const {
     return faults_.value() + remote_faults_.value() + unreachable_.value();
   }
@@ -64,6 +69,9 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
  private:
   void issue_more();
   void issue_one();
+  void issue(AccessOp op, std::uint64_t va, std::uint32_t size);
+  // The next access's address, by pattern.
+  std::uint64_t pick_address(std::uint64_t size);
   void send(tlm::tlm_generic_payload& gp, Time delay);
   bool may_issue() const;
   void check_done();
@@ -76,6 +84,13 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Rng rng_;
   TrafficConfig traffic_;
   std::vector<AccessRegion> regions_;
+  std::vector<std::size_t> local_, remote_;  // indices into regions_
+  std::size_t stream_region_ = 0;
+  std::uint64_t stream_offset_ = 0;
+  std::vector<TraceEntry> replay_;
+  std::size_t replay_next_ = 0;
+  std::vector<TraceEntry>* record_ = nullptr;
+  Time phase_start_;
   std::uint16_t vmid_ = 0;
   Time mean_interarrival_;
   bool active_ = false;
@@ -83,13 +98,19 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Time phase_end_;
   std::uint64_t issued_ = 0, completed_ = 0, in_flight_ = 0, phase_issued_ = 0;
   Time first_issue_ = Time::max(), last_complete_;
-  sc_core::sc_event issue_ev_, done_ev_;
-  TimedQueue<tlm::tlm_generic_payload*> completions_;
+  sc_core::sc_event done_ev_;
+  Timer issue_timer_{[this] { issue_more(); }};
+  TimedQueue<tlm::tlm_generic_payload*> completions_{
+      [this](tlm::tlm_generic_payload* gp) { complete(gp); }};
 
   StatGroup stats_;
   Counter remote_reads_{stats_, "remote_reads", "count", "completed remote loads"};
   Counter remote_writes_{stats_, "remote_writes", "count", "completed remote stores"};
   Counter local_accesses_{stats_, "local_accesses", "count", "completed local VRAM accesses"};
+  Counter local_bytes_{stats_, "local_bytes", "bytes", "payload bytes of local accesses"};
+  Counter atomics_{stats_, "remote_atomics", "count", "completed remote atomics"};
+  Distribution local_latency_{stats_, "local_latency", "ns",
+                              "issue-to-completion latency of local VRAM accesses", kPsPerNs};
   Counter faults_{stats_, "faults", "count",
                   "accesses to unmapped or invalidated pages (GPUVM fault, never sent)"};
   Counter remote_faults_{stats_, "remote_faults", "count",

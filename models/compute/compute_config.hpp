@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 
 #include "sim/base/params.hpp"
 #include "sim/base/units.hpp"
@@ -22,6 +23,16 @@ struct ComputeConfig {
 };
 
 // The traffic an agent generates in an access phase.
+enum class Pattern : std::uint8_t { Uniform, Stream, PointerChase, Hotspot };
+inline constexpr std::array<EnumName<Pattern>, 4> kPatternNames{{
+    {"uniform", Pattern::Uniform, "uniformly random addresses over the regions"},
+    {"stream", Pattern::Stream, "consecutive addresses through each region in turn (bandwidth)"},
+    {"pointer_chase", Pattern::PointerChase,
+     "one access at a time, each waiting for the one before (pure latency)"},
+    {"hotspot", Pattern::Hotspot,
+     "hotspot_fraction of the accesses to the first region, the rest uniform over the others"},
+}};
+
 enum class Injection : std::uint8_t { ClosedLoop, Poisson };
 inline constexpr std::array<EnumName<Injection>, 2> kInjectionNames{{
     {"closed_loop", Injection::ClosedLoop,
@@ -34,12 +45,17 @@ inline constexpr std::array<EnumName<Injection>, 2> kInjectionNames{{
 struct TrafficConfig {
   std::uint64_t accesses = 2000;
   Time duration;
+  Pattern pattern = Pattern::Uniform;
+  double hotspot_fraction = 0.5;
+  double local_fraction = 0.0;
+  double atomic_fraction = 0.0;
   Injection injection = Injection::ClosedLoop;
   std::uint32_t outstanding = 16;
   double offered_load = 0.5;
   double read_fraction = 0.5;
   Bytes access_size = Bytes(64);
   bool posted_writes = false;
+  std::string trace;
 
   template <class V>
   void visit(V& v) {
@@ -47,6 +63,16 @@ struct TrafficConfig {
             "loads and stores each initiating GPU issues (when duration is 0)",
             between<std::uint64_t>(0, 1'000'000'000));
     v.field("duration", duration, "issue for this long instead of a fixed count (0: use accesses)");
+    v.choice("pattern", pattern, "which addresses the accesses go to",
+             std::span<const EnumName<Pattern>>(kPatternNames));
+    v.field("hotspot_fraction", hotspot_fraction, "hotspot: share of accesses to the hot region",
+            between(0.0, 1.0));
+    v.field("local_fraction", local_fraction,
+            "share of accesses to the GPU's own buffers (the rest to imported ones)",
+            between(0.0, 1.0));
+    v.field("atomic_fraction", atomic_fraction,
+            "share of accesses that are atomics (fetch-and-add: data both ways)",
+            between(0.0, 1.0));
     v.choice("injection", injection, "when accesses are issued",
              std::span<const EnumName<Injection>>(kInjectionNames));
     v.field("outstanding", outstanding, "closed_loop: accesses a GPU keeps in flight",
@@ -62,6 +88,9 @@ struct TrafficConfig {
     v.field("posted_writes", posted_writes,
             "stores get no response: they complete when issued (for analysis: each link then "
             "carries one packet size)");
+    v.field("trace", trace,
+            "replay this access trace instead of generating accesses (docs/traces.md; a path "
+            "relative to the config file)");
   }
   template <class C>
   void check(C& c) const {

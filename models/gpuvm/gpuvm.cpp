@@ -16,13 +16,10 @@ GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
   from_agent.register_nb_transport_fw(this, &GpuVm::fw);
   to_vram.register_nb_transport_bw(this, &GpuVm::bw);
   to_ports.register_nb_transport_bw(this, &GpuVm::bw_port);
-  spawn_method("arrive", arrivals_.event(), [this] {
-    arrivals_.drain([this](tlm::tlm_generic_payload* gp) { translate(gp); });
-  });
 }
 
 tlm::tlm_sync_enum GpuVm::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), &gp);
+  arrivals_.push(sim_now() + from_sc(d), &gp, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 

@@ -72,7 +72,8 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   MmuCore mmu_;
   std::unordered_map<std::uint16_t, PageTable> tables_;
   std::vector<FaultRecord> fault_log_;
-  TimedQueue<tlm::tlm_generic_payload*> arrivals_;
+  TimedQueue<tlm::tlm_generic_payload*> arrivals_{
+      [this](tlm::tlm_generic_payload* gp) { translate(gp); }};
 
   StatGroup stats_;
   Counter translations_{stats_, "translations", "count", "accesses translated"};

@@ -16,10 +16,6 @@ FirmwareMailbox::FirmwareMailbox(sc_core::sc_module_name name, const MailboxConf
                                  AccelId self, PacketPool& pool)
     : sc_module(name), cfg_(cfg), self_(self), pool_(pool), tx_(kMaxAccels), rx_(kMaxAccels) {
   from_port.register_nb_transport_fw(this, &FirmwareMailbox::fw);
-  spawn_method("arrive", arrivals_.event(),
-               [this] { arrivals_.drain([this](tlm::tlm_generic_payload* gp) { arrive(gp); }); });
-  spawn_method("firmware", firmware_.event(),
-               [this] { firmware_.drain([](std::function<void()>& work) { work(); }); });
 }
 
 FirmwareMailbox::RingState& FirmwareMailbox::ring_state(
@@ -77,7 +73,7 @@ void FirmwareMailbox::emit(AccelId dst, Packet kind, unsigned ring, std::uint32_
 
 tlm::tlm_sync_enum FirmwareMailbox::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                        sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), &gp);
+  arrivals_.push(sim_now() + from_sc(d), &gp, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 

@@ -91,8 +91,9 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   std::vector<std::array<RingState, kRings>> tx_;  // by receiver
   std::vector<std::array<RingState, kRings>> rx_;  // by sender
   Time firmware_free_;
-  TimedQueue<tlm::tlm_generic_payload*> arrivals_;
-  TimedQueue<std::function<void()>> firmware_;
+  TimedQueue<tlm::tlm_generic_payload*> arrivals_{
+      [this](tlm::tlm_generic_payload* gp) { arrive(gp); }};
+  TimedQueue<std::function<void()>> firmware_{[](std::function<void()>& work) { work(); }};
 
   StatGroup stats_;
   Counter sent_{stats_, "commands_sent", "count", "commands written into remote rings"};

@@ -16,9 +16,6 @@ NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMod
       mmu_(cfg, Rng::for_component(seed, std::string(this->name()))) {
   from_ports.register_nb_transport_fw(this, &NpaMmu::fw);
   to_vram.register_nb_transport_bw(this, &NpaMmu::bw);
-  spawn_method("arrive", arrivals_.event(), [this] {
-    arrivals_.drain([this](tlm::tlm_generic_payload* gp) { translate(gp); });
-  });
 }
 
 std::uint64_t NpaMmu::key_of(std::uint64_t npa, AccelId requester) const {
@@ -30,7 +27,7 @@ std::uint64_t NpaMmu::key_of(std::uint64_t npa, AccelId requester) const {
 
 tlm::tlm_sync_enum NpaMmu::fw(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                               sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), &gp);
+  arrivals_.push(sim_now() + from_sc(d), &gp, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 

@@ -64,7 +64,8 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   MmuCore mmu_;
   PageTable table_;
   std::unordered_map<std::uint64_t, std::vector<bool>> released_;  // by tag, by importer
-  TimedQueue<tlm::tlm_generic_payload*> arrivals_;
+  TimedQueue<tlm::tlm_generic_payload*> arrivals_{
+      [this](tlm::tlm_generic_payload* gp) { translate(gp); }};
 
   StatGroup stats_;
   Counter translations_{stats_, "translations", "count", "incoming NPA accesses translated"};

@@ -35,18 +35,11 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t se
       pinned_(stats_, "pinned_pages", "count", "pages pinned at the end of the run",
               [this] { return static_cast<double>(alloc_.pinned_pages()); }) {
   in.register_nb_transport_fw(this, &Vram::fw);
-  spawn_method("arrive", arrivals_.event(),
-               [this] { arrivals_.drain([this](const Arrival& a) { serve(a); }); });
-  spawn_method("cleared", cleared_.event(), [this] {
-    cleared_.drain([this](const Cleared& c) {
-      if (c.epoch == epoch_) page_cleared(c.page);
-    });
-  });
 }
 
 tlm::tlm_sync_enum Vram::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                             sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), Arrival{&gp, id});
+  arrivals_.push(sim_now() + from_sc(d), Arrival{&gp, id}, order_key(gp));
   return tlm::TLM_ACCEPTED;
 }
 

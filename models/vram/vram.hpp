@@ -83,11 +83,13 @@ class Vram final : public sc_core::sc_module, public HasStats {
   VramPageAllocator alloc_;
   std::vector<Time> channel_free_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Page>> store_;
-  TimedQueue<Arrival> arrivals_;
+  TimedQueue<Arrival> arrivals_{[this](const Arrival& a) { serve(a); }};
   struct Cleared {
     std::uint64_t page, epoch;
   };
-  TimedQueue<Cleared> cleared_;
+  TimedQueue<Cleared> cleared_{[this](const Cleared& c) {
+    if (c.epoch == epoch_) page_cleared(c.page);
+  }};
   bool clearing_ = false;
   std::uint64_t epoch_ = 0;  // clearing work from before a reset is dropped
   std::uint64_t seed_;

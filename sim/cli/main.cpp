@@ -69,7 +69,9 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   if (!print_only)
     desc.add_options()("out,o", po::value<std::string>()->default_value("podsim-out"),
                        "directory for stats.json, config.json and run.json")(
-        "quiet,q", "no summary on stdout");
+        "quiet,q", "no summary on stdout")(
+        "access-log", po::value<std::string>(),
+        "write every access issued to this file, in the trace format (replayable)");
   po::variables_map vm;
   if (int rc = parse(cmd, args, desc, true, vm)) return rc;
   if (vm.count("help")) {
@@ -98,6 +100,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   }
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
+  if (vm.count("access-log")) opt.access_log = vm["access-log"].as<std::string>();
   return podsim::run_command(opt, std::cout, std::cerr);
 }
 

@@ -103,6 +103,10 @@ class Access final : public tlm::tlm_extension<Access> {
 inline Access& access_of(tlm::tlm_generic_payload& gp) {
   return *gp.get_extension<Access>();
 }
+// The order key for TimedQueue ties: packets due at the same time are served by access ID.
+inline std::uint64_t order_key(tlm::tlm_generic_payload& gp) {
+  return access_of(gp).id;
+}
 
 // A pool of payloads with their Access extensions: the hot path never allocates once the
 // pool has grown to the number of packets in flight.

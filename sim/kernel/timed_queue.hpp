@@ -1,65 +1,130 @@
-// A module's queue of work items due at given times, served in (time, arrival) order by one
-// SystemC event: the "one kernel event per hop" of the hot path. Pushing never allocates once
-// the reserved capacity is reached; a pushed item earlier than the pending one re-arms the
-// event (sc_event keeps the earliest notification).
+// Timed work for the hot path, and the dispatcher that serves it.
+//
+// Every module keeps its pending work in TimedQueues: items due at a time, served by the
+// module's handler in (time, key, arrival) order. One Dispatcher per simulation serves all of
+// them from a single SystemC process: at each simulated time it serves the queues with work
+// due, in the order they were created (elaboration order). So:
+//  - work at the same simulated time happens in an order that depends on the model alone,
+//    never on SystemC's scheduling of processes (a replayed trace gives identical results);
+//  - the SystemC kernel sees one event per distinct time instead of one per hop.
+// Pushing allocates nothing once a queue has grown to its working size.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "sim/kernel/sc.hpp"
 
 namespace podsim {
 
-template <class Item>
-class TimedQueue {
+class QueueBase {
  public:
-  explicit TimedQueue(std::size_t reserve = 64) { heap_.reserve(reserve); }
+  virtual ~QueueBase();
+  // Serves every item due at or before `now`.
+  virtual void serve_due(Time now) = 0;
 
-  const sc_core::sc_event& event() const { return ev_; }
+ protected:
+  QueueBase();
+  void schedule(Time due);  // this queue's earliest item is due then
+  std::uint32_t id_;
+};
+
+class Dispatcher {
+ public:
+  static Dispatcher& get();
+  std::uint32_t add(QueueBase* q);
+  void remove(std::uint32_t id) { queues_[id] = nullptr; }
+  void schedule(std::uint32_t id, Time due);
+  std::uint64_t served() const { return served_; }
+
+ private:
+  Dispatcher();
+  void run();
+  struct Entry {
+    Time due;
+    std::uint32_t id;
+    bool operator>(const Entry& o) const { return due != o.due ? due > o.due : id > o.id; }
+  };
+  std::vector<Entry> heap_;
+  std::vector<QueueBase*> queues_;
+  std::vector<Time> scheduled_;  // per queue: the earliest time it is in the heap for
+  sc_core::sc_event ev_;
+  std::uint64_t served_ = 0;
+  bool running_ = false;
+};
+
+template <class Item>
+class TimedQueue final : public QueueBase {
+ public:
+  using Handler = std::function<void(Item&)>;
+  explicit TimedQueue(Handler handler, std::size_t reserve = 64) : handler_(std::move(handler)) {
+    heap_.reserve(reserve);
+  }
+
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
 
-  // Queue `item` for simulated time `due` (>= now).
-  void push(Time due, Item item) {
-    heap_.push_back(Entry{due, seq_++, std::move(item)});
+  // Queues `item` for simulated time `due` (>= now). Items due at the same time are served in
+  // order of `key` (packets pass their access ID: an order the model fixes), then of arrival.
+  void push(Time due, Item item, std::uint64_t key = 0) {
+    heap_.push_back(Entry{due, key, seq_++, std::move(item)});
     std::push_heap(heap_.begin(), heap_.end(), Later{});
-    if (heap_.front().seq == seq_ - 1) arm();
+    if (heap_.front().seq == seq_ - 1) schedule(due);
   }
+  void clear() { heap_.clear(); }
 
-  // Serves every item due now, in order; call from the process sensitive to event().
-  template <class Fn>
-  void drain(Fn&& serve) {
-    const Time now = sim_now();
+  void serve_due(Time now) override {
     while (!heap_.empty() && heap_.front().due <= now) {
       std::pop_heap(heap_.begin(), heap_.end(), Later{});
       Item item = std::move(heap_.back().item);
       heap_.pop_back();
-      serve(item);
+      handler_(item);
     }
-    if (!heap_.empty()) arm();
+    if (!heap_.empty()) schedule(heap_.front().due);
   }
 
  private:
   struct Entry {
     Time due;
+    std::uint64_t key;
     std::uint64_t seq;
     Item item;
   };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const {
-      return a.due != b.due ? a.due > b.due : a.seq > b.seq;
+      if (a.due != b.due) return a.due > b.due;
+      if (a.key != b.key) return a.key > b.key;
+      return a.seq > b.seq;
     }
   };
-  void arm() {
-    Time d = heap_.front().due - sim_now();
-    ev_.notify(to_sc(d < Time{} ? Time{} : d));
-  }
-
+  Handler handler_;
   std::vector<Entry> heap_;
   std::uint64_t seq_ = 0;
-  sc_core::sc_event ev_;
+};
+
+// A wake-up at a time: `at(t)` asks for `fn` to run at t (the earliest asked for wins; a
+// wake-up asked for while one is pending earlier is covered by it).
+class Timer {
+ public:
+  explicit Timer(std::function<void()> fn)
+      : fn_(std::move(fn)), queue_([this](char&) {
+          if (sim_now() < pending_) return;  // superseded
+          pending_ = Time::max();
+          fn_();
+        }) {}
+  void at(Time t) {
+    if (t >= pending_) return;
+    pending_ = t;
+    queue_.push(t, 0);
+  }
+  void cancel() { pending_ = Time::max(); }
+
+ private:
+  std::function<void()> fn_;
+  Time pending_ = Time::max();
+  TimedQueue<char> queue_;
 };
 
 }  // namespace podsim

@@ -59,7 +59,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
   }
-  scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes);
+  scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, &replay_);
   spawn_thread("control", [this] { control(); });
 }
 
@@ -135,6 +135,22 @@ void Pod::check_holdings() {
       what += "\n    " + line;
     invariants_.report(sim_now(), what);
   }
+}
+
+void Pod::replay(const std::vector<TraceEntry>& trace) {
+  replay_.assign(cfg_.pod.gpus, {});
+  for (const TraceEntry& e : trace) replay_.at(e.gpu).push_back(e);
+}
+
+void Pod::record_accesses() {
+  access_log_.assign(gpus_.size(), {});
+  for (std::size_t g = 0; g < gpus_.size(); ++g) gpus_[g]->agent.record_to(&access_log_[g]);
+}
+
+std::vector<TraceEntry> Pod::access_log() const {
+  std::vector<TraceEntry> all;
+  for (const auto& g : access_log_) all.insert(all.end(), g.begin(), g.end());
+  return all;
 }
 
 void Pod::run() {

@@ -19,6 +19,13 @@ class Pod final : public sc_core::sc_module, public HasStats {
   Pod(sc_core::sc_module_name name, const PodConfig& cfg);
   ~Pod() override;
 
+  // Access phases replay this trace (each GPU its own lines) instead of generating accesses.
+  void replay(const std::vector<TraceEntry>& trace);
+  // Keeps every access issued, for access_log().
+  void record_accesses();
+  // Every access issued, by GPU, then time.
+  std::vector<TraceEntry> access_log() const;
+
   // Runs the workload to its end (or to sim.max_time), then the teardown and the checks.
   void run();
 
@@ -66,6 +73,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::unique_ptr<Fabric> fabric_;
   std::vector<std::unique_ptr<GpuNode>> gpus_;
   std::unique_ptr<ScenarioRunner> scenario_;
+  std::vector<std::vector<TraceEntry>> replay_;      // by GPU
+  std::vector<std::vector<TraceEntry>> access_log_;  // by GPU
   bool finished_ = false;
   std::vector<std::string> own_failures_;
   Time phase_start_, phase_end_;

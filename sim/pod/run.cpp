@@ -12,6 +12,7 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/stats_json.hpp"
 #include "sim/pod/summary.hpp"
+#include "sim/pod/trace.hpp"
 
 #ifndef PODSIM_VERSION
 #define PODSIM_VERSION "0.0.0"
@@ -58,6 +59,22 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   }
   if (opt.seed) cfg.seed = *opt.seed;
 
+  // A trace to replay: its path is relative to the config file; it is checked line by line
+  // now, before anything is written.
+  std::vector<TraceEntry> replay;
+  if (!cfg.workload.traffic.trace.empty()) {
+    fs::path trace(cfg.workload.traffic.trace);
+    if (trace.is_relative() && opt.config_path)
+      trace = fs::path(*opt.config_path).parent_path() / trace;
+    cfg.workload.traffic.trace = fs::absolute(trace).lexically_normal().string();
+    try {
+      replay = load_trace(cfg.workload.traffic.trace, cfg.pod.gpus);
+    } catch (const TraceError& e) {
+      fmt::print(err, "podsim: trace error: {}\n", e.what());
+      return 2;
+    }
+  }
+
   const fs::path out_dir(opt.out_dir);
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -72,6 +89,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                                           sc_core::SC_DO_NOTHING);
   const auto t0 = std::chrono::steady_clock::now();
   Pod pod("pod", cfg);
+  if (!replay.empty()) pod.replay(replay);
+  if (opt.access_log) pod.record_accesses();
   pod.run();
   const double host_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -100,6 +119,18 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     violations.push_back(std::move(o));
   }
   run["invariant_violations"] = std::move(violations);
+  boost::json::array faults;  // each GPU's first faults, with address and time
+  for (std::size_t g = 0; g < pod.gpu_count(); ++g)
+    for (const FaultRecord& f : pod.gpu(g).gpuvm.fault_log()) {
+      boost::json::object o;
+      o["gpu"] = g;
+      o["vmid"] = f.vmid;
+      o["va"] = fmt::format("{:#x}", f.va);
+      o["write"] = f.write;
+      o["at_ns"] = f.at.as_ns();
+      faults.push_back(std::move(o));
+    }
+  run["faults"] = std::move(faults);
   boost::json::array steps;
   for (const StepRecord& r : pod.scenario().records()) {
     boost::json::object o;
@@ -130,6 +161,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     write_file(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
     write_file(out_dir / "run.json", config::to_pretty_json(run));
     write_file(out_dir / "stats.json", config::to_pretty_json(stats));
+    if (opt.access_log) write_file(*opt.access_log, format_trace(pod.access_log()));
   } catch (const std::exception& e) {
     fmt::print(err, "podsim: {}\n", e.what());
     return 1;

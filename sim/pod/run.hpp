@@ -14,6 +14,7 @@ struct RunOptions {
   std::vector<std::string> overrides;      // "key.path=value"
   std::optional<std::uint64_t> seed;
   std::string out_dir = "podsim-out";
+  std::optional<std::string> access_log;  // write every access issued here (trace format)
   bool quiet = false;
 };
 

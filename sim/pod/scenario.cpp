@@ -79,6 +79,7 @@ std::vector<StepConfig> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
     std::vector<std::string> accessed;
     for (std::uint32_t q : peers_of(g))
       if (target[q]) accessed.push_back(fmt::format("m{}", q));
+    if (w.traffic.local_fraction > 0) accessed.push_back("local");  // its own buffer too
     if (initiator[g] && !accessed.empty()) {
       StepConfig& acc = step(g, StepOp::Access);
       acc.mappings = accessed;
@@ -87,8 +88,9 @@ std::vector<StepConfig> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
   return steps;
 }
 
-ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus)
-    : cfg_(cfg), gpus_(std::move(gpus)), handles_(cfg.pod.gpus) {
+ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
+                               const std::vector<std::vector<TraceEntry>>* replay)
+    : cfg_(cfg), gpus_(std::move(gpus)), replay_(replay), handles_(cfg.pod.gpus) {
   steps_ = cfg.workload.kind == WorkloadKind::Scenario ? cfg.workload.steps : all_to_all_steps(cfg);
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const StepConfig& s = steps_[i];
@@ -217,7 +219,7 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
       const std::uint64_t va = ps.next_va;
       const Errno e = drv.call(d.gem_va_map(p, gem, va));
       if (e == Errno::Ok) {
-        ps.mappings[*s.name] = Mapping{va, bytes, gem};
+        ps.mappings[*s.name] = Mapping{va, bytes, gem, !s.fd};
         const std::uint64_t two_mib = 2ull << 20;
         ps.next_va += (bytes + two_mib - 1) / two_mib * two_mib;
       }
@@ -228,7 +230,7 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
       for (const std::string& m : *s.mappings) {
         auto* map = lookup(ps.mappings, m, "mapping");
         if (!map) return Errno::Ok;
-        regions.push_back({map->va, map->bytes});
+        regions.push_back({map->va, map->bytes, map->local});
       }
       if (!node.agent.finished()) {
         detail = "the GPU's compute agent is already running an access phase";
@@ -245,7 +247,9 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
           wire_time(tl_bytes(t.access_size.count(), cfg_.fabric.port), cfg_.fabric.port);
       const Time gap = Time::ps(static_cast<std::int64_t>(static_cast<double>(data_packet.as_ps()) /
                                                           (t.offered_load * cfg_.fabric.planes)));
-      node.agent.start(t, std::move(regions), p, gap);
+      std::vector<TraceEntry> replay;
+      if (replay_ && s.gpu < replay_->size()) replay = (*replay_)[s.gpu];
+      node.agent.start(t, std::move(regions), p, gap, std::move(replay));
       while (!node.agent.finished())
         sc_core::wait(node.agent.done());
       return Errno::Ok;

@@ -26,7 +26,9 @@ struct StepRecord {
 class ScenarioRunner {
  public:
   // Spawns the threads; call during elaboration (the Pod's constructor).
-  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus);
+  // `replay`, when not null, holds each GPU's trace: its access phases replay it.
+  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
+                 const std::vector<std::vector<TraceEntry>>* replay = nullptr);
 
   // The steps of an all_to_all workload, in scenario form.
   static std::vector<StepConfig> all_to_all_steps(const PodConfig& cfg);
@@ -42,6 +44,7 @@ class ScenarioRunner {
   struct Mapping {
     std::uint64_t va = 0, bytes = 0;
     driver::GemHandle gem = 0;
+    bool local = false;
   };
   struct ProcessState {
     std::map<std::string, driver::GemHandle> buffers;
@@ -61,6 +64,7 @@ class ScenarioRunner {
 
   const PodConfig& cfg_;
   std::vector<GpuNode*> gpus_;
+  const std::vector<std::vector<TraceEntry>>* replay_;
   std::vector<StepConfig> steps_;
   std::map<Key, std::vector<std::size_t>> groups_;
   std::map<Key, ProcessState> states_;

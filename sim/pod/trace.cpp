@@ -1,0 +1,100 @@
+#include "sim/pod/trace.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace podsim {
+
+TraceError::TraceError(const std::string& file, std::size_t line, const std::string& message)
+    : std::runtime_error(line ? fmt::format("{}:{}: {}", file, line, message)
+                              : fmt::format("{}: {}", file, message)) {}
+
+namespace {
+
+bool parse_u64(std::string_view s, std::uint64_t& out) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  auto [p, e] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  return e == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+std::vector<TraceEntry> parse_trace(const std::string& text, const std::string& name,
+                                    std::uint32_t gpus) {
+  std::vector<TraceEntry> out;
+  std::vector<Time> last;  // per GPU
+  std::istringstream in(text);
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string w; fields >> w;) f.push_back(w);
+    if (f.empty()) continue;
+    if (f.size() != 5)
+      throw TraceError(name, n,
+                       fmt::format("expected 5 fields (time_ns gpu op va size), got {}", f.size()));
+    TraceEntry e;
+    try {
+      e.at = parse_time(f[0] + "ns");
+    } catch (const UnitError&) {
+      throw TraceError(name, n, fmt::format("time \"{}\" is not a number of ns", f[0]));
+    }
+    std::uint64_t gpu = 0, va = 0, size = 0;
+    if (!parse_u64(f[1], gpu) || gpu >= gpus)
+      throw TraceError(name, n,
+                       fmt::format("GPU \"{}\" is not a GPU of the pod (0 to {})", f[1], gpus - 1));
+    e.gpu = static_cast<std::uint32_t>(gpu);
+    if (f[2] == "R")
+      e.op = TraceOp::Read;
+    else if (f[2] == "W")
+      e.op = TraceOp::Write;
+    else if (f[2] == "A")
+      e.op = TraceOp::Atomic;
+    else
+      throw TraceError(name, n, fmt::format("op \"{}\" is not R, W or A", f[2]));
+    if (!parse_u64(f[3], va))
+      throw TraceError(name, n, fmt::format("address \"{}\" is not a number", f[3]));
+    if (!parse_u64(f[4], size) || size < 64 || size > 256 || size % 64 != 0)
+      throw TraceError(name, n, fmt::format("size \"{}\" is not 64, 128, 192 or 256", f[4]));
+    if (va % size != 0)
+      throw TraceError(name, n, fmt::format("address {} is not aligned to its size", f[3]));
+    e.va = va;
+    e.size = static_cast<std::uint32_t>(size);
+    if (last.size() <= e.gpu) last.resize(e.gpu + 1, Time{});
+    if (e.at < last[e.gpu])
+      throw TraceError(name, n, fmt::format("time goes back for GPU {}", e.gpu));
+    last[e.gpu] = e.at;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<TraceEntry> load_trace(const std::string& path, std::uint32_t gpus) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, 0, "cannot open the trace file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_trace(ss.str(), path, gpus);
+}
+
+std::string format_trace(const std::vector<TraceEntry>& entries) {
+  std::string out = "# time_ns gpu op va size\n";
+  for (const TraceEntry& e : entries) {
+    const char op = e.op == TraceOp::Read ? 'R' : e.op == TraceOp::Write ? 'W' : 'A';
+    const std::int64_t ps = e.at.as_ps();
+    out += fmt::format("{}.{:03} {} {} {:#x} {}\n", ps / 1000, ps % 1000, e.gpu, op, e.va, e.size);
+  }
+  return out;
+}
+
+}  // namespace podsim

@@ -36,8 +36,7 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
   remote_.clear();
   for (std::size_t i = 0; i < regions_.size(); ++i)
     (regions_[i].local ? local_ : remote_).push_back(i);
-  stream_region_ = 0;
-  stream_offset_ = 0;
+  stream_ = {};
   replay_ = std::move(replay);
   replay_next_ = 0;
   vmid_ = vmid;
@@ -90,8 +89,7 @@ void ComputeAgent::issue_more() {
                                      : AccessOp::Atomic,
             e.va, e.size);
     }
-    if (replay_next_ < replay_.size())
-      issue_timer_.at(phase_start_ + replay_[replay_next_].at);
+    if (replay_next_ < replay_.size()) issue_timer_.at(phase_start_ + replay_[replay_next_].at);
   } else if (traffic_.injection == Injection::Poisson) {
     // One access now, the next after an exponentially distributed gap.
     if (may_issue()) {
@@ -104,7 +102,8 @@ void ComputeAgent::issue_more() {
     // Pointer chasing: one at a time, each waiting for the one before.
     const std::uint64_t limit =
         traffic_.pattern == Pattern::PointerChase ? 1 : traffic_.outstanding;
-    while (in_flight_ < limit && may_issue()) issue_one();
+    while (in_flight_ < limit && may_issue())
+      issue_one();
   }
   check_done();
 }
@@ -112,22 +111,25 @@ void ComputeAgent::issue_more() {
 std::uint64_t ComputeAgent::pick_address(std::uint64_t size) {
   // Local or remote, by local_fraction (when both kinds of region exist).
   const std::vector<std::size_t>* pool = &remote_;
-  if (local_.size() && (remote_.empty() || rng_.uniform() < traffic_.local_fraction)) pool = &local_;
+  if (local_.size() && (remote_.empty() || rng_.uniform() < traffic_.local_fraction))
+    pool = &local_;
   if (traffic_.pattern == Pattern::Stream) {
-    // Through every region in turn, one access after the other.
-    const AccessRegion& r = regions_[stream_region_ % regions_.size()];
-    const std::uint64_t va = r.va + stream_offset_;
-    stream_offset_ += size;
-    if (stream_offset_ + size > r.bytes) {
-      stream_offset_ = 0;
-      ++stream_region_;
+    // Through the pool's regions in turn, one access after the other (local and remote
+    // accesses each keep their own place).
+    Stream& s = stream_[pool == &local_ ? 1 : 0];
+    const AccessRegion& r = regions_[(*pool)[s.region % pool->size()]];
+    const std::uint64_t va = r.va + s.offset;
+    s.offset += size;
+    if (s.offset + size > r.bytes) {
+      s.offset = 0;
+      ++s.region;
     }
     return va;
   }
   std::size_t idx;
   if (traffic_.pattern == Pattern::Hotspot && pool->size() > 1) {
     idx = rng_.uniform() < traffic_.hotspot_fraction ? (*pool)[0]
-                                                      : (*pool)[1 + rng_.below(pool->size() - 1)];
+                                                     : (*pool)[1 + rng_.below(pool->size() - 1)];
   } else {
     idx = (*pool)[rng_.below(pool->size())];
   }
@@ -159,7 +161,7 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
 
   tlm::tlm_generic_payload& gp = pool_.acquire();
   Access& a = access_of(gp);
-  a.id = (static_cast<std::uint64_t>(self_) << 48) | issued_;
+  a.id = (static_cast<std::uint64_t>(self_) << 48) | (issued_ + 1);  // 0: control messages
   a.kind = PacketKind::Request;
   a.op = op;
   a.src = self_;
@@ -173,7 +175,8 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
   gp.set_data_length(size);
   if (!read) {
     // A recognisable pattern: the access id, repeated (an atomic adds it).
-    for (std::uint64_t off = 0; off + 8 <= size; off += 8) std::memcpy(&a.data[off], &a.id, 8);
+    for (std::uint64_t off = 0; off + 8 <= size; off += 8)
+      std::memcpy(&a.data[off], &a.id, 8);
   }
   ++issued_;
   ++phase_issued_;

@@ -85,8 +85,11 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   TrafficConfig traffic_;
   std::vector<AccessRegion> regions_;
   std::vector<std::size_t> local_, remote_;  // indices into regions_
-  std::size_t stream_region_ = 0;
-  std::uint64_t stream_offset_ = 0;
+  struct Stream {
+    std::size_t region = 0;  // in its pool
+    std::uint64_t offset = 0;
+  };
+  std::array<Stream, 2> stream_{};  // remote, local
   std::vector<TraceEntry> replay_;
   std::size_t replay_next_ = 0;
   std::vector<TraceEntry>* record_ = nullptr;

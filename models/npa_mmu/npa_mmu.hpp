@@ -44,6 +44,7 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   bool any_mapped(std::uint64_t first_key, std::uint64_t pages) const;
   std::uint64_t key_of(std::uint64_t npa, AccelId requester) const;
   std::size_t mapped_pages() const { return table_.mapped_pages(); }
+  const PageTable& page_table() const { return table_; }
   // `importer` gave up export `tag`: serving it from now on violates the protocol's promise.
   void mark_released(std::uint64_t tag, AccelId importer);
   // Device reset: no mappings, an empty TLB.

@@ -59,38 +59,79 @@ TEST_CASE("one remote load goes through every module and back", "[sc][pod]") {
   CHECK(exporter.npa_mmu.mapped_pages() == 0);
 }
 
-TEST_CASE("what an importer stores, the exporter holds in the pages behind the NPA range",
-          "[sc][pod]") {
-  Pod pod("pod",
-          config_with({"pod.gpus=2", "workload.initiators=[0]", "workload.traffic.accesses=200",
-                       "workload.traffic.read_fraction=0", "workload.teardown=false"}));
+TEST_CASE(
+    "a buffer's scattered VRAM pages sit behind one contiguous NPA range, and stores land "
+    "on the right pages",
+    "[sc][pod]") {
+  Pod pod("pod", config_with({"pod.gpus=2", "workload.initiators=[0]", "workload.teardown=false"}));
+  const std::uint64_t bytes = pod.config().workload.buffer_size.count();
+  const std::uint64_t pages = bytes / kPageSize;
+  // GPU 0 maps its own buffer first, then GPU 1's import at the next 2 MiB boundary. It stores
+  // one 64 B block into each page of the import, at a different block in each page.
+  const std::uint64_t import_va = kLocalVa + (bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  auto block_of = [](std::uint64_t p) { return p % 64; };
+  std::vector<TraceEntry> trace;
+  for (std::uint64_t p = 0; p < pages; ++p)
+    trace.push_back(TraceEntry{Time::ns(static_cast<std::int64_t>(p)), 0, TraceOp::Write,
+                               import_va + p * kPageSize + block_of(p) * 64, 64});
+  pod.replay(trace);
   pod.run();
   REQUIRE(pod.ok());
-  CHECK(pod.remote_writes() == 200);
+  CHECK(pod.remote_writes() == pages);
 
-  // Read GPU 1's buffer through GPU 1's own mapping of it (its first mapping, "local").
+  GpuNode& importer = pod.gpu(0);
   GpuNode& exporter = pod.gpu(1);
-  const PageTable* pt = exporter.gpuvm.page_table(1);
-  REQUIRE(pt != nullptr);
-  const std::uint64_t bytes = pod.config().workload.buffer_size.count();
-  std::size_t written_blocks = 0;
-  for (std::uint64_t off = 0; off < bytes; off += 64) {
-    const Pte pte = pt->lookup((kLocalVa + off) >> kPageShift);
-    REQUIRE(pte.target == PteTarget::Vram);
-    unsigned char block[64];
-    exporter.vram.read_bytes((pte.frame << kPageShift) | (off & (kPageSize - 1)), block, 64);
-    std::uint64_t first;
-    std::memcpy(&first, block, 8);
-    if (first == 0) continue;
-    ++written_blocks;
-    // A store from GPU 0 (its ID in bits 63:48), the same 8 bytes repeated.
-    CHECK((first >> 48) == 0);
-    CHECK((first & 0xFFFF'FFFF'FFFFull) < 200);
-    for (int k = 1; k < 8; ++k)
-      CHECK(std::memcmp(block, block + 8 * k, 8) == 0);
+  const PageTable* imp = importer.gpuvm.page_table(1);
+  const PageTable* own = exporter.gpuvm.page_table(1);
+  REQUIRE(imp != nullptr);
+  REQUIRE(own != nullptr);
+  const Pte first = imp->lookup(import_va >> kPageShift);
+  REQUIRE(first.target == PteTarget::Npa);
+  int runs = 1;
+  std::set<std::uint64_t> frames;
+  for (std::uint64_t p = 0; p < pages; ++p) {
+    // The importer sees one contiguous NPA range ...
+    const Pte n = imp->lookup((import_va >> kPageShift) + p);
+    REQUIRE(n.target == PteTarget::Npa);
+    CHECK(n.frame == first.frame + p);
+    // ... which the exporter's NPA MMU maps onto the buffer's own VRAM pages, in order.
+    const Pte v = own->lookup((kLocalVa >> kPageShift) + p);
+    REQUIRE(v.target == PteTarget::Vram);
+    const Pte behind = exporter.npa_mmu.page_table().lookup(
+        exporter.npa_mmu.key_of(n.frame << kPageShift, importer.id()));
+    REQUIRE(behind.target == PteTarget::Vram);
+    CHECK(behind.frame == v.frame);
+    frames.insert(v.frame);
+    if (p > 0) runs += v.frame != own->lookup((kLocalVa >> kPageShift) + p - 1).frame + 1;
   }
-  CHECK(written_blocks > 150);  // 200 random stores over 16384 blocks rarely collide
-  CHECK(written_blocks <= 200);
+  // The VRAM pages are scattered: many separate runs, spread far apart.
+  CHECK(frames.size() == pages);
+  CHECK(runs >= static_cast<int>(pages / 32));
+  CHECK(*frames.rbegin() - *frames.begin() > 10 * pages);
+
+  // Exactly the blocks stored to hold data, each GPU 0's store (its ID in bits 63:48, the
+  // access number below, the same 8 bytes repeated); every other block is still zero.
+  std::set<std::uint64_t> ids;
+  for (std::uint64_t p = 0; p < pages; ++p) {
+    const std::uint64_t frame = own->lookup((kLocalVa >> kPageShift) + p).frame;
+    for (std::uint64_t b = 0; b < 64; ++b) {
+      unsigned char block[64];
+      exporter.vram.read_bytes((frame << kPageShift) + b * 64, block, 64);
+      std::uint64_t word;
+      std::memcpy(&word, block, 8);
+      if (b != block_of(p)) {
+        CHECK(word == 0);
+        continue;
+      }
+      CHECK((word >> 48) == 0);
+      ids.insert(word & 0xFFFF'FFFF'FFFFull);
+      for (int k = 1; k < 8; ++k)
+        CHECK(std::memcmp(block, block + 8 * k, 8) == 0);
+    }
+  }
+  CHECK(ids.size() == pages);  // every store, each in its own place
+  CHECK(*ids.begin() == 1);
+  CHECK(*ids.rbegin() == pages);
 }
 
 TEST_CASE("the default pod: every GPU loads from and stores to every other", "[sc][pod]") {

@@ -1,0 +1,228 @@
+// The GPU memory system: TLBs and walks, channel interleaving and bandwidth, clear-on-free.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "sim/config/config_io.hpp"
+#include "sim/pod/pod.hpp"
+#include "sim/pod/pod_config_io.hpp"
+#include "tests/support/run_podsim.hpp"
+
+using namespace podsim;
+using podsim::test::run_podsim;
+using podsim::test::write_temp_file;
+
+namespace {
+constexpr std::uint64_t kLocalVa = 0x0000'1000'0000'0000ull;  // a process's first mapping
+
+std::uint64_t counter(const StatGroup& g, const std::string& name) {
+  for (const Stat* s : g.stats())
+    if (s->name() == name) return static_cast<const Counter*>(s)->value();
+  FAIL("no counter " << name);
+  return 0;
+}
+const Breakdown& breakdown(const StatGroup& g, const std::string& name) {
+  for (const Stat* s : g.stats())
+    if (s->name() == name) return *static_cast<const Breakdown*>(s);
+  throw std::runtime_error("no breakdown " + name);
+}
+std::size_t part(const Breakdown& b, const std::string& name) {
+  for (std::size_t i = 0; i < b.part_count(); ++i)
+    if (b.part_name(i) == name) return i;
+  throw std::runtime_error("no part " + name);
+}
+PodConfig config_with(std::vector<std::string> sets) {
+  auto doc = config::ConfigDoc::from_text("{}", "test");
+  for (const auto& s : sets)
+    doc.apply_override(s);
+  return read_pod_config(doc);
+}
+std::vector<double> channel_bytes(const test::PodsimRun& r, int gpu) {
+  std::vector<double> v;
+  for (const auto& x : r.stats->at("stats")
+                           .at("pod.gpu" + std::to_string(gpu) + ".vram.channel_bytes")
+                           .at("values")
+                           .as_array())
+    v.push_back(x.to_number<double>());
+  return v;
+}
+}  // namespace
+
+TEST_CASE(
+    "TLB hits, misses and walks are exactly what a sweep implies, and each walk's cost is "
+    "in the breakdown",
+    "[memory][tlb]") {
+  // GPU 0 sweeps GPU 1's 1 MiB buffer twice, four loads per page, each load alone (2 us
+  // apart), with a 4-entry fully associative L1 and the default 1,024-entry L2.
+  Pod pod("pod", config_with({"pod.gpus=2", "workload.initiators=[0]", "workload.teardown=false",
+                              "gpu.gpuvm.l1.entries=4", "gpu.gpuvm.l1.ways=4"}));
+  const std::uint64_t bytes = pod.config().workload.buffer_size.count();
+  const std::uint64_t pages = bytes / kPageSize;
+  const std::uint64_t import_va = kLocalVa + (bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  std::vector<TraceEntry> trace;
+  for (int sweep = 0; sweep < 2; ++sweep)
+    for (std::uint64_t p = 0; p < pages; ++p)
+      for (std::uint64_t b = 0; b < 4; ++b)
+        trace.push_back(TraceEntry{Time::us(2 * static_cast<std::int64_t>(trace.size())), 0,
+                                   TraceOp::Read, import_va + p * kPageSize + b * 64, 64});
+  pod.replay(trace);
+  pod.run();
+  REQUIRE(pod.ok());
+  const std::uint64_t n = trace.size();
+  REQUIRE(pod.remote_reads() == n);
+
+  // What the sweep implies, from the importer's page table: one TLB entry per fragment (an
+  // aligned group of 2^fragment pages). The first sweep walks once per group; in the second,
+  // the L1 holds only the last 4 groups, so each group's first load hits the L2.
+  const PageTable* pt = pod.gpu(0).gpuvm.page_table(1);
+  REQUIRE(pt != nullptr);
+  std::vector<std::uint64_t> groups;
+  for (std::uint64_t p = 0; p < pages; ++p) {
+    const std::uint64_t vpage = (import_va >> kPageShift) + p;
+    const std::uint64_t g = vpage >> pt->lookup(vpage).fragment;
+    if (groups.empty() || groups.back() != g) groups.push_back(g);
+  }
+  const std::uint64_t G = groups.size();
+  REQUIRE(std::set<std::uint64_t>(groups.begin(), groups.end()).size() == G);
+  REQUIRE(G > 4);
+  const StatGroup& vm = pod.gpu(0).gpuvm.stat_group();
+  CHECK(counter(vm, "translations") == n);
+  CHECK(counter(vm, "walks") == G);
+  CHECK(counter(vm, "l2_hits") == G);
+  CHECK(counter(vm, "l1_hits") == n - 2 * G);
+  // The first walk reads all 4 levels; the rest find the upper levels in the page-walk cache
+  // (one 2 MiB region) and read only the last.
+  CHECK(counter(vm, "walk_levels_read") == 4 + (G - 1));
+
+  // The GPUVM hop of each load is exactly its translation: L1 lookup; plus the L2 lookup on
+  // an L1 miss; plus the walk's levels on an L2 miss.
+  const GpuVmConfig& c = pod.config().gpu.gpuvm;
+  const Time expected = c.l1.latency * static_cast<std::int64_t>(n) +
+                        c.l2.latency * static_cast<std::int64_t>(2 * G) +
+                        c.walk_level_latency * static_cast<std::int64_t>(4 + (G - 1));
+  const Breakdown& bd = breakdown(pod.gpu(0).agent.stat_group(), "remote_breakdown");
+  CHECK(bd.samples() == n);
+  CHECK(bd.part_sum(part(bd, "req.gpuvm")) == static_cast<long double>(expected.as_ps()));
+}
+
+TEST_CASE("channel interleaving spreads a stream over every channel", "[memory][vram]") {
+  // GPU 0 streams 256 B loads through its own 16 MiB buffer, with enough loads in flight
+  // (4,096) to keep many channels busy.
+  auto stream = [](const char* allocation) {
+    return run_podsim({"run",   "--quiet",
+                       "--set", "pod.gpus=2",
+                       "--set", "workload.initiators=[0]",
+                       "--set", std::string("gpu.vram.allocation=") + allocation,
+                       "--set", "workload.buffer_size=16MiB",
+                       "--set", "workload.traffic.local_fraction=1",
+                       "--set", "workload.traffic.pattern=stream",
+                       "--set", "workload.traffic.access_size=256B",
+                       "--set", "workload.traffic.read_fraction=1",
+                       "--set", "workload.traffic.outstanding=4096",
+                       "--set", "workload.traffic.accesses=65536",
+                       "--set", "workload.teardown=false"});
+  };
+  for (const char* allocation : {"scattered", "first_fit"}) {
+    INFO(allocation);
+    auto r = stream(allocation);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.stat("pod.gpu0.agent.local_accesses") == 65536);
+    const auto ch = channel_bytes(r, 0);
+    REQUIRE(ch.size() == 12 * 16);
+    double total = 0;
+    for (double b : ch) {
+      CHECK(b > 0);  // every channel took part
+      total += b;
+    }
+    CHECK(total == 16.0 * 1024 * 1024);
+    CHECK(r.stat("pod.gpu0.vram.channel_balance") > 0.85);
+    if (std::string(allocation) == "first_fit") {
+      // Contiguous pages (2 MiB TLB fragments, so few walks): many channels at once, far
+      // more than one channel's 102.08 GB/s.
+      const double gbps = r.stat("pod.gpu0.agent.local_bytes") /
+                          r.stat("pod.summary.access_phase_time");  // bytes per ns = GB/s
+      CHECK(gbps > 10 * 102.08);
+    }
+  }
+}
+
+TEST_CASE("a stream confined to one channel saturates at that channel's bandwidth",
+          "[memory][vram]") {
+  // First-fit pages and a 2 MiB interleave: GPU 0's 1 MiB buffer sits on channel 0 alone. 256
+  // loads in flight are more than the channel can serve in one access latency.
+  auto r = run_podsim({"run",   "--quiet",
+                       "--set", "pod.gpus=2",
+                       "--set", "workload.initiators=[0]",
+                       "--set", "gpu.vram.allocation=first_fit",
+                       "--set", "gpu.vram.interleave=2MiB",
+                       "--set", "workload.traffic.local_fraction=1",
+                       "--set", "workload.traffic.pattern=stream",
+                       "--set", "workload.traffic.access_size=256B",
+                       "--set", "workload.traffic.read_fraction=1",
+                       "--set", "workload.traffic.outstanding=256",
+                       "--set", "workload.traffic.accesses=16384",
+                       "--set", "workload.teardown=false"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto ch = channel_bytes(r, 0);
+  CHECK(ch[0] == 16384.0 * 256);
+  for (std::size_t i = 1; i < ch.size(); ++i)
+    CHECK(ch[i] == 0);
+  const double gbps =
+      r.stat("pod.gpu0.agent.local_bytes") / r.stat("pod.summary.access_phase_time");
+  CHECK(gbps == Approx(102.08).epsilon(0.02));
+  CHECK(gbps <= 102.08);
+  CHECK(r.stat("pod.gpu0.vram.queue_delay", "mean") > 100);  // requests queue for the channel
+}
+
+namespace {
+// GPU 0 allocates 3 MiB of a 4 MiB VRAM, frees it, and allocates 3 MiB again at once.
+std::string realloc_config(bool clear_on_free) {
+  return std::string(R"({
+    "pod": {"gpus": 2},
+    "gpu": {"vram": {"capacity": "4MiB", "clear_on_free": )") +
+         (clear_on_free ? "true" : "false") + R"(}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "3MiB", "name": "a"},
+      {"gpu": 0, "op": "close", "buffer": "a"},
+      {"gpu": 0, "op": "alloc", "size": "3MiB", "name": "b"},
+      {"gpu": 0, "op": "alloc", "size": "2MiB", "name": "c", "expect": "ENOMEM"}
+    ], "teardown": false}})";
+}
+}  // namespace
+
+TEST_CASE(
+    "clear-on-free: freed pages are zeroed through the channels, and an allocation that "
+    "needs them waits",
+    "[memory][vram]") {
+  auto r = run_podsim({"run", write_temp_file("realloc.json", realloc_config(true))});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // All of a was zeroed, and the clearing shows in the channels' bytes.
+  CHECK(r.stat("pod.gpu0.vram.bytes_cleared") == 3.0 * 1024 * 1024);
+  double total = 0;
+  for (double b : channel_bytes(r, 0))
+    total += b;
+  CHECK(total == r.stat("pod.gpu0.vram.bytes_read") + r.stat("pod.gpu0.vram.bytes_written") +
+                     r.stat("pod.gpu0.vram.bytes_cleared"));
+  // b needed 2 MiB more than the 1 MiB never used: its pages came no sooner than the engine,
+  // starting when a's close began, could zero 2 MiB at 1 TB/s.
+  CHECK(r.stat("pod.gpu0.vram.allocation_waits") == 1);
+  auto started = [&](std::size_t step) {
+    return r.run->at("steps").as_array().at(step).at("started_ns").to_number<double>();
+  };
+  const double clear_2mib_ns = 2.0 * 1024 * 1024 / 1000.0;  // at 1 TB/s: 1,000 bytes per ns
+  const double earliest = started(1) + clear_2mib_ns - started(2);
+  const double waited = r.stat("pod.gpu0.vram.allocation_wait", "max");
+  CHECK(earliest > 0);
+  CHECK(waited >= earliest - 1e-6);
+  CHECK(waited <= earliest + 50);
+
+  // Without clear-on-free, the same allocation is immediate and nothing is cleared.
+  auto off = run_podsim({"run", write_temp_file("realloc.json", realloc_config(false))});
+  INFO(off.err);
+  REQUIRE(off.exit_code == 0);
+  CHECK(off.stat("pod.gpu0.vram.bytes_cleared") == 0);
+  CHECK(off.stat("pod.gpu0.vram.allocation_waits") == 0);
+}

@@ -18,13 +18,13 @@ FirmwareMailbox::FirmwareMailbox(sc_core::sc_module_name name, const MailboxConf
   from_port.register_nb_transport_fw(this, &FirmwareMailbox::fw);
 }
 
-FirmwareMailbox::RingState& FirmwareMailbox::ring_state(
-    std::vector<std::array<RingState, kRings>>& v, AccelId peer, unsigned ring) {
-  return v[peer][ring];
+FirmwareMailbox::RingState& FirmwareMailbox::ring_state(PeerRings& v, AccelId peer, unsigned ring) {
+  if (!v[peer]) v[peer] = std::make_unique<std::array<RingState, kRings>>();
+  return (*v[peer])[ring];
 }
 
 std::uint32_t FirmwareMailbox::in_flight(AccelId dst, unsigned ring) const {
-  return tx_[dst][ring].in_flight;
+  return tx_[dst] ? (*tx_[dst])[ring].in_flight : 0;
 }
 
 std::optional<std::uint32_t> FirmwareMailbox::send(AccelId dst, const FwCommand& cmd) {
@@ -148,9 +148,9 @@ void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {
 void FirmwareMailbox::reset() {
   ++epoch_;
   for (auto& peer : tx_)
-    peer = {};
+    peer.reset();
   for (auto& peer : rx_)
-    peer = {};
+    peer.reset();
   firmware_free_ = sim_now();
 }
 

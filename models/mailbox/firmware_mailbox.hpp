@@ -15,6 +15,7 @@
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -79,7 +80,9 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   void arrive(tlm::tlm_generic_payload* gp);
   void emit(AccelId dst, Packet kind, unsigned ring, std::uint32_t seq, const FwCommand* cmd,
             std::uint32_t status, Time delay);
-  RingState& ring_state(std::vector<std::array<RingState, kRings>>& v, AccelId peer, unsigned ring);
+  // Per peer, made when the peer is first talked to (a 1,024-GPU pod talks to few peers each).
+  using PeerRings = std::vector<std::unique_ptr<std::array<RingState, kRings>>>;
+  RingState& ring_state(PeerRings& v, AccelId peer, unsigned ring);
 
   MailboxConfig cfg_;
   AccelId self_;
@@ -88,8 +91,8 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   WritebackHandler on_writeback_;
   std::function<void()> on_tlb_invalidate_;
   bool down_ = false;
-  std::vector<std::array<RingState, kRings>> tx_;  // by receiver
-  std::vector<std::array<RingState, kRings>> rx_;  // by sender
+  PeerRings tx_;  // by receiver
+  PeerRings rx_;  // by sender
   Time firmware_free_;
   TimedQueue<tlm::tlm_generic_payload*> arrivals_{
       [this](tlm::tlm_generic_payload* gp) { arrive(gp); }};

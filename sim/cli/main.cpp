@@ -15,6 +15,7 @@
 #include "sim/config/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
+#include "sim/tools/regress.hpp"
 
 namespace po = boost::program_options;
 
@@ -29,6 +30,7 @@ constexpr const char* kUsage =
     "buffers)\n"
     "  config [CONFIG.json]  print the resolved config (every default filled in) and exit\n"
     "  config-reference      print every config key with its type, default and meaning\n"
+    "  regress               run the shipped configs briefly, compare with golden results\n"
     "\n"
     "options:\n"
     "  -h, --help            this help (also: podsim <command> --help)\n"
@@ -104,6 +106,29 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   return podsim::run_command(opt, std::cout, std::cerr);
 }
 
+int cmd_regress(const std::vector<std::string>& args) {
+  po::options_description desc("podsim regress [options]");
+  desc.add_options()("help,h", "this help")(
+      "dir", po::value<std::string>()->default_value("tests/regression"),
+      "the folder with cases.json and golden/")(
+      "case", po::value<std::vector<std::string>>()->composing(),
+      "run only this case (repeatable; a case is a shipped config's name)")(
+      "bless", "rewrite the goldens from these runs and print what changed")(
+      "jobs,j", po::value<unsigned>()->default_value(1), "cases run at once");
+  po::variables_map vm;
+  if (int rc = parse("regress", args, desc, false, vm)) return rc;
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  podsim::tools::RegressOptions opt;
+  opt.dir = vm["dir"].as<std::string>();
+  if (vm.count("case")) opt.cases = vm["case"].as<std::vector<std::string>>();
+  opt.bless = vm.count("bless") > 0;
+  opt.jobs = vm["jobs"].as<unsigned>();
+  return podsim::tools::regress_command(opt, std::cout, std::cerr);
+}
+
 }  // namespace
 
 // SystemC prints a banner when its kernel starts, before sc_main runs: ask it not to.
@@ -131,6 +156,7 @@ int sc_main(int argc, char* argv[]) {
     }
     if (cmd == "run") return cmd_run(cmd, rest, false);
     if (cmd == "config") return cmd_run(cmd, rest, true);
+    if (cmd == "regress") return cmd_regress(rest);
     if (cmd == "config-reference") {
       std::cout << podsim::pod_config_reference();
       return 0;

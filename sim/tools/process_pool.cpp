@@ -1,0 +1,76 @@
+#include "sim/tools/process_pool.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace podsim::tools {
+
+namespace {
+
+pid_t spawn(const ChildJob& job) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  const std::string out = job.stdout_path.empty() ? "/dev/null" : job.stdout_path;
+  const std::string err = job.stderr_path.empty() ? "/dev/null" : job.stderr_path;
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (const auto& a : job.argv)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error("cannot start " + job.argv[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+}  // namespace
+
+std::vector<ChildResult> run_children(
+    const std::vector<ChildJob>& jobs, unsigned parallel,
+    const std::function<void(std::size_t, const ChildResult&)>& on_done) {
+  if (parallel == 0) parallel = 1;
+  std::vector<ChildResult> results(jobs.size());
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
+  while (next < jobs.size() || !running.empty()) {
+    while (next < jobs.size() && running.size() < parallel) {
+      running[spawn(jobs[next])] = next;
+      ++next;
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    }
+    auto it = running.find(pid);
+    if (it == running.end()) continue;  // not ours
+    ChildResult& r = results[it->second];
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+    if (on_done) on_done(it->second, r);
+    running.erase(it);
+  }
+  return results;
+}
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the podsim executable (/proc/self/exe)");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+}  // namespace podsim::tools

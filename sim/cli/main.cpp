@@ -16,6 +16,7 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/tools/regress.hpp"
+#include "sim/tools/sweep.hpp"
 
 namespace po = boost::program_options;
 
@@ -30,6 +31,8 @@ constexpr const char* kUsage =
     "buffers)\n"
     "  config [CONFIG.json]  print the resolved config (every default filled in) and exit\n"
     "  config-reference      print every config key with its type, default and meaning\n"
+    "  sweep CONFIG --vary key=v1,v2,...\n"
+    "                        run a grid of points (parallel processes), one CSV/JSON row each\n"
     "  regress               run the shipped configs briefly, compare with golden results\n"
     "\n"
     "options:\n"
@@ -106,6 +109,45 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   return podsim::run_command(opt, std::cout, std::cerr);
 }
 
+int cmd_sweep(const std::vector<std::string>& args) {
+  po::options_description desc("podsim sweep [CONFIG.json] --vary key.path=v1,v2,... [options]");
+  desc.add_options()("help,h", "this help")(
+      "vary", po::value<std::vector<std::string>>()->composing(),
+      "a key and its values: key.path=v1,v2,... (repeatable: the grid of all combinations, the "
+      "first --vary outermost)")("set", po::value<std::vector<std::string>>()->composing(),
+                                 "override one config value at every point (repeatable)")(
+      "seed", po::value<std::uint64_t>(), "seed for every point")(
+      "stat", po::value<std::vector<std::string>>()->composing(),
+      "one more column: a stats.json key, optionally :field (default value), e.g. "
+      "pod.gpu0.vram.channel_balance or pod.summary.send_time:p99")(
+      "jobs,j", po::value<unsigned>()->default_value(1), "points run at once")(
+      "out,o", po::value<std::string>()->default_value("podsim-sweep"),
+      "directory for sweep.csv, sweep.json and points/")("quiet,q", "no progress or summary");
+  po::variables_map vm;
+  if (int rc = parse("sweep", args, desc, true, vm)) return rc;
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  podsim::tools::SweepOptions opt;
+  if (vm.count("config")) opt.config_path = vm["config"].as<std::string>();
+  try {
+    if (vm.count("vary"))
+      for (const auto& v : vm["vary"].as<std::vector<std::string>>())
+        opt.vary.push_back(podsim::tools::parse_vary(v));
+  } catch (const std::invalid_argument& e) {
+    fmt::print(std::cerr, "podsim sweep: {}\n", e.what());
+    return 2;
+  }
+  if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("stat")) opt.extra_stats = vm["stat"].as<std::vector<std::string>>();
+  if (vm.count("seed")) opt.seed = vm["seed"].as<std::uint64_t>();
+  opt.jobs = vm["jobs"].as<unsigned>();
+  opt.out_dir = vm["out"].as<std::string>();
+  opt.quiet = vm.count("quiet") > 0;
+  return podsim::tools::sweep_command(opt, std::cout, std::cerr);
+}
+
 int cmd_regress(const std::vector<std::string>& args) {
   po::options_description desc("podsim regress [options]");
   desc.add_options()("help,h", "this help")(
@@ -157,6 +199,7 @@ int sc_main(int argc, char* argv[]) {
     if (cmd == "run") return cmd_run(cmd, rest, false);
     if (cmd == "config") return cmd_run(cmd, rest, true);
     if (cmd == "regress") return cmd_regress(rest);
+    if (cmd == "sweep") return cmd_sweep(rest);
     if (cmd == "config-reference") {
       std::cout << podsim::pod_config_reference();
       return 0;

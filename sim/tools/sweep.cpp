@@ -1,0 +1,258 @@
+#include "sim/tools/sweep.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/config/config_io.hpp"
+#include "sim/config/json_write.hpp"
+#include "sim/pod/pod_config_io.hpp"
+#include "sim/tools/process_pool.hpp"
+
+namespace podsim::tools {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+Vary parse_vary(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw std::invalid_argument("--vary " + text + ": expected key.path=v1,v2,...");
+  Vary v{text.substr(0, eq), {}};
+  std::string cur;
+  int depth = 0;
+  bool quoted = false;
+  for (std::size_t i = eq + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '\\' && i + 1 < text.size()) {
+        cur += c;
+        cur += text[++i];
+        continue;
+      }
+      if (c == '"') quoted = false;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      v.values.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  v.values.push_back(cur);
+  for (const auto& x : v.values)
+    if (x.empty())
+      throw std::invalid_argument("--vary " + text + ": an empty value (two commas in a row?)");
+  return v;
+}
+
+const std::vector<Headline>& headline_stats() {
+  static const std::vector<Headline> h = {
+      {"remote_accesses", "pod.summary.remote_accesses", "value"},
+      {"remote_latency_mean_ns", "pod.summary.remote_latency", "mean"},
+      {"remote_latency_p50_ns", "pod.summary.remote_latency", "p50"},
+      {"remote_latency_p90_ns", "pod.summary.remote_latency", "p90"},
+      {"remote_latency_p99_ns", "pod.summary.remote_latency", "p99"},
+      {"remote_latency_p999_ns", "pod.summary.remote_latency", "p999"},
+      {"achieved_bandwidth_GBps", "pod.summary.achieved_bandwidth", "value"},
+      {"access_phase_time_ns", "pod.summary.access_phase_time", "value"},
+      {"faults", "pod.summary.faults", "value"},
+      {"retries", "pod.summary.retries", "value"},
+      {"import_time_mean_ns", "pod.summary.import_time", "mean"},
+      {"revoke_time_mean_ns", "pod.summary.revoke_time", "mean"},
+      {"revoke_time_p99_ns", "pod.summary.revoke_time", "p99"},
+      {"payload_efficiency", "pod.summary.payload_efficiency", "value"},
+      {"invariant_violations", "pod.summary.invariant_violations", "value"},
+  };
+  return h;
+}
+
+namespace {
+
+struct Column {
+  std::string name, stat, field;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s)
+    q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// Readable numbers: integers as integers, others with up to 9 significant digits.
+std::string number_text(const json::value& v) {
+  if (v.is_int64()) return std::to_string(v.as_int64());
+  if (v.is_uint64()) return std::to_string(v.as_uint64());
+  if (v.is_double()) return fmt::format("{:.9g}", v.as_double());
+  return json::serialize(v);
+}
+
+}  // namespace
+
+int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.vary.empty()) {
+    fmt::print(err, "podsim sweep: nothing to vary (give --vary key.path=v1,v2,...)\n");
+    return 2;
+  }
+  // The grid, first --vary outermost.
+  std::vector<std::vector<std::string>> points{{}};
+  for (const Vary& v : opt.vary) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& p : points)
+      for (const auto& x : v.values) {
+        auto q = p;
+        q.push_back(x);
+        next.push_back(std::move(q));
+      }
+    points = std::move(next);
+  }
+  auto assignments = [&](const std::vector<std::string>& p) {
+    std::vector<std::string> a = opt.overrides;
+    for (std::size_t k = 0; k < p.size(); ++k)
+      a.push_back(opt.vary[k].key + "=" + p[k]);
+    return a;
+  };
+  // Every point's config, checked before anything runs or is written.
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    try {
+      auto doc = opt.config_path ? config::ConfigDoc::from_file(*opt.config_path)
+                                 : config::ConfigDoc::from_text("{}", "<embedded default pod>");
+      for (const auto& s : assignments(points[i]))
+        doc.apply_override(s);
+      (void)read_pod_config(doc);
+    } catch (const config::ConfigError& e) {
+      fmt::print(err, "podsim sweep: config error at point {} ({}): {}\n", i,
+                 fmt::join(assignments(points[i]), " "), e.what());
+      return 2;
+    }
+  }
+  std::vector<Column> columns;
+  for (const auto& h : headline_stats())
+    columns.push_back({h.column, h.stat, h.field});
+  for (const auto& e : opt.extra_stats) {
+    const auto colon = e.find(':');
+    const std::string stat = e.substr(0, colon);
+    const std::string field = colon == std::string::npos ? "value" : e.substr(colon + 1);
+    columns.push_back({colon == std::string::npos ? stat : stat + ":" + field, stat, field});
+  }
+
+  const fs::path dir(opt.out_dir);
+  fs::create_directories(dir / "points");
+  const std::string self = self_executable();
+  std::vector<ChildJob> jobs;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const fs::path pdir = dir / "points" / fmt::format("{:03}", i);
+    ChildJob j;
+    j.argv = {self, "run"};
+    if (opt.config_path) j.argv.push_back(*opt.config_path);
+    for (const auto& s : assignments(points[i])) {
+      j.argv.push_back("--set");
+      j.argv.push_back(s);
+    }
+    if (opt.seed) {
+      j.argv.push_back("--seed");
+      j.argv.push_back(std::to_string(*opt.seed));
+    }
+    j.argv.insert(j.argv.end(), {"--quiet", "--out", pdir.string()});
+    j.stdout_path = (dir / "points" / fmt::format("{:03}.stdout", i)).string();
+    j.stderr_path = (dir / "points" / fmt::format("{:03}.stderr", i)).string();
+    jobs.push_back(std::move(j));
+  }
+  std::size_t done = 0;
+  const auto results = run_children(jobs, opt.jobs, [&](std::size_t i, const ChildResult& r) {
+    ++done;
+    if (!opt.quiet)
+      fmt::print(err, "[{}/{}] point {:03} ({}) exit {}\n", done, points.size(), i,
+                 fmt::join(points[i], ", "), r.exit_code);
+  });
+
+  // One row per point, in grid order.
+  std::string csv;
+  for (const auto& v : opt.vary)
+    csv += csv_cell(v.key) + ",";
+  csv += "exit_code";
+  for (const auto& c : columns)
+    csv += "," + csv_cell(c.name);
+  csv += "\n";
+  json::array rows;
+  int rc = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const int code = results[i].exit_code;
+    if (code != 0) rc = 1;
+    json::object row;
+    row["point"] = i;
+    row["dir"] = fmt::format("points/{:03}", i);
+    json::object values;
+    for (std::size_t k = 0; k < opt.vary.size(); ++k) {
+      values[opt.vary[k].key] = points[i][k];
+      csv += csv_cell(points[i][k]) + ",";
+    }
+    row["values"] = std::move(values);
+    row["exit_code"] = code;
+    csv += std::to_string(code);
+    json::object stats;
+    const fs::path sfile = dir / "points" / fmt::format("{:03}", i) / "stats.json";
+    json::value sj;
+    if (fs::exists(sfile)) sj = json::parse(slurp(sfile));
+    for (const auto& c : columns) {
+      const json::value* v = nullptr;
+      if (sj.is_object())
+        if (const auto* s = sj.at("stats").as_object().if_contains(c.stat))
+          if (s->is_object()) v = s->as_object().if_contains(c.field);
+      csv += "," + (v ? csv_cell(number_text(*v)) : std::string());
+      stats[c.name] = v ? *v : json::value(nullptr);
+    }
+    row["stats"] = std::move(stats);
+    csv += "\n";
+    rows.push_back(std::move(row));
+  }
+  json::object doc;
+  doc["config"] = opt.config_path ? json::value(*opt.config_path) : json::value(nullptr);
+  json::array set;
+  for (const auto& s : opt.overrides)
+    set.emplace_back(s);
+  doc["set"] = std::move(set);
+  json::array vary;
+  for (const auto& v : opt.vary) {
+    json::array vals;
+    for (const auto& x : v.values)
+      vals.emplace_back(x);
+    vary.push_back(json::object{{"key", v.key}, {"values", std::move(vals)}});
+  }
+  doc["vary"] = std::move(vary);
+  json::array cols;
+  for (const auto& c : columns)
+    cols.push_back(json::object{{"column", c.name}, {"stat", c.stat}, {"field", c.field}});
+  doc["columns"] = std::move(cols);
+  doc["points"] = std::move(rows);
+  std::ofstream(dir / "sweep.csv", std::ios::binary) << csv;
+  std::ofstream(dir / "sweep.json", std::ios::binary) << config::to_pretty_json(doc);
+  if (!opt.quiet) {
+    fmt::print(out, "{} points, {} failed; wrote {} and {}\n", points.size(),
+               std::count_if(results.begin(), results.end(),
+                             [](const ChildResult& r) { return r.exit_code != 0; }),
+               (dir / "sweep.csv").string(), (dir / "sweep.json").string());
+  }
+  return rc;
+}
+
+}  // namespace podsim::tools

@@ -249,6 +249,17 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       }
       const Time latency = now - a.issued;
       latency_.record(latency);
+      std::size_t switches = 0;
+      for (std::size_t i = 0; i < a.hop_count; ++i)
+        switches += a.hops[i].kind == HopKind::Switch && !a.hops[i].response;
+      if (switches >= by_switches_.size()) by_switches_.resize(switches + 1);
+      if (!by_switches_[switches])
+        by_switches_[switches] = std::make_unique<Distribution>(
+            stats_, "remote_latency_" + switches_name(switches), "ns",
+            "issue-to-completion latency of remote accesses whose request crossed this many "
+            "switches",
+            kPsPerNs);
+      by_switches_[switches]->record(latency);
       if (a.op == AccessOp::Atomic) {
         atomics_.inc();
       } else {

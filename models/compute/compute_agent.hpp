@@ -7,6 +7,8 @@
 
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "models/compute/compute_config.hpp"
@@ -49,6 +51,14 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   const StatGroup& stat_group() const override { return stats_; }
   // Stats a pod-level summary merges across GPUs.
   const Distribution& remote_latency() const { return latency_; }
+  const Distribution& local_latency() const { return local_latency_; }
+  // Remote latency by the switches the request crossed (index n: n switches; null: none seen).
+  const std::vector<std::unique_ptr<Distribution>>& remote_latency_by_switches() const {
+    return by_switches_;
+  }
+  static std::string switches_name(std::size_t n) {
+    return "via_" + std::to_string(n) + (n == 1 ? "_switch" : "_switches");
+  }
   const Breakdown& remote_breakdown() const { return breakdown_; }
   Time first_issue() const { return first_issue_; }
   Time last_complete() const { return last_complete_; }
@@ -124,6 +134,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
                    "accesses re-issued after a retry answer (revoke or page move in progress)"};
   Counter remote_bytes_{stats_, "remote_bytes", "bytes", "payload bytes moved by remote accesses"};
   Counter posted_{stats_, "posted_writes", "count", "stores issued without a response"};
+  std::vector<std::unique_ptr<Distribution>> by_switches_;
   Distribution latency_{stats_, "remote_latency", "ns",
                         "issue-to-completion latency of remote accesses (retries included)",
                         kPsPerNs};

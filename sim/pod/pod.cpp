@@ -39,6 +39,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
                   "data bytes per wire byte over every GPU port (headers, granules, DL "
                   "framing and Ethernet overhead)",
                   [this] { return payload_efficiency(); }) {
+  stats_.add_child(paths_);
   for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
     plane_bytes_.push_back(std::make_unique<Counter>(
         stats_, fmt::format("plane{}.wire_bytes", p), "bytes",
@@ -139,17 +140,20 @@ void Pod::check_holdings() {
 
 void Pod::replay(const std::vector<TraceEntry>& trace) {
   replay_.assign(cfg_.pod.gpus, {});
-  for (const TraceEntry& e : trace) replay_.at(e.gpu).push_back(e);
+  for (const TraceEntry& e : trace)
+    replay_.at(e.gpu).push_back(e);
 }
 
 void Pod::record_accesses() {
   access_log_.assign(gpus_.size(), {});
-  for (std::size_t g = 0; g < gpus_.size(); ++g) gpus_[g]->agent.record_to(&access_log_[g]);
+  for (std::size_t g = 0; g < gpus_.size(); ++g)
+    gpus_[g]->agent.record_to(&access_log_[g]);
 }
 
 std::vector<TraceEntry> Pod::access_log() const {
   std::vector<TraceEntry> all;
-  for (const auto& g : access_log_) all.insert(all.end(), g.begin(), g.end());
+  for (const auto& g : access_log_)
+    all.insert(all.end(), g.begin(), g.end());
   return all;
 }
 
@@ -204,6 +208,19 @@ void Pod::finalize() {
     retries_.inc(a.retries());
     if (a.issued() == 0) continue;
     latency_.merge(a.remote_latency());
+    path_local_.merge(a.local_latency());
+    path_remote_.merge(a.remote_latency());
+    const auto& by = a.remote_latency_by_switches();
+    if (path_switches_.size() < by.size()) path_switches_.resize(by.size());
+    for (std::size_t n = 0; n < by.size(); ++n) {
+      if (!by[n]) continue;
+      if (!path_switches_[n])
+        path_switches_[n] = std::make_unique<Distribution>(
+            paths_, "remote_" + ComputeAgent::switches_name(n), "ns",
+            "latency of remote accesses whose request crossed this many switches, all GPUs",
+            kPsPerNs);
+      path_switches_[n]->merge(*by[n]);
+    }
     breakdown_.merge(a.remote_breakdown());
     bytes_.inc(a.remote_bytes());
     reads_.inc(a.remote_reads());
@@ -218,6 +235,14 @@ void Pod::finalize() {
                            g->ports[p]->egress().wire_bytes_sent(TrafficClass::Response));
   accesses_.inc(latency_.histogram().count());
   violations_.inc(invariants_.violations().size());
+}
+
+std::vector<std::pair<std::string, const Distribution*>> Pod::latency_paths() const {
+  std::vector<std::pair<std::string, const Distribution*>> out = {{"local", &path_local_},
+                                                                  {"remote", &path_remote_}};
+  for (const auto& d : path_switches_)
+    if (d) out.emplace_back(d->name(), d.get());
+  return out;
 }
 
 }  // namespace podsim

@@ -43,6 +43,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // Headline results.
   const Distribution& remote_latency() const { return latency_; }
   const Breakdown& remote_breakdown() const { return breakdown_; }
+  // Latency by path, all GPUs: "local", "remote", then "remote_via_N_switch(es)" for each
+  // number of switches a request crossed.
+  std::vector<std::pair<std::string, const Distribution*>> latency_paths() const;
   std::uint64_t remote_accesses() const { return accesses_.value(); }
   std::uint64_t remote_reads() const { return reads_.value(); }
   std::uint64_t remote_writes() const { return writes_.value(); }
@@ -108,6 +111,12 @@ class Pod final : public sc_core::sc_module, public HasStats {
   Formula plane_balance_;
   Formula efficiency_;
   Counter violations_{stats_, "invariant_violations", "count", "broken protocol promises"};
+  StatGroup paths_{"latency"};
+  Distribution path_local_{paths_, "local", "ns", "latency of local VRAM accesses, all GPUs",
+                           kPsPerNs};
+  Distribution path_remote_{paths_, "remote", "ns", "latency of remote accesses, all GPUs",
+                            kPsPerNs};
+  std::vector<std::unique_ptr<Distribution>> path_switches_;  // by switches crossed
 };
 
 }  // namespace podsim

@@ -12,6 +12,7 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/stats_json.hpp"
 #include "sim/pod/summary.hpp"
+#include "sim/pod/tables.hpp"
 #include "sim/pod/trace.hpp"
 
 #ifndef PODSIM_VERSION
@@ -161,6 +162,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     write_file(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
     write_file(out_dir / "run.json", config::to_pretty_json(run));
     write_file(out_dir / "stats.json", config::to_pretty_json(stats));
+    write_file(out_dir / "latency.csv", latency_csv(pod.latency_paths()));
+    write_file(out_dir / "latency_histogram.csv", latency_histogram_csv(pod.latency_paths()));
+    write_file(out_dir / "breakdown.csv", breakdown_csv(pod.remote_breakdown()));
     if (opt.access_log) write_file(*opt.access_log, format_trace(pod.access_log()));
   } catch (const std::exception& e) {
     fmt::print(err, "podsim: {}\n", e.what());

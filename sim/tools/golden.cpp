@@ -137,7 +137,9 @@ void flatten(const std::string& prefix, const json::value& v,
 }
 
 std::string show(const json::value* v) {
-  return v ? json::serialize(*v) : "(absent)";
+  if (!v) return "(absent)";
+  if (v->is_double()) return fmt::format("{}", v->as_double());  // shortest exact form
+  return json::serialize(*v);
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+// CSV tables of a run, for pandas or a spreadsheet (plain C++ over the stats).
+//   latency.csv            path,count,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,p999_ns,max_ns
+//   latency_histogram.csv  path,lower_ns,upper_ns,count   (the non-empty buckets)
+//   breakdown.csv          hop,mean_ns                    (remote accesses, all GPUs)
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/base/stats.hpp"
+
+namespace podsim {
+
+using LatencyPaths = std::vector<std::pair<std::string, const Distribution*>>;
+
+std::string latency_csv(const LatencyPaths& paths);
+std::string latency_histogram_csv(const LatencyPaths& paths);
+std::string breakdown_csv(const Breakdown& b);
+
+}  // namespace podsim

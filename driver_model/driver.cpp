@@ -310,6 +310,8 @@ Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
     r.value = node->handle;
   }
   export_time_.record(env_.now() - t0);
+  if (r.err == Errno::Ok)
+    env_.note_call("export", t0, fmt::format("{{\"handle_lo\": \"{:#x}\"}}", r.value.lo));
   co_return r;
 }
 
@@ -528,6 +530,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
     release_bo(cfg_.bug("B3"));
     invalid_.erase(tag);
     revoke_time_.record(env_.now() - node->revoke_started);
+    env_.note_call("revoke", node->revoke_started, "{\"importers\": 0}");
     co_return;
   }
 
@@ -615,6 +618,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
       co_await sleep(deadline - env_.now());
   }
   revoke_time_.record(env_.now() - node->revoke_started);
+  env_.note_call("revoke", node->revoke_started, fmt::format("{{\"importers\": {}}}", orig.size()));
 
   // 7. Free the NPA ranges of every importer in the snapshot.
   if (mode_ == NpaAddrMode::SourceIdentification) {
@@ -685,6 +689,7 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
         imports_repeated_.inc();
         Fd fd = new_fd(p, node.bo);
         import_repeat_time_.record(env_.now() - t0);
+        env_.note_call("import (repeated)", t0, fmt::format("{{\"exporter\": {}}}", h.exporter()));
         co_return Result<Fd>{Errno::Ok, fd};
       }
     }
@@ -735,6 +740,7 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
   node->state = ImportState::Ready;
   Fd fd = new_fd(p, bo);
   import_time_.record(env_.now() - t0);
+  env_.note_call("import", t0, fmt::format("{{\"exporter\": {}}}", h.exporter()));
   co_return Result<Fd>{Errno::Ok, fd};
 }
 
@@ -981,6 +987,7 @@ Task<void> Driver::handle(AccelId from, Dwords dw) {
   Message m;
   if (!decode(dw, from, self_, m)) co_return;
   received_by_type_[static_cast<std::size_t>(m.type) - 1]->inc();
+  env_.note_message(msg_name(m.type), from);
   const bool needs_connection =
       m.type == MsgType::NpaRsp || m.type == MsgType::NpaFail;  // REQ checks for itself
   if (needs_connection && conns_[from].state != ConnState::Established) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "driver_model/coro.hpp"
@@ -59,6 +60,13 @@ class DriverEnv : public Scheduler {
   // connection was reset); from now on no access of its may be served from it.
   virtual void note_released(std::uint64_t tag, AccelId importer) = 0;
   virtual void note_violation(const std::string& what) = 0;
+
+  // For the timeline (optional): a user call that ran from `start` until now, and a message
+  // this driver has just handled.
+  virtual void note_call(std::string_view what, Time start, const std::string& detail) {
+    (void)what, (void)start, (void)detail;
+  }
+  virtual void note_message(std::string_view what, AccelId from) { (void)what, (void)from; }
 };
 
 }  // namespace podsim::driver

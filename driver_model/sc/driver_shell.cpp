@@ -1,5 +1,9 @@
 #include "driver_model/sc/driver_shell.hpp"
 
+#include <fmt/format.h>
+
+#include "sim/base/timeline.hpp"
+
 namespace podsim::driver {
 
 DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, AccelId self,
@@ -8,6 +12,7 @@ DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, 
                          InvariantLog* invariants)
     : sc_module(name),
       cfg_(cfg),
+      self_(self),
       gpuvm_(gpuvm),
       npa_mmu_(npa_mmu),
       vram_(vram),
@@ -169,17 +174,39 @@ Task<Errno> DriverShell::send(AccelId dst, Ring ring, Dwords command) {
       const std::uint32_t status = it->second.status;
       sends_.erase(it);
       send_time_.record(sim_now() - t0);
+      if (timeline_) note_send(dst, ring, command, t0, status == 0 ? "ok" : "firmware error");
       co_return status == 0 ? Errno::Ok : Errno::Comm;
     }
     if (sim_now() - t0 >= cfg_.writeback_timeout) {
       sends_.erase(it);
       send_timeouts_.inc();
+      if (timeline_) note_send(dst, ring, command, t0, "timed out");
       co_return Errno::Time;
     }
     const Time interval =
         cfg_.poll_interval_min + Time::ps(static_cast<std::int64_t>(poll_rng_.below(span + 1)));
     co_await Sleep(*this, interval);
   }
+}
+
+void DriverShell::note_send(AccelId dst, Ring ring, const Dwords& command, Time t0,
+                            const char* outcome) {
+  const std::string what = ring == Ring::Tlb
+                               ? std::string("TLB_INV")
+                               : std::string(msg_name(static_cast<MsgType>(command[0] & 0x3FF)));
+  timeline_->async_span(self_, Timeline::MessagesSent, fmt::format("{} to gpu{}", what, dst), t0,
+                        sim_now(), fmt::format(R"({{"to": {}, "outcome": "{}"}})", dst, outcome));
+}
+
+void DriverShell::note_call(std::string_view what, Time start, const std::string& detail) {
+  if (timeline_)
+    timeline_->async_span(self_, Timeline::Driver, std::string(what), start, sim_now(), detail);
+}
+
+void DriverShell::note_message(std::string_view what, AccelId from) {
+  if (timeline_)
+    timeline_->instant(self_, Timeline::Driver, fmt::format("{} from gpu{}", what, from), sim_now(),
+                       fmt::format(R"({{"from": {}}})", from));
 }
 
 }  // namespace podsim::driver

@@ -22,6 +22,10 @@
 #include "sim/base/invariants.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
+namespace podsim {
+class Timeline;
+}
+
 namespace podsim::driver {
 
 inline Errno aborted_value(const Errno*) {
@@ -77,6 +81,8 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   // Nothing in progress: no call, no message being sent or handled, no revoke.
   bool quiescent() const { return calls_.running() == 0 && sends_.empty() && driver_.quiescent(); }
   const StatGroup& stat_group() const override { return stats_; }
+  // Driver calls, messages sent and messages handled go to this timeline (null: nowhere).
+  void set_timeline(Timeline* t) { timeline_ = t; }
 
  private:
   // Scheduler
@@ -101,6 +107,10 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   Task<Errno> send(AccelId dst, Ring ring, Dwords command) override;
   void note_released(std::uint64_t tag, AccelId importer) override;
   void note_violation(const std::string& what) override;
+  void note_call(std::string_view what, Time start, const std::string& detail) override;
+  void note_message(std::string_view what, AccelId from) override;
+
+  void note_send(AccelId dst, Ring ring, const Dwords& command, Time t0, const char* outcome);
 
   struct Callback {
     TimerId id;
@@ -113,6 +123,8 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   };
 
   DriverConfig cfg_;
+  AccelId self_;
+  Timeline* timeline_ = nullptr;
   GpuVm& gpuvm_;
   NpaMmu& npa_mmu_;
   Vram& vram_;

@@ -1,5 +1,9 @@
 #include "models/compute/compute_agent.hpp"
 
+#include <fmt/format.h>
+
+#include "sim/base/timeline.hpp"
+
 #include <cmath>
 #include <cstring>
 
@@ -231,6 +235,7 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
     return;
   }
   a.stamp(HopKind::Complete, now);
+  if (timeline_ && timeline_->sample(self_)) note_access(a, now);
   --in_flight_;
   ++completed_;
   last_complete_ = now;
@@ -279,6 +284,25 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
   }
   gp->release();
   issue_more();
+}
+
+void ComputeAgent::note_access(const Access& a, Time now) {
+  static const std::vector<std::string> parts = breakdown_parts();
+  std::vector<Timeline::Hop> hops;
+  for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
+    const HopStamp& h = a.hops[i];
+    if (a.hops[i + 1].at > h.at)
+      hops.push_back({parts[breakdown_slot(h.kind, h.response)], h.at, a.hops[i + 1].at});
+  }
+  const char* op = a.op == AccessOp::Read ? "load" : a.op == AccessOp::Write ? "store" : "atomic";
+  const char* status = a.status == AccessStatus::Ok            ? "ok"
+                       : a.status == AccessStatus::Fault       ? "fault"
+                       : a.status == AccessStatus::RemoteFault ? "remote fault"
+                                                               : "unreachable";
+  const std::string where = a.dst == self_ ? std::string("local") : fmt::format("gpu{}", a.dst);
+  timeline_->access(self_, fmt::format("{} {}B {}", op, a.size, where), a.issued, now, hops,
+                    fmt::format(R"({{"va": "{:#x}", "status": "{}", "latency_ns": {}}})", a.vaddr,
+                                status, (now - a.issued).as_ns()));
 }
 
 }  // namespace podsim

@@ -20,6 +20,8 @@
 
 namespace podsim {
 
+class Timeline;
+
 // A range of a process's GPU virtual address space to access.
 struct AccessRegion {
   std::uint64_t va = 0;
@@ -39,6 +41,8 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   // `mean_interarrival` on average.
   void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions, std::uint16_t vmid,
              Time mean_interarrival = Time{}, std::vector<TraceEntry> replay = {});
+  // Sampled accesses, with their hops, go to this timeline (null: nowhere).
+  void set_timeline(Timeline* t) { timeline_ = t; }
   // Records every access issued (for an access log that can be replayed).
   void record_to(std::vector<TraceEntry>* log) { record_ = log; }
   // Device reset: the phase ends at once; what is in flight is forgotten.
@@ -135,6 +139,8 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Counter remote_bytes_{stats_, "remote_bytes", "bytes", "payload bytes moved by remote accesses"};
   Counter posted_{stats_, "posted_writes", "count", "stores issued without a response"};
   std::vector<std::unique_ptr<Distribution>> by_switches_;
+  Timeline* timeline_ = nullptr;
+  void note_access(const Access& a, Time now);
   Distribution latency_{stats_, "remote_latency", "ns",
                         "issue-to-completion latency of remote accesses (retries included)",
                         kPsPerNs};

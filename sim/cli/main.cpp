@@ -76,7 +76,14 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
                        "directory for stats.json, config.json and run.json")(
         "quiet,q", "no summary on stdout")(
         "access-log", po::value<std::string>(),
-        "write every access issued to this file, in the trace format (replayable)");
+        "write every access issued to this file, in the trace format (replayable)")(
+        "trace", po::value<std::string>(),
+        "write a timeline to this file (Chrome/Perfetto trace-event JSON): driver calls, "
+        "messages and scenario steps, and sampled accesses hop by hop")(
+        "trace-sample", po::value<std::uint64_t>()->default_value(100),
+        "with --trace: one access in this many per GPU")(
+        "trace-max-events", po::value<std::uint64_t>()->default_value(200000),
+        "with --trace: at most this many events for sampled accesses (bounds the file)");
   po::variables_map vm;
   if (int rc = parse(cmd, args, desc, true, vm)) return rc;
   if (vm.count("help")) {
@@ -106,6 +113,13 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
   if (vm.count("access-log")) opt.access_log = vm["access-log"].as<std::string>();
+  if (vm.count("trace")) opt.timeline = vm["trace"].as<std::string>();
+  opt.timeline_sample = vm["trace-sample"].as<std::uint64_t>();
+  opt.timeline_max_access_events = vm["trace-max-events"].as<std::uint64_t>();
+  if (opt.timeline_sample == 0) {
+    std::cerr << "podsim run: --trace-sample must be at least 1\n";
+    return 2;
+  }
   return podsim::run_command(opt, std::cout, std::cerr);
 }
 

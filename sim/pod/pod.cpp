@@ -144,6 +144,13 @@ void Pod::replay(const std::vector<TraceEntry>& trace) {
     replay_.at(e.gpu).push_back(e);
 }
 
+void Pod::set_timeline(Timeline* t) {
+  for (auto& g : gpus_) {
+    g->agent.set_timeline(t);
+    g->driver.set_timeline(t);
+  }
+}
+
 void Pod::record_accesses() {
   access_log_.assign(gpus_.size(), {});
   for (std::size_t g = 0; g < gpus_.size(); ++g)

@@ -23,6 +23,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   void replay(const std::vector<TraceEntry>& trace);
   // Keeps every access issued, for access_log().
   void record_accesses();
+  // Control events and sampled accesses go to `t` (which must outlive the run).
+  void set_timeline(Timeline* t);
   // Every access issued, by GPU, then time.
   std::vector<TraceEntry> access_log() const;
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "sim/base/timeline.hpp"
 #include "sim/config/json_write.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"
@@ -92,6 +93,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   Pod pod("pod", cfg);
   if (!replay.empty()) pod.replay(replay);
   if (opt.access_log) pod.record_accesses();
+  std::unique_ptr<Timeline> timeline;
+  if (opt.timeline) {
+    timeline = std::make_unique<Timeline>(
+        Timeline::Options{opt.timeline_sample, opt.timeline_max_access_events});
+    pod.set_timeline(timeline.get());
+  }
   pod.run();
   const double host_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -166,6 +173,17 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     write_file(out_dir / "latency_histogram.csv", latency_histogram_csv(pod.latency_paths()));
     write_file(out_dir / "breakdown.csv", breakdown_csv(pod.remote_breakdown()));
     if (opt.access_log) write_file(*opt.access_log, format_trace(pod.access_log()));
+    if (timeline) {
+      for (const StepRecord& r : pod.scenario().records())
+        timeline->span(r.gpu, Timeline::Process + r.process, r.op, r.started, r.ended,
+                       fmt::format(R"({{"step": {}, "result": "{}"}})", r.index, r.result));
+      write_file(*opt.timeline, timeline->to_json(cfg.pod.gpus));
+      if (timeline->dropped_accesses() && !opt.quiet)
+        fmt::print(err,
+                   "podsim: the timeline kept {} sampled-access events (--trace-max-events); "
+                   "{} more sampled accesses were left out\n",
+                   timeline->access_events(), timeline->dropped_accesses());
+    }
   } catch (const std::exception& e) {
     fmt::print(err, "podsim: {}\n", e.what());
     return 1;

@@ -15,6 +15,9 @@ struct RunOptions {
   std::optional<std::uint64_t> seed;
   std::string out_dir = "podsim-out";
   std::optional<std::string> access_log;  // write every access issued here (trace format)
+  std::optional<std::string> timeline;    // write a Perfetto/Chrome trace-event timeline here
+  std::uint64_t timeline_sample = 100;    // one access in this many per GPU goes in it
+  std::uint64_t timeline_max_access_events = 200000;
   bool quiet = false;
 };
 

@@ -97,3 +97,117 @@ TEST_CASE("latency by path: local, remote and by switches crossed, as CSV tables
     sum += d(h, "mean_ns");
   CHECK(sum == Approx(d(remote, "mean_ns")).epsilon(1e-6));
 }
+
+namespace {
+boost::json::value read_json_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return boost::json::parse(ss.str());
+}
+double ts(const boost::json::value& e) {
+  return e.at("ts").to_number<double>();
+}
+}  // namespace
+
+TEST_CASE("--trace writes a Perfetto timeline: driver calls, messages, steps, sampled accesses",
+          "[outputs][trace]") {
+  const std::string trace = (fs::temp_directory_path() / "podsim-test-timeline.json").string();
+  auto r = run_podsim({"run", "--quiet", source_path("configs/revoke-under-load.json"), "--trace",
+                       trace, "--trace-sample", "50"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto doc = read_json_file(trace);
+  const auto& events = doc.at("traceEvents").as_array();
+  std::map<std::string, const boost::json::object*> open;  // async id -> its 'b'
+  std::map<std::string, int> names;                        // "gpu/track/name" -> count
+  std::map<int, std::size_t> accesses;  // by GPU
+  std::size_t hops = 0;
+  std::map<std::string, std::pair<std::string, int>> by_id;  // access id -> status, hops
+  for (const auto& ev : events) {
+    const auto& e = ev.as_object();
+    const std::string ph(e.at("ph").as_string());
+    if (ph == "M") continue;
+    const std::string name(e.at("name").as_string());
+    const auto pid = e.at("pid").to_number<int>();
+    const auto tid = e.at("tid").to_number<int>();
+    if (ph == "b") {
+      const std::string key = std::string(e.at("id").as_string()) + "/" + name;
+      open[key] = &e;
+      if (std::string(e.at("cat").as_string()) == "access") {
+        auto& slot = by_id[std::string(e.at("id").as_string())];
+        if (name.rfind("load", 0) == 0 || name.rfind("store", 0) == 0) {
+          ++accesses[pid];
+          slot.first = e.at("args").at("status").as_string();
+        } else {
+          ++hops;
+          ++slot.second;
+        }
+      }
+    } else if (ph == "e") {
+      // Every async slice ends, no earlier than it began.
+      const std::string key = std::string(e.at("id").as_string()) + "/" + name;
+      REQUIRE(open.count(key));
+      CHECK(ts(ev) >= open[key]->at("ts").to_number<double>());
+      open.erase(key);
+      continue;
+    }
+    names[std::to_string(pid) + "/" + std::to_string(tid) + "/" + name]++;
+  }
+  CHECK(open.empty());
+  // The exporter (gpu0) exports, handles three NPA_REQs and revokes; each importer imports,
+  // and sends its NPA_REQ and NPA_RELEASE to gpu0.
+  CHECK(names["0/1/export"] == 1);
+  CHECK(names["0/1/revoke"] >= 1);
+  for (int g = 1; g <= 3; ++g) {
+    INFO("gpu" << g);
+    CHECK(names["0/1/NPA_REQ from gpu" + std::to_string(g)] == 1);
+    CHECK(names[std::to_string(g) + "/1/import"] == 1);
+    CHECK(names[std::to_string(g) + "/2/NPA_REQ to gpu0"] == 1);
+    CHECK(names[std::to_string(g) + "/2/NPA_RELEASE to gpu0"] == 1);
+    CHECK(names[std::to_string(g) + "/101/access"] == 1);  // the scenario's steps, process 1
+  }
+  // One access in 50 of each GPU (the 1st, 51st, ...), faulted ones included, with its hops.
+  std::size_t sampled = 0;
+  for (int g = 0; g < 4; ++g) {
+    double completed = 0;
+    for (const char* s : {"remote_reads", "remote_writes", "remote_atomics", "local_accesses",
+                          "faults", "remote_faults", "unreachable"})
+      completed += r.stat("pod.gpu" + std::to_string(g) + ".agent." + s);
+    INFO("gpu" << g << " completed " << completed);
+    CHECK(accesses[g] == static_cast<std::size_t>((completed + 49) / 50));
+    sampled += accesses[g];
+  }
+  CHECK(sampled > 1000);
+  // A served remote access shows its way there and back: issue, GPUVM, port, link, switch,
+  // link, port, NPA MMU, VRAM, and port, link, switch, link, port back.
+  std::size_t served = 0;
+  for (const auto& [id, s] : by_id)
+    if (s.first == "ok") {
+      ++served;
+      CHECK(s.second >= 12);
+    }
+  CHECK(served > 100);
+  CHECK(hops > 12 * served);
+  CHECK(doc.at("otherData").at("dropped_sampled_accesses") == 0);
+}
+
+TEST_CASE("the timeline's sampled accesses are bounded by --trace-max-events", "[outputs][trace]") {
+  const std::string trace = (fs::temp_directory_path() / "podsim-test-timeline-b.json").string();
+  auto r =
+      run_podsim({"run", "--trace", trace, "--trace-sample", "1", "--trace-max-events", "100"});
+  REQUIRE(r.exit_code == 0);
+  const auto doc = read_json_file(trace);
+  CHECK(doc.at("otherData").at("access_events").to_number<int>() <= 100);
+  CHECK(doc.at("otherData").at("dropped_sampled_accesses").to_number<int>() > 0);
+  CHECK_THAT(r.err, Catch::Contains("sampled accesses were left out"));
+  std::size_t access_events = 0, control = 0;
+  for (const auto& ev : doc.at("traceEvents").as_array()) {
+    const auto* cat = ev.as_object().if_contains("cat");
+    if (!cat || ev.at("ph") == "e") continue;
+    (std::string(cat->as_string()) == "access" ? access_events : control)++;
+  }
+  CHECK(access_events <= 100);
+  CHECK(control > 0);  // control events are always kept
+  CHECK(run_podsim({"run", "--trace", trace, "--trace-sample", "0"}).exit_code == 2);
+}

@@ -1,0 +1,135 @@
+#include "sim/base/timeline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace podsim {
+
+namespace {
+// Trace-event timestamps are microseconds; ps keep six decimals.
+std::string us(Time t) {
+  const std::int64_t ps = t.as_ps();
+  return fmt::format("{}.{:06}", ps / 1'000'000, ps % 1'000'000);
+}
+std::string quoted(std::string_view s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    if (static_cast<unsigned char>(c) < 0x20)
+      q += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    else
+      q += c;
+  }
+  return q + "\"";
+}
+}  // namespace
+
+void Timeline::span(std::uint32_t gpu, std::uint32_t track, std::string name, Time start, Time end,
+                    std::string args) {
+  events_.push_back(
+      Event{'X', gpu, track, 0, start, end - start, std::move(name), "control", std::move(args)});
+}
+
+void Timeline::async_span(std::uint32_t gpu, std::uint32_t track, std::string name, Time start,
+                          Time end, std::string args) {
+  events_.push_back(Event{'b', gpu, track, next_id_++, start, end - start, std::move(name),
+                          track == MessagesSent ? "message" : "driver", std::move(args)});
+}
+
+void Timeline::instant(std::uint32_t gpu, std::uint32_t track, std::string name, Time at,
+                       std::string args) {
+  events_.push_back(
+      Event{'i', gpu, track, 0, at, Time{}, std::move(name), "control", std::move(args)});
+}
+
+bool Timeline::sample(std::uint32_t gpu) {
+  if (seen_.size() <= gpu) seen_.resize(gpu + 1, 0);
+  return seen_[gpu]++ % opt_.sample_every == 0;
+}
+
+void Timeline::access(std::uint32_t gpu, std::string name, Time start, Time end,
+                      const std::vector<Hop>& hops, std::string args) {
+  const std::uint64_t n = 1 + hops.size();
+  if (access_events_ + n > opt_.max_access_events) {
+    ++dropped_;
+    return;
+  }
+  access_events_ += n;
+  const std::uint64_t id = next_id_++;
+  events_.push_back(Event{'b', gpu, Accesses, id, start, end - start, std::move(name), "access",
+                          std::move(args)});
+  for (const Hop& h : hops)
+    events_.push_back(
+        Event{'b', gpu, Accesses, id, h.start, h.end - h.start, std::string(h.name), "access", {}});
+}
+
+std::string Timeline::to_json(std::uint32_t gpus) const {
+  std::string out = "{\"displayTimeUnit\": \"ns\",\n\"otherData\": {";
+  out += fmt::format(
+      "\"sample_every\": {}, \"max_access_events\": {}, \"access_events\": {}, "
+      "\"dropped_sampled_accesses\": {}",
+      opt_.sample_every, opt_.max_access_events, access_events_, dropped_);
+  out += "},\n\"traceEvents\": [\n";
+  bool first = true;
+  auto emit = [&](const std::string& e) {
+    if (!first) out += ",\n";
+    first = false;
+    out += e;
+  };
+  // Names: a process per GPU, the tracks on it.
+  std::map<std::uint32_t, std::set<std::uint32_t>> tracks;
+  for (const Event& e : events_)
+    tracks[e.pid].insert(e.tid);
+  for (std::uint32_t g = 0; g < gpus; ++g) {
+    emit(fmt::format(
+        R"({{"ph": "M", "pid": {}, "name": "process_name", "args": {{"name": "gpu{}"}}}})", g, g));
+    emit(fmt::format(
+        R"({{"ph": "M", "pid": {}, "name": "process_sort_index", "args": {{"sort_index": {}}}}})",
+        g, g));
+    for (std::uint32_t t : tracks[g]) {
+      const std::string n = t == Driver         ? "driver"
+                            : t == MessagesSent ? "messages sent"
+                            : t == Accesses     ? "accesses (sampled)"
+                                                : fmt::format("process {}", t - Process);
+      emit(fmt::format(
+          R"({{"ph": "M", "pid": {}, "tid": {}, "name": "thread_name", "args": {{"name": {}}}}})",
+          g, t, quoted(n)));
+    }
+  }
+  // Events by start time (ties: as recorded); an async slice's end follows its start.
+  std::vector<const Event*> order;
+  order.reserve(events_.size());
+  for (const Event& e : events_)
+    order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Event* a, const Event* b) { return a->ts < b->ts; });
+  for (const Event* e : order) {
+    const std::string args = e->args.empty() ? "" : ", \"args\": " + e->args;
+    switch (e->ph) {
+      case 'X':
+        emit(fmt::format(
+            R"({{"ph": "X", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "name": {}, "cat": "{}"{}}})",
+            e->pid, e->tid, us(e->ts), us(e->dur), quoted(e->name), e->cat, args));
+        break;
+      case 'i':
+        emit(fmt::format(
+            R"({{"ph": "i", "s": "t", "pid": {}, "tid": {}, "ts": {}, "name": {}, "cat": "{}"{}}})",
+            e->pid, e->tid, us(e->ts), quoted(e->name), e->cat, args));
+        break;
+      default:
+        emit(fmt::format(
+            R"({{"ph": "b", "pid": {}, "tid": {}, "ts": {}, "id": "0x{:x}", "name": {}, "cat": "{}"{}}})",
+            e->pid, e->tid, us(e->ts), e->id, quoted(e->name), e->cat, args));
+        emit(fmt::format(
+            R"({{"ph": "e", "pid": {}, "tid": {}, "ts": {}, "id": "0x{:x}", "name": {}, "cat": "{}"}})",
+            e->pid, e->tid, us(e->ts + e->dur), e->id, quoted(e->name), e->cat));
+    }
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+}  // namespace podsim

@@ -110,8 +110,10 @@ double ts(const boost::json::value& e) {
 }
 }  // namespace
 
-TEST_CASE("--trace writes a Perfetto timeline: driver calls, messages, steps, sampled accesses",
-          "[outputs][trace]") {
+TEST_CASE(
+    "a run with a trace file writes a Perfetto timeline: driver calls, messages, steps, sampled "
+    "accesses",
+    "[outputs][trace]") {
   const std::string trace = (fs::temp_directory_path() / "podsim-test-timeline.json").string();
   auto r = run_podsim({"run", "--quiet", source_path("configs/revoke-under-load.json"), "--trace",
                        trace, "--trace-sample", "50"});
@@ -121,7 +123,7 @@ TEST_CASE("--trace writes a Perfetto timeline: driver calls, messages, steps, sa
   const auto& events = doc.at("traceEvents").as_array();
   std::map<std::string, const boost::json::object*> open;  // async id -> its 'b'
   std::map<std::string, int> names;                        // "gpu/track/name" -> count
-  std::map<int, std::size_t> accesses;  // by GPU
+  std::map<int, std::size_t> accesses;                     // by GPU
   std::size_t hops = 0;
   std::map<std::string, std::pair<std::string, int>> by_id;  // access id -> status, hops
   for (const auto& ev : events) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/base/time_series.hpp"
 #include "sim/base/timeline.hpp"
 
 #include <cmath>
@@ -250,6 +251,7 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
         local_accesses_.inc();
         local_bytes_.inc(a.size);
         local_latency_.record(now - a.issued);
+        if (series_) series_->add(1, now, a.size);
         break;
       }
       const Time latency = now - a.issued;
@@ -272,6 +274,7 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
         (a.op == AccessOp::Read ? remote_reads_ : remote_writes_).inc();
       }
       remote_bytes_.inc(a.size);
+      if (series_) series_->add(0, now, a.size);
       if (a.hops_dropped == 0) {
         for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
           const HopStamp& h = a.hops[i];

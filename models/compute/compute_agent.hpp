@@ -21,6 +21,7 @@
 namespace podsim {
 
 class Timeline;
+class TimeSeries;
 
 // A range of a process's GPU virtual address space to access.
 struct AccessRegion {
@@ -43,6 +44,8 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
              Time mean_interarrival = Time{}, std::vector<TraceEntry> replay = {});
   // Sampled accesses, with their hops, go to this timeline (null: nowhere).
   void set_timeline(Timeline* t) { timeline_ = t; }
+  // Completed payload bytes go into this series: channel 0 remote, 1 local (null: nowhere).
+  void set_series(TimeSeries* s) { series_ = s; }
   // Records every access issued (for an access log that can be replayed).
   void record_to(std::vector<TraceEntry>* log) { record_ = log; }
   // Device reset: the phase ends at once; what is in flight is forgotten.
@@ -140,6 +143,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Counter posted_{stats_, "posted_writes", "count", "stores issued without a response"};
   std::vector<std::unique_ptr<Distribution>> by_switches_;
   Timeline* timeline_ = nullptr;
+  TimeSeries* series_ = nullptr;
   void note_access(const Access& a, Time now);
   Distribution latency_{stats_, "remote_latency", "ns",
                         "issue-to-completion latency of remote accesses (retries included)",

@@ -16,6 +16,7 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/tools/regress.hpp"
+#include "sim/tools/report.hpp"
 #include "sim/tools/sweep.hpp"
 
 namespace po = boost::program_options;
@@ -33,6 +34,7 @@ constexpr const char* kUsage =
     "  config-reference      print every config key with its type, default and meaning\n"
     "  sweep CONFIG --vary key=v1,v2,...\n"
     "                        run a grid of points (parallel processes), one CSV/JSON row each\n"
+    "  report DIR            one HTML file with the plots of a run's or a sweep's output\n"
     "  regress               run the shipped configs briefly, compare with golden results\n"
     "\n"
     "options:\n"
@@ -162,6 +164,26 @@ int cmd_sweep(const std::vector<std::string>& args) {
   return podsim::tools::sweep_command(opt, std::cout, std::cerr);
 }
 
+int cmd_report(const std::vector<std::string>& args) {
+  po::options_description desc("podsim report RUN_OR_SWEEP_DIR [options]");
+  desc.add_options()("help,h", "this help")("out,o", po::value<std::string>(),
+                                            "the HTML file to write (default: DIR/report.html)");
+  po::variables_map vm;
+  if (int rc = parse("report", args, desc, true, vm)) return rc;
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (!vm.count("config")) {
+    std::cerr << "podsim report: which directory? (a run's --out or a sweep's --out)\n";
+    return 2;
+  }
+  podsim::tools::ReportOptions opt;
+  opt.dir = vm["config"].as<std::string>();
+  if (vm.count("out")) opt.out = vm["out"].as<std::string>();
+  return podsim::tools::report_command(opt, std::cout, std::cerr);
+}
+
 int cmd_regress(const std::vector<std::string>& args) {
   po::options_description desc("podsim regress [options]");
   desc.add_options()("help,h", "this help")(
@@ -214,6 +236,7 @@ int sc_main(int argc, char* argv[]) {
     if (cmd == "config") return cmd_run(cmd, rest, true);
     if (cmd == "regress") return cmd_regress(rest);
     if (cmd == "sweep") return cmd_sweep(rest);
+    if (cmd == "report") return cmd_report(rest);
     if (cmd == "config-reference") {
       std::cout << podsim::pod_config_reference();
       return 0;

@@ -38,7 +38,8 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
       efficiency_(stats_, "payload_efficiency", "ratio",
                   "data bytes per wire byte over every GPU port (headers, granules, DL "
                   "framing and Ethernet overhead)",
-                  [this] { return payload_efficiency(); }) {
+                  [this] { return payload_efficiency(); }),
+      series_({"remote", "local"}, cfg.sim.sample_interval) {
   stats_.add_child(paths_);
   for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
     plane_bytes_.push_back(std::make_unique<Counter>(
@@ -56,6 +57,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
     gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu, cfg.fabric,
                                               id, vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed,
                                               pool_, &invariants_));
+    gpus_.back()->agent.set_series(&series_);
     for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());

@@ -9,6 +9,7 @@
 #include "fabric/topology.hpp"
 #include "models/gpu_node.hpp"
 #include "sim/base/invariants.hpp"
+#include "sim/base/time_series.hpp"
 #include "sim/pod/pod_config.hpp"
 #include "sim/pod/scenario.hpp"
 
@@ -48,6 +49,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // Latency by path, all GPUs: "local", "remote", then "remote_via_N_switch(es)" for each
   // number of switches a request crossed.
   std::vector<std::pair<std::string, const Distribution*>> latency_paths() const;
+  // Payload bytes completed over time, all GPUs: channel "remote" and "local".
+  const TimeSeries& bandwidth_series() const { return series_; }
   std::uint64_t remote_accesses() const { return accesses_.value(); }
   std::uint64_t remote_reads() const { return reads_.value(); }
   std::uint64_t remote_writes() const { return writes_.value(); }
@@ -119,6 +122,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   Distribution path_remote_{paths_, "remote", "ns", "latency of remote accesses, all GPUs",
                             kPsPerNs};
   std::vector<std::unique_ptr<Distribution>> path_switches_;  // by switches crossed
+  TimeSeries series_;
 };
 
 }  // namespace podsim

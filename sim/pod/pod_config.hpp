@@ -39,11 +39,16 @@ struct PodSection {
 
 struct SimSection {
   Time max_time = Time::ms(1000);
+  Time sample_interval = Time::us(1);
 
   template <class V>
   void visit(V& v) {
     v.field("max_time", max_time,
             "simulated-time limit; a workload still running then is reported as unfinished",
+            at_least(Time::ns(1)));
+    v.field("sample_interval", sample_interval,
+            "bin width of the bandwidth-over-time series (timeseries.csv, the report); long runs "
+            "double it as often as needed to stay within 65,536 bins",
             at_least(Time::ns(1)));
   }
 };

@@ -172,6 +172,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     write_file(out_dir / "latency.csv", latency_csv(pod.latency_paths()));
     write_file(out_dir / "latency_histogram.csv", latency_histogram_csv(pod.latency_paths()));
     write_file(out_dir / "breakdown.csv", breakdown_csv(pod.remote_breakdown()));
+    write_file(out_dir / "timeseries.csv", timeseries_csv(pod.bandwidth_series()));
     if (opt.access_log) write_file(*opt.access_log, format_trace(pod.access_log()));
     if (timeline) {
       for (const StepRecord& r : pod.scenario().records())

@@ -44,4 +44,19 @@ std::string breakdown_csv(const Breakdown& b) {
   return out;
 }
 
+std::string timeseries_csv(const TimeSeries& s) {
+  std::string out = "t_ns";
+  for (const auto& c : s.channels())
+    out += "," + c + "_GBps";
+  out += "\n";
+  const double ns = s.interval().as_ns();
+  for (std::size_t b = 0; b < s.bins(); ++b) {
+    out += num(static_cast<double>(b) * ns);
+    for (std::size_t c = 0; c < s.channels().size(); ++c)
+      out += "," + num(static_cast<double>(s.value(c, b)) / ns);  // bytes per ns = GB/s
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace podsim

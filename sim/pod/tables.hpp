@@ -2,6 +2,7 @@
 //   latency.csv            path,count,mean_ns,min_ns,p50_ns,p90_ns,p99_ns,p999_ns,max_ns
 //   latency_histogram.csv  path,lower_ns,upper_ns,count   (the non-empty buckets)
 //   breakdown.csv          hop,mean_ns                    (remote accesses, all GPUs)
+//   timeseries.csv         t_ns,remote_GBps,local_GBps    (payload bandwidth per interval)
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "sim/base/stats.hpp"
+#include "sim/base/time_series.hpp"
 
 namespace podsim {
 
@@ -17,5 +19,6 @@ using LatencyPaths = std::vector<std::pair<std::string, const Distribution*>>;
 std::string latency_csv(const LatencyPaths& paths);
 std::string latency_histogram_csv(const LatencyPaths& paths);
 std::string breakdown_csv(const Breakdown& b);
+std::string timeseries_csv(const TimeSeries& s);
 
 }  // namespace podsim

@@ -38,7 +38,8 @@ std::vector<TraceEntry> parse_trace(const std::string& text, const std::string& 
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream fields(line);
     std::vector<std::string> f;
-    for (std::string w; fields >> w;) f.push_back(w);
+    for (std::string w; fields >> w;)
+      f.push_back(w);
     if (f.empty()) continue;
     if (f.size() != 5)
       throw TraceError(name, n,

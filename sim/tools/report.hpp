@@ -1,0 +1,21 @@
+// `podsim report DIR`: one self-contained HTML file (inline SVG, no network) with the plots of
+// a run directory (latency CDF by path, per-hop stacked breakdown, bandwidth over time,
+// switch-port utilisation heatmap, tables) or of a sweep directory (each headline stat against
+// the varied key, one line per combination of the other keys, and the table of points).
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace podsim::tools {
+
+struct ReportOptions {
+  std::string dir;
+  std::optional<std::string> out;  // default: DIR/report.html
+};
+
+// 0: written; 2: DIR is neither a run's nor a sweep's output, or its files are unreadable.
+int report_command(const ReportOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace podsim::tools

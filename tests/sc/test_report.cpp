@@ -1,0 +1,135 @@
+// podsim report: one self-contained HTML file, rendered here in headless Chromium, which must
+// lay out every plot's marks. The screenshots are kept in tests/artifacts/ of the build.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "tests/support/run_podsim.hpp"
+
+using podsim::test::run_podsim;
+using podsim::test::source_path;
+using podsim::test::write_temp_file;
+namespace fs = std::filesystem;
+
+namespace {
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string chromium() {
+  for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
+    if (fs::exists(c)) return c;
+  FAIL("headless Chromium is needed to render the report: scripts/install-deps.sh chromium");
+  return {};
+}
+
+// Loads the page in headless Chromium and returns the DOM after its scripts ran; saves a
+// screenshot to `png`.
+std::string render(const fs::path& html, const fs::path& png) {
+  const std::string browser = chromium();
+  const fs::path work = fs::path(write_temp_file("profile", "")).parent_path();
+  const std::string common = "'" + browser +
+                             "' --headless --no-sandbox --disable-gpu --hide-scrollbars "
+                             "--no-first-run --user-data-dir='" +
+                             (work / "chrome").string() + "' ";
+  const fs::path dom = work / "dom.html";
+  const std::string dump =
+      common + "--dump-dom 'file://" + html.string() + "' >'" + dom.string() + "' 2>/dev/null";
+  REQUIRE(std::system(dump.c_str()) == 0);
+  fs::create_directories(png.parent_path());
+  const std::string shot = common + "--window-size=1100,3000 --screenshot='" + png.string() +
+                           "' 'file://" + html.string() + "' >/dev/null 2>&1";
+  REQUIRE(std::system(shot.c_str()) == 0);
+  return slurp(dom);
+}
+
+int attr(const std::string& dom, const std::string& name) {
+  std::smatch m;
+  REQUIRE(std::regex_search(dom, m, std::regex(name + "=\"(\\d+)\"")));
+  return std::stoi(m[1]);
+}
+
+void check_plots_drawn(const std::string& dom, int expected_plots) {
+  CHECK(attr(dom, "data-plots") == expected_plots);
+  CHECK(attr(dom, "data-plots-drawn") == expected_plots);
+  // And each plot, by id, has marks the browser laid out.
+  std::regex each("<svg class=\"plot\" id=\"([^\"]+)\"[^>]*data-drawn=\"(\\d+)\"");
+  int seen = 0;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), each); it != std::sregex_iterator();
+       ++it) {
+    INFO((*it)[1]);
+    CHECK(std::stoi((*it)[2]) > 0);
+    ++seen;
+  }
+  CHECK(seen == expected_plots);
+}
+}  // namespace
+
+TEST_CASE("the report of a run draws its latency CDF, breakdown, bandwidth and switch heatmap",
+          "[report]") {
+  auto r = run_podsim({"run", "--quiet", "--set", "fabric.topology=leaf_spine", "--set",
+                       "fabric.leaf_spine={\"gpus_per_leaf\": 4, \"spines\": 2}", "--set",
+                       "workload.traffic.local_fraction=0.2", "--set",
+                       "workload.traffic.accesses=1000"});
+  REQUIRE(r.exit_code == 0);
+  auto rep = run_podsim({"report", r.out_dir}, false);
+  INFO(rep.err);
+  REQUIRE(rep.exit_code == 0);
+  const fs::path html = fs::path(r.out_dir) / "report.html";
+  const std::string text = slurp(html);
+  // Self-contained: nothing fetched from anywhere.
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (std::size_t at = 0; (at = text.find(what, at)) != std::string::npos; ++at)
+      ++n;
+    return n;
+  };
+  CHECK(count("http") == count("xmlns=\"http://www.w3.org/2000/svg\""));  // no links out
+  CHECK(count("src=") == 0);
+  for (const char* id : {"latency-cdf", "breakdown", "bandwidth", "switch-utilisation"})
+    CHECK_THAT(text, Catch::Contains(std::string("id=\"") + id + "\""));
+  CHECK_THAT(text, Catch::Contains("remote_via_3_switches"));
+
+  const fs::path png = fs::current_path() / "artifacts" / "report-run.png";
+  const std::string dom = render(html, png);
+  check_plots_drawn(dom, 4);
+  CHECK(fs::file_size(png) > 30'000);  // a real picture, not a blank page
+}
+
+TEST_CASE("the report of a sweep draws each varying stat against the varied key", "[report]") {
+  const std::string out = (fs::path(write_temp_file("x", "")).parent_path() / "sweep").string();
+  auto s = run_podsim({"sweep", "--quiet", "--vary", "workload.traffic.outstanding=1,4,16",
+                       "--vary", "fabric.switch.latency=100ns,300ns", "--set",
+                       "workload.traffic.accesses=200", "-j", "2", "--out", out},
+                      false);
+  REQUIRE(s.exit_code == 0);
+  auto rep = run_podsim({"report", out, "--out", out + "/sweep.html"}, false);
+  REQUIRE(rep.exit_code == 0);
+  const std::string text = slurp(out + "/sweep.html");
+  CHECK_THAT(text, Catch::Contains("id=\"sweep-remote_latency_mean_ns\"") &&
+                       Catch::Contains("id=\"sweep-achieved_bandwidth_GBps\"") &&
+                       Catch::Contains("latency=100ns") && Catch::Contains("latency=300ns"));
+  // Stats that do not vary (faults: 0 everywhere) get no plot.
+  CHECK_THAT(text, !Catch::Contains("id=\"sweep-faults\""));
+  int plots = 0;
+  for (std::size_t at = 0; (at = text.find("<svg class=\"plot\"", at)) != std::string::npos; ++at)
+    ++plots;
+  CHECK(plots >= 5);
+  const fs::path png = fs::current_path() / "artifacts" / "report-sweep.png";
+  check_plots_drawn(render(out + "/sweep.html", png), plots);
+}
+
+TEST_CASE("report: a directory with no results is an error", "[report]") {
+  const std::string empty = fs::path(write_temp_file("x", "")).parent_path().string();
+  auto r = run_podsim({"report", empty}, false);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("neither a run's results"));
+  CHECK(run_podsim({"report"}, false).exit_code == 2);
+}

@@ -166,9 +166,23 @@ std::vector<TraceEntry> Pod::access_log() const {
   return all;
 }
 
-void Pod::run() {
-  sc_core::sc_start(to_sc(cfg_.sim.max_time));
+void Pod::run(const std::function<void()>& between, Time slice) {
+  if (!between) {
+    sc_core::sc_start(to_sc(cfg_.sim.max_time));
+  } else {
+    while (sc_core::sc_get_status() != sc_core::SC_STOPPED && sim_now() < cfg_.sim.max_time) {
+      sc_core::sc_start(to_sc(std::min(slice, cfg_.sim.max_time - sim_now())));
+      between();
+    }
+  }
   finalize();
+}
+
+std::uint64_t Pod::accesses_completed() const {
+  std::uint64_t n = 0;
+  for (const auto& g : gpus_)
+    n += g->agent.completed();
+  return n;
 }
 
 double Pod::achieved_bandwidth() const {

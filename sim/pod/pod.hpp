@@ -2,6 +2,7 @@
 // invariant checks, and the pod-wide summary stats (merged from every GPU when the run ends).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +31,11 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::vector<TraceEntry> access_log() const;
 
   // Runs the workload to its end (or to sim.max_time), then the teardown and the checks.
-  void run();
+  // `between` (optional) is called every `slice` of simulated time: the simulation runs in
+  // slices, which changes nothing in it (each slice ends after all work due at its end).
+  void run(const std::function<void()>& between = {}, Time slice = Time::us(20));
+  // Accesses completed so far, all GPUs (for progress reports).
+  std::uint64_t accesses_completed() const;
 
   // True when the workload finished, no step failed and no invariant was violated.
   bool ok() const { return finished_ && failures().empty() && invariants_.ok(); }

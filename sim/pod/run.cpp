@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -42,6 +45,48 @@ void write_file(const fs::path& path, const std::string& text) {
   }
   fs::rename(tmp, path);
 }
+
+}  // namespace
+
+namespace {
+
+class Progress {
+ public:
+  Progress(std::ostream& err, bool enabled, Time target)
+      : err_(err), enabled_(enabled), target_(target), t0_(Clock::now()) {
+    if (const char* ms = std::getenv("PODSIM_PROGRESS_AFTER_MS"))
+      after_ = std::chrono::milliseconds(std::strtoll(ms, nullptr, 10));
+  }
+  bool enabled() const { return enabled_; }
+  void update(Time now, std::uint64_t accesses) {
+    const auto t = Clock::now();
+    if (t - t0_ < after_ || t - last_ < std::chrono::milliseconds(250)) return;
+    last_ = t;
+    const double host = std::chrono::duration<double>(t - t0_).count();
+    fmt::print(
+        err_,
+        "\r\033[Kpodsim: simulated {} of at most {} ({:.1f}%), {} accesses, {:.0f} per second",
+        pretty(now), pretty(target_), 100.0 * now.as_seconds() / target_.as_seconds(), accesses,
+        static_cast<double>(accesses) / host);
+    err_.flush();
+    shown_ = true;
+  }
+  void finish() {
+    if (shown_) {
+      err_ << "\r\033[K";
+      err_.flush();
+    }
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::ostream& err_;
+  bool enabled_;
+  Time target_;
+  Clock::time_point t0_, last_{};
+  Clock::duration after_ = std::chrono::seconds(2);
+  bool shown_ = false;
+};
 
 }  // namespace
 
@@ -99,7 +144,14 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
         Timeline::Options{opt.timeline_sample, opt.timeline_max_access_events});
     pod.set_timeline(timeline.get());
   }
-  pod.run();
+  // A progress line on stderr for runs longer than about two seconds, when stderr is a
+  // terminal and the run is not --quiet.
+  Progress progress(err, !opt.quiet && ::isatty(2), cfg.sim.max_time);
+  if (progress.enabled())
+    pod.run([&] { progress.update(sim_now(), pod.accesses_completed()); });
+  else
+    pod.run();
+  progress.finish();
   const double host_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -1,11 +1,17 @@
 // The podsim command line, run as a user runs it.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "tests/support/run_podsim.hpp"
 
 using podsim::test::run_podsim;
 using podsim::test::source_path;
 using podsim::test::write_temp_file;
+namespace fs = std::filesystem;
 
 TEST_CASE("version and help", "[cli]") {
   auto v = run_podsim({"--version"}, false);
@@ -108,4 +114,44 @@ TEST_CASE("the default run prints a remote-access count and its latency breakdow
                         Catch::Contains("per-hop breakdown") && Catch::Contains("switch"));
   CHECK(r.stat("pod.summary.remote_accesses") > 0);
   CHECK(r.err.empty());
+}
+
+namespace {
+// Runs podsim under a pseudo-terminal (util-linux `script`), so stderr is a terminal; returns
+// what the terminal showed.
+std::string run_on_terminal(const std::string& args) {
+  const std::string log = write_temp_file("tty.log", "");
+  const std::string cmd = "PODSIM_PROGRESS_AFTER_MS=0 script -qec \"'" + std::string(PODSIM_EXE) +
+                          "' " + args + " >/dev/null\" /dev/null >'" + log + "' 2>&1 </dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("a progress line on a terminal only, never with --quiet, and it changes nothing",
+          "[cli]") {
+  const std::string dir = fs::path(write_temp_file("x", "")).parent_path().string();
+  const std::string tty =
+      run_on_terminal("run " + source_path("configs/node-reset.json") + " --out '" + dir + "/tty'");
+  CHECK_THAT(tty, Catch::Contains("podsim: simulated") && Catch::Contains("of at most 1 s") &&
+                      Catch::Contains("accesses"));
+  CHECK_THAT(tty, Catch::Contains("\r\033[K"));  // rewritten in place, then cleared
+  const std::string quiet = run_on_terminal(
+      "run --quiet " + source_path("configs/node-reset.json") + " --out '" + dir + "/quiet'");
+  CHECK_THAT(quiet, !Catch::Contains("podsim: simulated"));
+  auto piped = run_podsim({"run", source_path("configs/node-reset.json")});
+  REQUIRE(piped.exit_code == 0);
+  CHECK_THAT(piped.err, !Catch::Contains("podsim: simulated"));
+  // The run reported on is the same run.
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  CHECK(slurp(fs::path(dir) / "tty" / "stats.json") ==
+        slurp(fs::path(piped.out_dir) / "stats.json"));
 }

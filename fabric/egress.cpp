@@ -82,7 +82,12 @@ void Egress::pump() {
   }
   absorb_credits(now);
   bool blocked = false;
-  for (std::size_t tc = 0; tc < kTrafficClasses; ++tc) {
+  for (std::size_t k = 0; k < kTrafficClasses; ++k) {
+    // Class 0 (control) always first; round robin then starts at the data class whose turn
+    // it is.
+    std::size_t tc = k;
+    if (k > 0 && port_.arbitration == Arbitration::RoundRobin)
+      tc = 1 + (next_data_class_ - 1 + (k - 1)) % (kTrafficClasses - 1);
     if (queues_[tc].empty()) continue;
     if (credits_[tc] < static_cast<std::int64_t>(queues_[tc].front().tl)) {
       blocked = true;
@@ -93,6 +98,7 @@ void Egress::pump() {
       stalled_since_ = Time::max();
     }
     commit(tc, now);
+    if (tc > 0) next_data_class_ = 1 + tc % (kTrafficClasses - 1);
     if (queued_packets() > 0) wake_.at(free_at_);
     return;
   }

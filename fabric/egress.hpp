@@ -103,7 +103,8 @@ class Egress {
   Time free_at_;
   Time busy_;
   Time stalled_since_ = Time::max();
-  std::uint64_t tl_sent_ = 0;  // for DL flit boundaries
+  std::uint64_t tl_sent_ = 0;        // for DL flit boundaries
+  std::size_t next_data_class_ = 1;  // round robin: the data class whose turn it is
   Timer wake_{[this] { pump(); }};
 
   StatGroup stats_;

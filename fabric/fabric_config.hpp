@@ -11,6 +11,15 @@
 namespace podsim {
 
 // One UALink port (a station's lanes) at either end of a link: the GPU's, or a switch's.
+enum class Arbitration : std::uint8_t { StrictPriority, RoundRobin };
+inline constexpr std::array<EnumName<Arbitration>, 2> kArbitrationNames{{
+    {"strict_priority", Arbitration::StrictPriority,
+     "control, then responses, then requests: a class is sent only when those above it have "
+     "nothing sendable"},
+    {"round_robin", Arbitration::RoundRobin,
+     "control first; responses and requests take turns, packet by packet"},
+}};
+
 struct PortConfig {
   std::uint32_t lanes = 4;
   Bandwidth lane_rate = Bandwidth::gbit_per_second(200);
@@ -26,6 +35,7 @@ struct PortConfig {
   Bytes dl_payload = Bytes(628);
   Bytes ethernet_overhead = Bytes(38);
   Bytes rx_buffer = Bytes::KiB(32);
+  Arbitration arbitration = Arbitration::RoundRobin;
 
   Bandwidth rate() const { return lane_rate * lanes; }
   // Transmit side: TL/DL pipeline then SerDes. Receive side: SerDes, FEC decode, pipeline.
@@ -59,6 +69,9 @@ struct PortConfig {
     v.field("rx_buffer", rx_buffer,
             "receive buffer per traffic class, advertised to the sender as credits",
             between(Bytes(64), Bytes::MiB(64)));
+    v.choice("arbitration", arbitration,
+             "how a sender (GPU port or switch output) picks the traffic class to send next",
+             std::span<const EnumName<Arbitration>>(kArbitrationNames));
   }
   template <class C>
   void check(C& c) const {

@@ -286,7 +286,12 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       break;
   }
   gp->release();
-  issue_more();
+  // Closed loop: a completion frees a slot for the next access. Poisson arrivals and traces
+  // come at their own times, whatever completes.
+  if (traffic_.injection == Injection::ClosedLoop && replay_.empty())
+    issue_more();
+  else
+    check_done();
 }
 
 void ComputeAgent::note_access(const Access& a, Time now) {

@@ -136,6 +136,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "stat", po::value<std::vector<std::string>>()->composing(),
       "one more column: a stats.json key, optionally :field (default value), e.g. "
       "pod.gpu0.vram.channel_balance or pod.summary.send_time:p99")(
+      "table", po::value<std::vector<std::string>>()->composing(),
+      "a column of the Markdown table (sweep.md, printed): repeatable; default the mean and p99 "
+      "remote latency, the achieved bandwidth and the --stat columns")(
       "jobs,j", po::value<unsigned>()->default_value(1), "points run at once")(
       "out,o", po::value<std::string>()->default_value("podsim-sweep"),
       "directory for sweep.csv, sweep.json and points/")("quiet,q", "no progress or summary");
@@ -157,6 +160,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   }
   if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();
   if (vm.count("stat")) opt.extra_stats = vm["stat"].as<std::vector<std::string>>();
+  if (vm.count("table")) opt.table_columns = vm["table"].as<std::vector<std::string>>();
   if (vm.count("seed")) opt.seed = vm["seed"].as<std::uint64_t>();
   opt.jobs = vm["jobs"].as<unsigned>();
   opt.out_dir = vm["out"].as<std::string>();

@@ -155,6 +155,29 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     columns.push_back({colon == std::string::npos ? stat : stat + ":" + field, stat, field});
   }
 
+  std::vector<std::string> table = opt.table_columns;
+  if (table.empty()) {
+    table = {"remote_latency_mean_ns", "remote_latency_p99_ns", "achieved_bandwidth_GBps"};
+    for (std::size_t c = headline_stats().size(); c < columns.size(); ++c)
+      table.push_back(columns[c].name);
+  }
+  for (const auto& t : table)
+    if (std::none_of(columns.begin(), columns.end(),
+                     [&](const Column& c) { return c.name == t; })) {
+      fmt::print(err,
+                 "podsim sweep: --table {}: not a column (the headline columns are {}; "
+                 "add others with --stat)\n",
+                 t,
+                 fmt::join(std::vector<std::string>([&] {
+                             std::vector<std::string> n;
+                             for (const auto& h : headline_stats())
+                               n.push_back(h.column);
+                             return n;
+                           }()),
+                           ", "));
+      return 2;
+    }
+
   const fs::path dir(opt.out_dir);
   fs::create_directories(dir / "points");
   const std::string self = self_executable();
@@ -244,13 +267,39 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     cols.push_back(json::object{{"column", c.name}, {"stat", c.stat}, {"field", c.field}});
   doc["columns"] = std::move(cols);
   doc["points"] = std::move(rows);
+  // The Markdown table: short key names, chosen columns, 4 significant digits.
+  std::string md = "|";
+  for (const auto& v : opt.vary)
+    md += " " + v.key.substr(v.key.rfind('.') + 1) + " |";
+  for (const auto& t : table)
+    md += " " + t + " |";
+  md += "\n|";
+  for (std::size_t k = 0; k < opt.vary.size() + table.size(); ++k)
+    md += "---|";
+  md += "\n";
+  for (const auto& row : doc["points"].as_array()) {
+    md += "|";
+    for (const auto& v : opt.vary)
+      md += " " + std::string(row.at("values").at(v.key).as_string()) + " |";
+    for (const auto& t : table) {
+      const auto& v = row.at("stats").at(t);
+      md += " " +
+            (v.is_double()   ? fmt::format("{:.4g}", v.as_double())
+             : v.is_number() ? number_text(v)
+                             : std::string("-")) +
+            " |";
+    }
+    md += "\n";
+  }
+  std::ofstream(dir / "sweep.md", std::ios::binary) << md;
   std::ofstream(dir / "sweep.csv", std::ios::binary) << csv;
   std::ofstream(dir / "sweep.json", std::ios::binary) << config::to_pretty_json(doc);
   if (!opt.quiet) {
-    fmt::print(out, "{} points, {} failed; wrote {} and {}\n", points.size(),
+    fmt::print(out, "{}\n{} points, {} failed; wrote {}, {} and {}\n", md, points.size(),
                std::count_if(results.begin(), results.end(),
                              [](const ChildResult& r) { return r.exit_code != 0; }),
-               (dir / "sweep.csv").string(), (dir / "sweep.json").string());
+               (dir / "sweep.csv").string(), (dir / "sweep.json").string(),
+               (dir / "sweep.md").string());
   }
   return rc;
 }

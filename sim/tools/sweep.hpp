@@ -5,8 +5,8 @@
 // Every point's config is checked before anything runs (a bad value is exit 2, naming the
 // point). Point i runs in DIR/points/NNN; DIR/sweep.csv and DIR/sweep.json get one row per
 // point, in grid order (the first --vary outermost): the varied values, the exit code, then
-// the headline stats. Nothing in them depends on the host, so the same sweep writes the same
-// files.
+// the headline stats; DIR/sweep.md (also printed) a Markdown table of chosen columns. Nothing
+// in them depends on the host, so the same sweep writes the same files.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,9 @@ struct SweepOptions {
   std::vector<Vary> vary;
   std::vector<std::string> overrides;    // applied to every point, before the varied values
   std::vector<std::string> extra_stats;  // more columns: "stat.path" or "stat.path:field"
+  // The columns of the Markdown table (sweep.md, and stdout): empty means the mean and p99
+  // remote latency, the achieved bandwidth and every extra stat.
+  std::vector<std::string> table_columns;
   std::optional<std::uint64_t> seed;
   std::string out_dir = "podsim-sweep";
   unsigned jobs = 1;

@@ -84,3 +84,44 @@ TEST_CASE("podsim regress: blessing writes goldens, a change is caught and named
   CHECK(orphan.exit_code == 2);
   CHECK_THAT(orphan.err, Catch::Contains("shipped configs with no regression case: orphan.json"));
 }
+
+TEST_CASE("study pages show what their commands print", "[regression][studies]") {
+  int studies = 0;
+  for (const auto& entry : fs::directory_iterator(source_path("docs"))) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("study-", 0) != 0 || entry.path().extension() != ".md") continue;
+    ++studies;
+    INFO(name);
+    const std::string doc = slurp(entry.path());
+    // The command: the fenced block after the marker, as a user types it.
+    const auto marker = doc.find("<!-- study-command -->");
+    REQUIRE(marker != std::string::npos);
+    const auto open = doc.find("```\n", marker);
+    const auto close = doc.find("\n```", open + 4);
+    REQUIRE(close != std::string::npos);
+    std::istringstream words(doc.substr(open + 4, close - open - 4));
+    std::vector<std::string> args;
+    for (std::string w; words >> w;)
+      args.push_back(w);
+    REQUIRE(args.size() > 2);
+    REQUIRE(args[0] == "build/release/podsim");
+    args.erase(args.begin());
+    for (auto& a : args)
+      if (a.rfind("configs/", 0) == 0) a = source_path(a);
+    const std::string out = (fs::path(write_temp_file("x", "")).parent_path() / "sweep").string();
+    args.insert(args.end(), {"--out", out});
+    auto r = run_podsim(args, false);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    // What it printed (the table, before the summary line) is what the page shows.
+    const std::string printed = r.out.substr(0, r.out.find("\n\n") + 1);
+    const std::string begin = "<!-- study-results: begin -->\n";
+    const auto b = doc.find(begin);
+    const auto e = doc.find("<!-- study-results: end -->");
+    REQUIRE(b != std::string::npos);
+    REQUIRE(e != std::string::npos);
+    CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == printed);
+    CHECK(printed.rfind("| ", 0) == 0);
+  }
+  CHECK(studies == 3);
+}

@@ -8,17 +8,12 @@
 #include "tests/support/run_podsim.hpp"
 
 using podsim::test::run_podsim;
+using podsim::test::slurp;
 using podsim::test::source_path;
 using podsim::test::write_temp_file;
 namespace fs = std::filesystem;
 
 namespace {
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 void spit(const fs::path& p, const std::string& s) {
   std::ofstream(p) << s;
 }

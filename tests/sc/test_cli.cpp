@@ -146,12 +146,6 @@ TEST_CASE("a progress line on a terminal only, never with --quiet, and it change
   REQUIRE(piped.exit_code == 0);
   CHECK_THAT(piped.err, !Catch::Contains("podsim: simulated"));
   // The run reported on is the same run.
-  auto slurp = [](const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  CHECK(slurp(fs::path(dir) / "tty" / "stats.json") ==
-        slurp(fs::path(piped.out_dir) / "stats.json"));
+  CHECK(podsim::test::slurp((fs::path(dir) / "tty" / "stats.json").string()) ==
+        podsim::test::slurp((fs::path(piped.out_dir) / "stats.json").string()));
 }

@@ -3,24 +3,18 @@
 
 #include <set>
 
-#include "sim/config/config_io.hpp"
-#include "sim/pod/pod.hpp"
-#include "sim/pod/pod_config_io.hpp"
+#include "tests/support/in_process_pod.hpp"
 #include "tests/support/run_podsim.hpp"
 
 using namespace podsim;
+using podsim::test::config_with;
+using podsim::test::counter;
+using podsim::test::kLocalVa;
 using podsim::test::run_podsim;
 using podsim::test::write_temp_file;
 
 namespace {
-constexpr std::uint64_t kLocalVa = 0x0000'1000'0000'0000ull;  // a process's first mapping
 
-std::uint64_t counter(const StatGroup& g, const std::string& name) {
-  for (const Stat* s : g.stats())
-    if (s->name() == name) return static_cast<const Counter*>(s)->value();
-  FAIL("no counter " << name);
-  return 0;
-}
 const Breakdown& breakdown(const StatGroup& g, const std::string& name) {
   for (const Stat* s : g.stats())
     if (s->name() == name) return *static_cast<const Breakdown*>(s);
@@ -30,12 +24,6 @@ std::size_t part(const Breakdown& b, const std::string& name) {
   for (std::size_t i = 0; i < b.part_count(); ++i)
     if (b.part_name(i) == name) return i;
   throw std::runtime_error("no part " + name);
-}
-PodConfig config_with(std::vector<std::string> sets) {
-  auto doc = config::ConfigDoc::from_text("{}", "test");
-  for (const auto& s : sets)
-    doc.apply_override(s);
-  return read_pod_config(doc);
 }
 std::vector<double> channel_bytes(const test::PodsimRun& r, int gpu) {
   std::vector<double> v;

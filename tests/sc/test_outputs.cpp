@@ -16,24 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 using Row = std::map<std::string, std::string>;
 std::vector<Row> read_csv(const fs::path& p) {
-  std::ifstream in(p);
-  std::vector<Row> rows;
-  std::vector<std::string> head;
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells;
-    std::istringstream l(line);
-    for (std::string c; std::getline(l, c, ',');)
-      cells.push_back(c);
-    if (head.empty()) {
-      head = cells;
-      continue;
-    }
-    Row r;
-    for (std::size_t i = 0; i < head.size() && i < cells.size(); ++i)
-      r[head[i]] = cells[i];
-    rows.push_back(r);
-  }
-  return rows;
+  return podsim::test::read_csv(p.string());
 }
 const Row& find_path(const std::vector<Row>& rows, const std::string& path) {
   for (const Row& r : rows)

@@ -3,29 +3,14 @@
 #include <cstring>
 #include <set>
 
-#include "sim/config/config_io.hpp"
-#include "sim/pod/pod.hpp"
-#include "sim/pod/pod_config_io.hpp"
+#include "tests/support/in_process_pod.hpp"
 
 using namespace podsim;
+using podsim::test::config_with;
+using podsim::test::counter;
+using podsim::test::kLocalVa;
 
-namespace {
-constexpr std::uint64_t kLocalVa = 0x0000'1000'0000'0000ull;  // a process's first mapping
-
-std::uint64_t counter(const StatGroup& g, const std::string& name) {
-  for (const Stat* s : g.stats())
-    if (s->name() == name) return static_cast<const Counter*>(s)->value();
-  FAIL("no counter " << name);
-  return 0;
-}
-
-PodConfig config_with(std::vector<std::string> sets) {
-  auto doc = config::ConfigDoc::from_text("{}", "test");
-  for (const auto& s : sets)
-    doc.apply_override(s);
-  return read_pod_config(doc);
-}
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("one remote load goes through every module and back", "[sc][pod]") {
   Pod pod("pod", config_with({"pod.gpus=2", "workload.initiators=[0]",

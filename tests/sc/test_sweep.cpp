@@ -9,16 +9,11 @@
 #include "tests/support/run_podsim.hpp"
 
 using podsim::test::run_podsim;
+using podsim::test::slurp;
 using podsim::test::write_temp_file;
 namespace fs = std::filesystem;
 
 namespace {
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
   std::istringstream in(text);

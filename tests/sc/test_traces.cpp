@@ -9,15 +9,10 @@
 #include "tests/support/run_podsim.hpp"
 
 using podsim::test::run_podsim;
+using podsim::test::slurp;
 using podsim::test::write_temp_file;
 
 namespace {
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 std::size_t data_lines(const std::string& text) {
   std::size_t n = 0;
   std::istringstream in(text);

@@ -72,6 +72,31 @@ PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out) {
   return r;
 }
 
+std::string slurp(const std::string& path) {
+  return slurp(fs::path(path));
+}
+
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+  std::vector<std::map<std::string, std::string>> rows;
+  std::istringstream in(slurp(fs::path(path)));
+  std::vector<std::string> head;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::istringstream l(line);
+    for (std::string c; std::getline(l, c, ',');)
+      cells.push_back(c);
+    if (head.empty()) {
+      head = cells;
+      continue;
+    }
+    std::map<std::string, std::string> r;
+    for (std::size_t i = 0; i < head.size() && i < cells.size(); ++i)
+      r[head[i]] = cells[i];
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 std::string source_path(const std::string& relative) {
   return (fs::path(PODSIM_SOURCE_DIR) / relative).string();
 }

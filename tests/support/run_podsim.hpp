@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,5 +26,9 @@ PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out = true);
 
 std::string source_path(const std::string& relative);
 std::string write_temp_file(const std::string& name, const std::string& text);
+// A file's whole text ("" when it cannot be read).
+std::string slurp(const std::string& path);
+// A CSV file with a header line (no quoted commas): a row each, by column name.
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path);
 
 }  // namespace podsim::test

@@ -3,8 +3,12 @@
 namespace podsim {
 
 QueueBase::QueueBase() : id_(Dispatcher::get().add(this)) {}
-QueueBase::~QueueBase() { Dispatcher::get().remove(id_); }
-void QueueBase::schedule(Time due) { Dispatcher::get().schedule(id_, due); }
+QueueBase::~QueueBase() {
+  Dispatcher::get().remove(id_);
+}
+void QueueBase::schedule(Time due) {
+  Dispatcher::get().schedule(id_, due);
+}
 
 Dispatcher& Dispatcher::get() {
   // Never destroyed: queues of modules torn down at exit may still unregister.

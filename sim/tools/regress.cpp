@@ -162,7 +162,9 @@ int regress_command(const RegressOptions& opt, std::ostream& out, std::ostream& 
   }
 
   // One `podsim run` per case, in a scratch directory.
-  std::string tmpl = (fs::temp_directory_path() / "podsim-regress-XXXXXX").string();
+  // mkdtemp's template: six X's it replaces.
+  std::string tmpl =
+      (fs::temp_directory_path() / ("podsim-regress-" + std::string(6, 'X'))).string();
   if (!::mkdtemp(tmpl.data())) {
     fmt::print(err, "podsim regress: cannot make a scratch directory\n");
     return 1;

@@ -105,26 +105,27 @@ class TimedQueue final : public QueueBase {
 };
 
 // A wake-up at a time: `at(t)` asks for `fn` to run at t (the earliest asked for wins; a
-// wake-up asked for while one is pending earlier is covered by it).
-class Timer {
+// wake-up asked for while one is pending earlier is covered by it). No queue of its own: it
+// is served by the dispatcher directly.
+class Timer final : public QueueBase {
  public:
-  explicit Timer(std::function<void()> fn)
-      : fn_(std::move(fn)), queue_([this](char&) {
-          if (sim_now() < pending_) return;  // superseded
-          pending_ = Time::max();
-          fn_();
-        }) {}
+  explicit Timer(std::function<void()> fn) : fn_(std::move(fn)) {}
   void at(Time t) {
     if (t >= pending_) return;
     pending_ = t;
-    queue_.push(t, 0);
+    schedule(t);
   }
   void cancel() { pending_ = Time::max(); }
+
+  void serve_due(Time now) override {
+    if (now < pending_) return;  // superseded by a later request, or cancelled
+    pending_ = Time::max();
+    fn_();
+  }
 
  private:
   std::function<void()> fn_;
   Time pending_ = Time::max();
-  TimedQueue<char> queue_;
 };
 
 }  // namespace podsim

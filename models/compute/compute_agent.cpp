@@ -256,17 +256,17 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       }
       const Time latency = now - a.issued;
       latency_.record(latency);
+      // One pass over the trail: the per-hop breakdown, and the switches the request crossed.
       std::size_t switches = 0;
-      for (std::size_t i = 0; i < a.hop_count; ++i)
-        switches += a.hops[i].kind == HopKind::Switch && !a.hops[i].response;
-      if (switches >= by_switches_.size()) by_switches_.resize(switches + 1);
-      if (!by_switches_[switches])
-        by_switches_[switches] = std::make_unique<Distribution>(
-            stats_, "remote_latency_" + switches_name(switches), "ns",
-            "issue-to-completion latency of remote accesses whose request crossed this many "
-            "switches",
-            kPsPerNs);
-      by_switches_[switches]->record(latency);
+      for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
+        const HopStamp& h = a.hops[i];
+        switches += h.kind == HopKind::Switch && !h.response;
+        if (a.hops_dropped == 0)
+          breakdown_.add(breakdown_slot(h.kind, h.response),
+                         static_cast<std::uint64_t>((a.hops[i + 1].at - h.at).as_ps()));
+      }
+      if (a.hops_dropped == 0) breakdown_.add_sample();
+      latency_via(switches).record(latency);
       if (a.op == AccessOp::Atomic) {
         atomics_.inc();
       } else {
@@ -275,14 +275,6 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       }
       remote_bytes_.inc(a.size);
       if (series_) series_->add(0, now, a.size);
-      if (a.hops_dropped == 0) {
-        for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
-          const HopStamp& h = a.hops[i];
-          breakdown_.add(breakdown_slot(h.kind, h.response),
-                         static_cast<std::uint64_t>((a.hops[i + 1].at - h.at).as_ps()));
-        }
-        breakdown_.add_sample();
-      }
       break;
   }
   gp->release();
@@ -292,6 +284,17 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
     issue_more();
   else
     check_done();
+}
+
+Distribution& ComputeAgent::latency_via(std::size_t switches) {
+  if (switches >= by_switches_.size()) by_switches_.resize(switches + 1);
+  if (!by_switches_[switches])  // made the first time a request crosses this many switches
+    by_switches_[switches] = std::make_unique<Distribution>(
+        stats_, "remote_latency_" + switches_name(switches), "ns",
+        "issue-to-completion latency of remote accesses whose request crossed this many "
+        "switches",
+        kPsPerNs);
+  return *by_switches_[switches];
 }
 
 void ComputeAgent::note_access(const Access& a, Time now) {

@@ -145,6 +145,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Timeline* timeline_ = nullptr;
   TimeSeries* series_ = nullptr;
   void note_access(const Access& a, Time now);
+  Distribution& latency_via(std::size_t switches);
   Distribution latency_{stats_, "remote_latency", "ns",
                         "issue-to-completion latency of remote accesses (retries included)",
                         kPsPerNs};

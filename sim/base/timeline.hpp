@@ -46,7 +46,6 @@ class Timeline {
   void access(std::uint32_t gpu, std::string name, Time start, Time end,
               const std::vector<Hop>& hops, std::string args = {});
 
-  std::uint64_t events() const { return events_.size(); }
   std::uint64_t access_events() const { return access_events_; }
   std::uint64_t dropped_accesses() const { return dropped_; }
 

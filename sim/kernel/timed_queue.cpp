@@ -50,10 +50,7 @@ void Dispatcher::run() {
     const Entry e = heap_.back();
     heap_.pop_back();
     if (scheduled_[e.id] == e.due) scheduled_[e.id] = Time::max();
-    if (QueueBase* q = queues_[e.id]) {
-      ++served_;
-      q->serve_due(now);
-    }
+    if (QueueBase* q = queues_[e.id]) q->serve_due(now);
   }
   running_ = false;
   if (!heap_.empty()) ev_.notify(to_sc(heap_.front().due - now));

@@ -37,7 +37,6 @@ class Dispatcher {
   std::uint32_t add(QueueBase* q);
   void remove(std::uint32_t id) { queues_[id] = nullptr; }
   void schedule(std::uint32_t id, Time due);
-  std::uint64_t served() const { return served_; }
 
  private:
   Dispatcher();
@@ -51,7 +50,6 @@ class Dispatcher {
   std::vector<QueueBase*> queues_;
   std::vector<Time> scheduled_;  // per queue: the earliest time it is in the heap for
   sc_core::sc_event ev_;
-  std::uint64_t served_ = 0;
   bool running_ = false;
 };
 
@@ -73,7 +71,6 @@ class TimedQueue final : public QueueBase {
     std::push_heap(heap_.begin(), heap_.end(), Later{});
     if (heap_.front().seq == seq_ - 1) schedule(due);
   }
-  void clear() { heap_.clear(); }
 
   void serve_due(Time now) override {
     while (!heap_.empty() && heap_.front().due <= now) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/tools/csv.hpp"
 #include "sim/tools/svg.hpp"
 
 namespace podsim::tools {
@@ -39,27 +40,9 @@ json::value read_json(const fs::path& p) {
   return v;
 }
 
-using Row = std::map<std::string, std::string>;
+using Row = CsvRow;
 std::vector<Row> read_csv(const fs::path& p) {
-  std::vector<Row> rows;
-  if (!fs::exists(p)) return rows;
-  std::istringstream in(slurp(p));
-  std::vector<std::string> head;
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells;
-    std::istringstream l(line);
-    for (std::string c; std::getline(l, c, ',');)
-      cells.push_back(c);
-    if (head.empty()) {
-      head = cells;
-      continue;
-    }
-    Row r;
-    for (std::size_t i = 0; i < head.size() && i < cells.size(); ++i)
-      r[head[i]] = cells[i];
-    rows.push_back(std::move(r));
-  }
-  return rows;
+  return fs::exists(p) ? parse_csv(slurp(p)) : std::vector<Row>{};
 }
 
 double num(const json::value& v) {

@@ -110,7 +110,6 @@ std::string line_chart(const std::string& id, const std::string& title, const Ax
       T + ph / 2, escape(y.label));
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string d;
-    double prev_y = 0;
     for (std::size_t k = 0; k < lines[i].points.size(); ++k) {
       auto [px, py] = lines[i].points[k];
       if (k == 0)
@@ -119,9 +118,7 @@ std::string line_chart(const std::string& id, const std::string& title, const Ax
         d += fmt::format(" H{:.1f} V{:.1f}", sx(px), sy(py));
       else
         d += fmt::format(" L{:.1f},{:.1f}", sx(px), sy(py));
-      prev_y = py;
     }
-    (void)prev_y;
     s += fmt::format(R"(<path class="series" d="{}" fill="none" stroke="{}" stroke-width="2"/>)", d,
                      color(i));
     if (lines[i].points.size() <= 40)

@@ -164,17 +164,13 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   for (const auto& t : table)
     if (std::none_of(columns.begin(), columns.end(),
                      [&](const Column& c) { return c.name == t; })) {
+      std::string headline;  // the first columns are the headline ones
+      for (std::size_t c = 0; c < headline_stats().size(); ++c)
+        headline += (c ? ", " : "") + columns[c].name;
       fmt::print(err,
                  "podsim sweep: --table {}: not a column (the headline columns are {}; "
                  "add others with --stat)\n",
-                 t,
-                 fmt::join(std::vector<std::string>([&] {
-                             std::vector<std::string> n;
-                             for (const auto& h : headline_stats())
-                               n.push_back(h.column);
-                             return n;
-                           }()),
-                           ", "));
+                 t, headline);
       return 2;
     }
 

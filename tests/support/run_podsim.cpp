@@ -1,5 +1,7 @@
 #include "tests/support/run_podsim.hpp"
 
+#include "sim/tools/csv.hpp"
+
 #include <unistd.h>
 
 #include <sys/wait.h>
@@ -77,24 +79,7 @@ std::string slurp(const std::string& path) {
 }
 
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
-  std::vector<std::map<std::string, std::string>> rows;
-  std::istringstream in(slurp(fs::path(path)));
-  std::vector<std::string> head;
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells;
-    std::istringstream l(line);
-    for (std::string c; std::getline(l, c, ',');)
-      cells.push_back(c);
-    if (head.empty()) {
-      head = cells;
-      continue;
-    }
-    std::map<std::string, std::string> r;
-    for (std::size_t i = 0; i < head.size() && i < cells.size(); ++i)
-      r[head[i]] = cells[i];
-    rows.push_back(std::move(r));
-  }
-  return rows;
+  return tools::parse_csv(slurp(fs::path(path)));
 }
 
 std::string source_path(const std::string& relative) {

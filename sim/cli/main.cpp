@@ -15,6 +15,7 @@
 #include "sim/config/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
+#include "sim/tools/bench.hpp"
 #include "sim/tools/regress.hpp"
 #include "sim/tools/report.hpp"
 #include "sim/tools/sweep.hpp"
@@ -36,6 +37,7 @@ constexpr const char* kUsage =
     "                        run a grid of points (parallel processes), one CSV/JSON row each\n"
     "  report DIR            one HTML file with the plots of a run's or a sweep's output\n"
     "  regress               run the shipped configs briefly, compare with golden results\n"
+    "  bench                 how fast podsim simulates: 8 to 1,024 GPUs, closed-loop and Poisson\n"
     "\n"
     "options:\n"
     "  -h, --help            this help (also: podsim <command> --help)\n"
@@ -211,6 +213,65 @@ int cmd_regress(const std::vector<std::string>& args) {
   return podsim::tools::regress_command(opt, std::cout, std::cerr);
 }
 
+int cmd_bench(const std::vector<std::string>& args) {
+  po::options_description desc(
+      "podsim bench [options]   (run it from the source tree: it reads configs/)");
+  desc.add_options()("help,h", "this help")(
+      "gpus", po::value<std::string>()->default_value("8,72,1024"),
+      "pod sizes (comma-separated); the default pod on one switch, 7 peers per GPU")(
+      "loads", po::value<std::string>()->default_value("closed,poisson"),
+      "closed (closed loop, 32 outstanding per GPU) and/or poisson (50% offered load)")(
+      "accesses", po::value<std::uint64_t>()->default_value(800000),
+      "remote accesses per point, spread over the GPUs")(
+      "configs", po::value<std::string>()->default_value("configs"),
+      "the folder holding helios-72.json and pod-1024.json (also measured)")(
+      "no-shipped", "measure only the default pod at each size")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override one config value at every point (repeatable)")(
+      "out,o", po::value<std::string>()->default_value("podsim-bench"),
+      "directory for bench.md, bench.json and points/")("quiet,q", "no progress on stderr");
+  po::variables_map vm;
+  if (int rc = parse("bench", args, desc, false, vm)) return rc;
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  podsim::tools::BenchOptions opt;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : s + ",") {
+      if (c != ',') {
+        cur += c;
+      } else if (!cur.empty()) {
+        out.push_back(cur);
+        cur.clear();
+      }
+    }
+    return out;
+  };
+  opt.gpus.clear();
+  for (const auto& g : split(vm["gpus"].as<std::string>())) {
+    try {
+      std::size_t used = 0;
+      const unsigned long n = std::stoul(g, &used);
+      if (used != g.size() || n < 2 || n > 1024) throw std::invalid_argument(g);
+      opt.gpus.push_back(static_cast<std::uint32_t>(n));
+    } catch (const std::exception&) {
+      fmt::print(std::cerr, "podsim bench: --gpus {}: expected pod sizes from 2 to 1024\n", g);
+      return 2;
+    }
+  }
+  opt.loads = split(vm["loads"].as<std::string>());
+  opt.accesses = vm["accesses"].as<std::uint64_t>();
+  opt.configs_dir = vm["configs"].as<std::string>();
+  opt.shipped = vm.count("no-shipped") == 0;
+  if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();
+  opt.out_dir = vm["out"].as<std::string>();
+  opt.quiet = vm.count("quiet") > 0;
+  return podsim::tools::bench_command(opt, std::cout, std::cerr);
+}
+
 }  // namespace
 
 // SystemC prints a banner when its kernel starts, before sc_main runs: ask it not to.
@@ -241,6 +302,7 @@ int sc_main(int argc, char* argv[]) {
     if (cmd == "regress") return cmd_regress(rest);
     if (cmd == "sweep") return cmd_sweep(rest);
     if (cmd == "report") return cmd_report(rest);
+    if (cmd == "bench") return cmd_bench(rest);
     if (cmd == "config-reference") {
       std::cout << podsim::pod_config_reference();
       return 0;

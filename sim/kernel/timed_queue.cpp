@@ -38,12 +38,14 @@ void Dispatcher::schedule(std::uint32_t id, Time due) {
   // While serving, work due now is picked up by the loop; anything later re-arms at the end.
   if (!running_ && heap_.front().id == id && heap_.front().due == due) {
     const Time now = sim_now();
+    ++counters_.notifications;
     ev_.notify(to_sc(due > now ? due - now : Time{}));
   }
 }
 
 void Dispatcher::run() {
   const Time now = sim_now();
+  ++counters_.activations;
   running_ = true;
   while (!heap_.empty() && heap_.front().due <= now) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
@@ -53,7 +55,10 @@ void Dispatcher::run() {
     if (QueueBase* q = queues_[e.id]) q->serve_due(now);
   }
   running_ = false;
-  if (!heap_.empty()) ev_.notify(to_sc(heap_.front().due - now));
+  if (!heap_.empty()) {
+    ++counters_.notifications;
+    ev_.notify(to_sc(heap_.front().due - now));
+  }
 }
 
 }  // namespace podsim

@@ -31,9 +31,18 @@ class QueueBase {
   std::uint32_t id_;
 };
 
+// Deterministic counts of the kernel's work (for benchmarks and the speed guard in CI).
+struct KernelCounters {
+  std::uint64_t serves = 0;         // queue items (and wake-ups) served
+  std::uint64_t activations = 0;    // times the SystemC kernel ran the dispatcher
+  std::uint64_t notifications = 0;  // SystemC event notifications the dispatcher made
+};
+
 class Dispatcher {
  public:
   static Dispatcher& get();
+  const KernelCounters& counters() const { return counters_; }
+  void count_serve() { ++counters_.serves; }
   std::uint32_t add(QueueBase* q);
   void remove(std::uint32_t id) { queues_[id] = nullptr; }
   void schedule(std::uint32_t id, Time due);
@@ -51,6 +60,7 @@ class Dispatcher {
   std::vector<Time> scheduled_;  // per queue: the earliest time it is in the heap for
   sc_core::sc_event ev_;
   bool running_ = false;
+  KernelCounters counters_;
 };
 
 template <class Item>
@@ -77,6 +87,7 @@ class TimedQueue final : public QueueBase {
       std::pop_heap(heap_.begin(), heap_.end(), Later{});
       Item item = std::move(heap_.back().item);
       heap_.pop_back();
+      Dispatcher::get().count_serve();
       handler_(item);
     }
     if (!heap_.empty()) schedule(heap_.front().due);
@@ -117,6 +128,7 @@ class Timer final : public QueueBase {
   void serve_due(Time now) override {
     if (now < pending_) return;  // superseded by a later request, or cancelled
     pending_ = Time::max();
+    Dispatcher::get().count_serve();
     fn_();
   }
 

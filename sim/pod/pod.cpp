@@ -62,7 +62,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
   }
-  scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, &replay_);
+  scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, &replay_, &host_);
   spawn_thread("control", [this] { control(); });
 }
 
@@ -176,6 +176,7 @@ void Pod::run(const std::function<void()>& between, Time slice) {
     }
   }
   finalize();
+  host_.finish();
 }
 
 std::uint64_t Pod::accesses_completed() const {

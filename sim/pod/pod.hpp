@@ -11,6 +11,7 @@
 #include "models/gpu_node.hpp"
 #include "sim/base/invariants.hpp"
 #include "sim/base/time_series.hpp"
+#include "sim/pod/host_phases.hpp"
 #include "sim/pod/pod_config.hpp"
 #include "sim/pod/scenario.hpp"
 
@@ -48,6 +49,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::size_t gpu_count() const { return gpus_.size(); }
   const StatGroup& stat_group() const override { return stats_; }
 
+  // Where the host time went (setup, access phases, teardown), and the kernel's work.
+  const HostPhases& host() const { return host_; }
+
   // Headline results.
   const Distribution& remote_latency() const { return latency_; }
   const Breakdown& remote_breakdown() const { return breakdown_; }
@@ -80,6 +84,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   bool settled() const;
   void check_holdings();
 
+  HostPhases host_;  // first: its clock starts when the pod starts being built
   PodConfig cfg_;
   InvariantLog invariants_;
   PacketPool pool_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -166,6 +167,29 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   run["overrides"] = std::move(sets);
   run["simulated_time_ns"] = sim_now().as_ns();
   run["host_seconds"] = host_s;
+  {
+    // Where the host time went, and the kernel's work (deterministic counts) in the access
+    // phases: what `podsim bench` reads.
+    const HostPhases& h = pod.host();
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    boost::json::object host;
+    host["setup_seconds"] = h.setup_seconds();
+    host["access_seconds"] = h.access_seconds();
+    host["teardown_seconds"] = h.teardown_seconds();
+    host["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+    run["host"] = std::move(host);
+    const KernelCounters& all = Dispatcher::get().counters();
+    const KernelCounters& in = h.in_access_phases();
+    boost::json::object kernel;
+    kernel["serves"] = all.serves;
+    kernel["activations"] = all.activations;
+    kernel["notifications"] = all.notifications;
+    kernel["access_phase_serves"] = in.serves;
+    kernel["access_phase_activations"] = in.activations;
+    kernel["access_phase_notifications"] = in.notifications;
+    run["kernel"] = std::move(kernel);
+  }
   run["finished"] = pod.finished();
   boost::json::array failures;
   for (const auto& f : pod.failures())

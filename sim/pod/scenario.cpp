@@ -89,8 +89,8 @@ std::vector<StepConfig> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
 }
 
 ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
-                               const std::vector<std::vector<TraceEntry>>* replay)
-    : cfg_(cfg), gpus_(std::move(gpus)), replay_(replay), handles_(cfg.pod.gpus) {
+                               const std::vector<std::vector<TraceEntry>>* replay, HostPhases* host)
+    : cfg_(cfg), gpus_(std::move(gpus)), replay_(replay), host_(host), handles_(cfg.pod.gpus) {
   steps_ = cfg.workload.kind == WorkloadKind::Scenario ? cfg.workload.steps : all_to_all_steps(cfg);
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const StepConfig& s = steps_[i];
@@ -249,9 +249,11 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
                                                           (t.offered_load * cfg_.fabric.planes)));
       std::vector<TraceEntry> replay;
       if (replay_ && s.gpu < replay_->size()) replay = (*replay_)[s.gpu];
+      if (host_) host_->phase_begin();
       node.agent.start(t, std::move(regions), p, gap, std::move(replay));
       while (!node.agent.finished())
         sc_core::wait(node.agent.done());
+      if (host_) host_->phase_end();
       return Errno::Ok;
     }
     case StepOp::CloseFd: {

@@ -9,6 +9,7 @@
 
 #include "driver_model/messages.hpp"
 #include "models/gpu_node.hpp"
+#include "sim/pod/host_phases.hpp"
 #include "sim/pod/pod_config.hpp"
 
 namespace podsim {
@@ -26,9 +27,11 @@ struct StepRecord {
 class ScenarioRunner {
  public:
   // Spawns the threads; call during elaboration (the Pod's constructor).
-  // `replay`, when not null, holds each GPU's trace: its access phases replay it.
+  // `replay`, when not null, holds each GPU's trace: its access phases replay it. `host`,
+  // when not null, hears when access phases begin and end.
   ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
-                 const std::vector<std::vector<TraceEntry>>* replay = nullptr);
+                 const std::vector<std::vector<TraceEntry>>* replay = nullptr,
+                 HostPhases* host = nullptr);
 
   // The steps of an all_to_all workload, in scenario form.
   static std::vector<StepConfig> all_to_all_steps(const PodConfig& cfg);
@@ -65,6 +68,7 @@ class ScenarioRunner {
   const PodConfig& cfg_;
   std::vector<GpuNode*> gpus_;
   const std::vector<std::vector<TraceEntry>>* replay_;
+  HostPhases* host_;
   std::vector<StepConfig> steps_;
   std::map<Key, std::vector<std::size_t>> groups_;
   std::map<Key, ProcessState> states_;

@@ -1,0 +1,59 @@
+// Where a run's host time goes: setting the pod up (elaboration and the protocol until the
+// first access phase starts), the access phases (while any GPU's compute agent is issuing or
+// waiting for accesses), and the teardown after the last one. Also the kernel's work done
+// inside the access phases, so a benchmark can say what one remote access costs without the
+// setup around it. Host clocks only: nothing here feeds back into the simulation.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "sim/kernel/timed_queue.hpp"
+
+namespace podsim {
+
+class HostPhases {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  HostPhases() : start_(Clock::now()) {}
+
+  // An access phase starts (a GPU's agent starts) or ends (its last access completed).
+  void phase_begin() {
+    if (active_++ > 0) return;
+    const auto now = Clock::now();
+    if (!any_) first_begin_ = now;
+    any_ = true;
+    begin_ = now;
+    at_begin_ = Dispatcher::get().counters();
+  }
+  void phase_end() {
+    if (active_ == 0 || --active_ > 0) return;
+    const auto now = Clock::now();
+    access_ += now - begin_;
+    last_end_ = now;
+    const KernelCounters& c = Dispatcher::get().counters();
+    in_phases_.serves += c.serves - at_begin_.serves;
+    in_phases_.activations += c.activations - at_begin_.activations;
+    in_phases_.notifications += c.notifications - at_begin_.notifications;
+  }
+  // The simulation has ended (called once, after the run).
+  void finish() { end_ = Clock::now(); }
+
+  double setup_seconds() const { return seconds((any_ ? first_begin_ : end_) - start_); }
+  double access_seconds() const { return seconds(access_); }
+  double teardown_seconds() const { return any_ && active_ == 0 ? seconds(end_ - last_end_) : 0; }
+  double total_seconds() const { return seconds(end_ - start_); }
+  // The kernel's work inside access phases.
+  const KernelCounters& in_access_phases() const { return in_phases_; }
+
+ private:
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+  Clock::time_point start_, first_begin_, begin_, last_end_, end_;
+  Clock::duration access_{};
+  unsigned active_ = 0;
+  bool any_ = false;
+  KernelCounters at_begin_, in_phases_;
+};
+
+}  // namespace podsim

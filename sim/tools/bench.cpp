@@ -1,0 +1,236 @@
+#include "sim/tools/bench.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "sim/config/config_io.hpp"
+#include "sim/config/json_write.hpp"
+#include "sim/pod/pod_config_io.hpp"
+#include "sim/tools/process_pool.hpp"
+
+namespace podsim::tools {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+struct Point {
+  std::string name;
+  std::optional<std::string> config;  // a shipped config, or the embedded default pod
+  std::vector<std::string> sets;
+  std::uint32_t gpus = 0;
+  std::string load;
+};
+
+struct Row {
+  int exit_code = -1;
+  std::uint64_t accesses = 0;
+  double access_s = 0, setup_s = 0, teardown_s = 0;
+  double rss_mib = 0;
+  double serves = 0, activations = 0, notifications = 0;  // per remote access
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double number(const json::value& v) {
+  if (v.is_double()) return v.as_double();
+  if (v.is_int64()) return static_cast<double>(v.as_int64());
+  if (v.is_uint64()) return static_cast<double>(v.as_uint64());
+  return 0;
+}
+
+std::vector<std::string> load_sets(const std::string& load) {
+  if (load == "closed")
+    return {"workload.traffic.injection=closed_loop", "workload.traffic.outstanding=32"};
+  return {"workload.traffic.injection=poisson", "workload.traffic.offered_load=0.5"};
+}
+
+std::string rate_text(double r) {
+  return r >= 1e6 ? fmt::format("{:.2f} M", r / 1e6) : fmt::format("{:.0f} K", r / 1e3);
+}
+
+}  // namespace
+
+int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
+  for (const auto& l : opt.loads)
+    if (l != "closed" && l != "poisson") {
+      fmt::print(err, "podsim bench: --loads {}: expected closed or poisson\n", l);
+      return 2;
+    }
+  if (opt.accesses == 0) {
+    fmt::print(err, "podsim bench: --accesses must be at least 1\n");
+    return 2;
+  }
+  // The same pod at every size: the default pod on one switch with a port per GPU, each GPU
+  // importing from 7 peers (all of them at 8 GPUs) and loading and storing across them, the
+  // same load per GPU; the accesses spread over the GPUs.
+  std::vector<Point> points;
+  for (const std::string& load : opt.loads)
+    for (std::uint32_t n : opt.gpus) {
+      Point p;
+      p.name = fmt::format("default-{}gpu-{}", n, load);
+      p.gpus = n;
+      p.load = load;
+      const std::uint64_t per_gpu = (opt.accesses + n - 1) / n;
+      p.sets = {fmt::format("pod.gpus={}", n),
+                fmt::format("fabric.switch.ports={}", std::max(n, 64u)),
+                "gpu.driver.accel_max=1024", "workload.peers=7",
+                fmt::format("workload.traffic.accesses={}", per_gpu)};
+      for (auto& s : load_sets(load))
+        p.sets.push_back(s);
+      points.push_back(std::move(p));
+    }
+  // The shipped big pods as an architect runs them, with enough accesses to measure.
+  if (opt.shipped && !opt.configs_dir.empty()) {
+    for (auto [file, n] : {std::pair<const char*, std::uint32_t>{"helios-72.json", 72},
+                           std::pair<const char*, std::uint32_t>{"pod-1024.json", 1024}}) {
+      const fs::path cfg = fs::path(opt.configs_dir) / file;
+      if (!fs::exists(cfg)) {
+        fmt::print(err, "podsim bench: {} not found (--configs names the folder): skipped\n",
+                   cfg.string());
+        continue;
+      }
+      Point p;
+      p.name = fs::path(file).stem().string();
+      p.config = cfg.string();
+      p.gpus = n;
+      p.load = "closed";
+      p.sets = {fmt::format("workload.traffic.accesses={}", (opt.accesses + n - 1) / n)};
+      points.push_back(std::move(p));
+    }
+  }
+  for (Point& p : points)
+    p.sets.insert(p.sets.end(), opt.overrides.begin(), opt.overrides.end());
+
+  // Every point's config is checked before anything runs.
+  for (const Point& p : points) {
+    try {
+      auto doc = p.config ? config::ConfigDoc::from_file(*p.config)
+                          : config::ConfigDoc::from_text("{}", "<embedded default pod>");
+      for (const auto& s : p.sets)
+        doc.apply_override(s);
+      (void)read_pod_config(doc);
+    } catch (const config::ConfigError& e) {
+      fmt::print(err, "podsim bench: config error at point {}: {}\n", p.name, e.what());
+      return 2;
+    }
+  }
+
+  const fs::path dir(opt.out_dir);
+  fs::create_directories(dir / "points");
+  const std::string self = self_executable();
+  std::vector<Row> rows(points.size());
+  int rc = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    const fs::path pdir = dir / "points" / p.name;
+    ChildJob j;
+    j.argv = {self, "run"};
+    if (p.config) j.argv.push_back(*p.config);
+    for (const auto& s : p.sets) {
+      j.argv.push_back("--set");
+      j.argv.push_back(s);
+    }
+    j.argv.insert(j.argv.end(), {"--quiet", "--out", pdir.string()});
+    j.stdout_path = (dir / "points" / (p.name + ".stdout")).string();
+    j.stderr_path = (dir / "points" / (p.name + ".stderr")).string();
+    if (!opt.quiet) fmt::print(err, "[{}/{}] {} ...\n", i + 1, points.size(), p.name);
+    const ChildResult r = run_children({j}, 1).front();
+    Row& row = rows[i];
+    row.exit_code = r.exit_code;
+    row.rss_mib = static_cast<double>(r.peak_rss_kb) / 1024.0;
+    if (r.exit_code != 0) {
+      rc = 1;
+      fmt::print(err, "podsim bench: point {} failed (exit {}); see {}\n", p.name, r.exit_code,
+                 j.stderr_path);
+      continue;
+    }
+    const json::value run = json::parse(slurp(pdir / "run.json"));
+    const json::value stats = json::parse(slurp(pdir / "stats.json"));
+    row.accesses = static_cast<std::uint64_t>(
+        number(stats.at("stats").at("pod.summary.remote_accesses").at("value")));
+    const json::object& host = run.at("host").as_object();
+    row.access_s = number(host.at("access_seconds"));
+    row.setup_s = number(host.at("setup_seconds"));
+    row.teardown_s = number(host.at("teardown_seconds"));
+    const json::object& k = run.at("kernel").as_object();
+    const double n = row.accesses ? static_cast<double>(row.accesses) : 1.0;
+    row.serves = number(k.at("access_phase_serves")) / n;
+    row.activations = number(k.at("access_phase_activations")) / n;
+    row.notifications = number(k.at("access_phase_notifications")) / n;
+  }
+
+  // The table: per-access host cost against the 8-GPU point of the same load.
+  std::map<std::string, double> base;  // load -> host us per access at the smallest pod
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (!points[i].config && rows[i].exit_code == 0 && rows[i].accesses &&
+        !base.count(points[i].load))
+      base[points[i].load] = rows[i].access_s * 1e6 / static_cast<double>(rows[i].accesses);
+  std::string md =
+      "| point | GPUs | load | remote accesses | per host second (access phase) | host us per "
+      "access | vs smallest | setup s | teardown s | peak RSS MiB | serves per access | "
+      "activations per access | notifications per access |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  json::array jrows;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    const Row& r = rows[i];
+    json::object o;
+    o["point"] = p.name;
+    o["config"] = p.config ? json::value(*p.config) : json::value(nullptr);
+    json::array sets;
+    for (const auto& s : p.sets)
+      sets.emplace_back(s);
+    o["set"] = std::move(sets);
+    o["gpus"] = p.gpus;
+    o["load"] = p.load;
+    o["exit_code"] = r.exit_code;
+    if (r.exit_code != 0 || r.accesses == 0) {
+      md += fmt::format("| {} | {} | {} | failed (exit {}) | | | | | | | | | |\n", p.name, p.gpus,
+                        p.load, r.exit_code);
+      jrows.push_back(std::move(o));
+      continue;
+    }
+    const double us = r.access_s * 1e6 / static_cast<double>(r.accesses);
+    const double rate = static_cast<double>(r.accesses) / r.access_s;
+    const auto b = base.find(p.load);
+    const std::string rel =
+        !p.config && b != base.end() && b->second > 0 ? fmt::format("{:.2f}x", us / b->second) : "";
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {:.2f} | {:.2f} | "
+        "{:.2f} |\n",
+        p.name, p.gpus, p.load, r.accesses, rate_text(rate), us, rel, r.setup_s, r.teardown_s,
+        r.rss_mib, r.serves, r.activations, r.notifications);
+    o["remote_accesses"] = r.accesses;
+    o["access_phase_seconds"] = r.access_s;
+    o["remote_accesses_per_host_second"] = rate;
+    o["host_us_per_access"] = us;
+    o["setup_seconds"] = r.setup_s;
+    o["teardown_seconds"] = r.teardown_s;
+    o["peak_rss_mib"] = r.rss_mib;
+    o["serves_per_access"] = r.serves;
+    o["activations_per_access"] = r.activations;
+    o["notifications_per_access"] = r.notifications;
+    jrows.push_back(std::move(o));
+  }
+  std::ofstream(dir / "bench.md") << md;
+  std::ofstream(dir / "bench.json") << config::to_pretty_json(json::object{{"points", jrows}});
+  out << md;
+  return rc;
+}
+
+}  // namespace podsim::tools

@@ -1,0 +1,36 @@
+// `podsim bench`: how fast podsim simulates, on pods of several sizes under closed-loop and
+// Poisson load. Each point is its own `podsim run` (one process, run one after the other so
+// they do not disturb each other's timing); it reports
+//  - remote accesses per host second in the access phases alone (setup and teardown excluded:
+//    the run measures its phases with a host clock, see sim/pod/host_phases.hpp),
+//  - host seconds of setup and of teardown, and the peak RSS of the process,
+//  - the kernel's work per remote access in the access phases: dispatcher serves, dispatcher
+//    activations by the SystemC kernel, and SystemC notifications (deterministic counts).
+// Wall-clock figures depend on the machine; the counts do not.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace podsim::tools {
+
+struct BenchOptions {
+  std::vector<std::uint32_t> gpus = {8, 72, 1024};
+  // "closed" (closed loop, `outstanding` 32 per GPU) and/or "poisson" (50% offered load).
+  std::vector<std::string> loads = {"closed", "poisson"};
+  // Remote accesses per point (spread evenly over the GPUs).
+  std::uint64_t accesses = 800'000;
+  // The shipped configs that are also measured (helios-72, pod-1024), from this folder; empty:
+  // none.
+  std::string configs_dir = "configs";
+  bool shipped = true;
+  std::vector<std::string> overrides;  // --set for every point (after the bench's own)
+  std::string out_dir = "podsim-bench";
+  bool quiet = false;
+};
+
+int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace podsim::tools

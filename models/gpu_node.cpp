@@ -48,7 +48,7 @@ void GpuNode::reset(Time down_for) {
   npa_mmu.reset();
   vram.reset();
   up_ev_.cancel();
-  up_ev_.notify(to_sc(down_for));
+  notify_event(up_ev_, down_for);
 }
 
 }  // namespace podsim

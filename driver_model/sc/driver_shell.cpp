@@ -63,7 +63,7 @@ void DriverShell::call(Task<void> t) {
   sc_core::sc_event ev;
   start(std::move(t), std::function<void()>([&] {
           finished = true;
-          ev.notify(sc_core::SC_ZERO_TIME);
+          notify_event(ev);
         }));
   while (!finished)
     sc_core::wait(ev);

@@ -64,7 +64,7 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
     sc_core::sc_event ev;
     start(std::move(t), [&](T r) {
       result = std::move(r);
-      ev.notify(sc_core::SC_ZERO_TIME);
+      notify_event(ev);
     });
     while (!result)
       sc_core::wait(ev);

@@ -66,7 +66,7 @@ void ComputeAgent::abort() {
   in_flight_ = 0;
   if (active_) {
     active_ = false;
-    done_ev_.notify(sc_core::SC_ZERO_TIME);
+    notify_event(done_ev_);
   }
 }
 
@@ -79,7 +79,7 @@ bool ComputeAgent::may_issue() const {
 void ComputeAgent::check_done() {
   if (active_ && in_flight_ == 0 && !may_issue()) {
     active_ = false;
-    done_ev_.notify(sc_core::SC_ZERO_TIME);
+    notify_event(done_ev_);
   }
 }
 

@@ -15,9 +15,28 @@ inline sc_core::sc_time to_sc(Time t) {
 inline Time from_sc(const sc_core::sc_time& t) {
   return Time::ps(static_cast<std::int64_t>(t.value()));
 }
-inline Time sim_now() {
+
+namespace kernel_detail {
+// Set while the dispatcher serves queued work (timed_queue.hpp): its time is the simulated
+// time then, which may be ahead of the SystemC kernel's.
+extern bool dispatching;
+extern Time dispatch_now;
+extern bool kernel_touched;  // an event was notified while dispatching
+}  // namespace kernel_detail
+
+// The SystemC kernel's own time.
+inline Time kernel_now() {
   return from_sc(sc_core::sc_time_stamp());
 }
+// The current simulated time: the dispatcher's while it serves queued work, else the kernel's.
+inline Time sim_now() {
+  return kernel_detail::dispatching ? kernel_detail::dispatch_now : kernel_now();
+}
+
+// Notifies `ev` `delay` after the current simulated time. Code the dispatcher may run (any
+// module's handler, the driver's coroutines) notifies SystemC events only through this, so
+// that a notification made while the dispatcher is ahead of the kernel lands at the right time.
+void notify_event(sc_core::sc_event& ev, Time delay = Time{});
 
 // An SC_METHOD-style process: `fn` runs each time `ev` fires (not at time zero).
 template <class Fn>

@@ -1,35 +1,39 @@
 // Timed work for the hot path, and the dispatcher that serves it.
 //
-// Every module keeps its pending work in TimedQueues: items due at a time, served by the
-// module's handler in (time, key, arrival) order. One Dispatcher per simulation serves all of
-// them from a single SystemC process: at each simulated time it serves the queues with work
-// due, in the order they were created (elaboration order). So:
-//  - work at the same simulated time happens in an order that depends on the model alone,
-//    never on SystemC's scheduling of processes (a replayed trace gives identical results);
-//  - the SystemC kernel sees one event per distinct time instead of one per hop.
-// Pushing allocates nothing once a queue has grown to its working size.
+// Every module keeps its pending work in TimedQueues: items due at a time, each served by the
+// module's handler. One Dispatcher per simulation holds every queue's items in a single
+// priority queue and serves them from one SystemC process, in this order (the ordering
+// contract):
+//   1. earlier due time first;
+//   2. at the same time, the queue created first (elaboration order) first;
+//   3. within a queue, the smaller order key first (packets pass their access ID);
+//   4. then the item pushed first.
+// So work at the same simulated time happens in an order that depends on the model alone,
+// never on SystemC's scheduling of processes (a replayed trace gives identical results).
+//
+// Running ahead. The SystemC kernel is needed only when something other than queued work must
+// happen (a SystemC thread or method waking: a scenario step, the pod's control thread). While
+// the kernel has nothing due before the dispatcher's next item, the dispatcher serves that
+// item at once, at its own time, without a trip through the kernel: sim_now() is then the
+// dispatcher's time, ahead of sc_time_stamp(). Two rules keep that exact:
+//  - it never passes the kernel's next pending activity, nor the end of the current run
+//    (run_simulation sets it; a bare sc_start lets the dispatcher serve only the kernel's
+//    current time, as a plain SystemC process would);
+//  - code it runs notifies SystemC events only through podsim::notify_event (sc.hpp), which places
+//    the notification at the dispatcher's time, not the kernel's.
+// A served item costs one priority-queue pop, no SystemC event; pushing allocates nothing once
+// the queue has grown to its working size.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "sim/kernel/sc.hpp"
 
 namespace podsim {
-
-class QueueBase {
- public:
-  virtual ~QueueBase();
-  // Serves every item due at or before `now`.
-  virtual void serve_due(Time now) = 0;
-
- protected:
-  QueueBase();
-  void schedule(Time due);  // this queue's earliest item is due then
-  std::uint32_t id_;
-};
 
 // Deterministic counts of the kernel's work (for benchmarks and the speed guard in CI).
 struct KernelCounters {
@@ -38,101 +42,175 @@ struct KernelCounters {
   std::uint64_t notifications = 0;  // SystemC event notifications the dispatcher made
 };
 
+class QueueBase {
+ public:
+  virtual ~QueueBase();
+  QueueBase(const QueueBase&) = delete;
+  QueueBase& operator=(const QueueBase&) = delete;
+
+ protected:
+  QueueBase();
+  friend class Dispatcher;
+  static constexpr std::size_t kInlineBytes = 16;
+  // Serves one item (the bytes it was pushed with), due now.
+  virtual void serve(const unsigned char* item) = 0;
+  void push_raw(Time due, std::uint64_t key, const void* item, std::size_t bytes);
+  std::uint32_t rank_;  // creation order: the tie-break between queues
+};
+
 class Dispatcher {
  public:
-  static Dispatcher& get();
+  static Dispatcher& get() {
+    if (!instance_) create();
+    return *instance_;
+  }
   const KernelCounters& counters() const { return counters_; }
-  void count_serve() { ++counters_.serves; }
-  std::uint32_t add(QueueBase* q);
-  void remove(std::uint32_t id) { queues_[id] = nullptr; }
-  void schedule(std::uint32_t id, Time due);
+  // Items waiting, all queues.
+  std::size_t pending() const { return heap_.size() + batch_.size(); }
+
+  // The latest simulated time the dispatcher may serve in the current run (see above); none:
+  // only the kernel's current time.
+  void set_horizon(Time t) {
+    horizon_ = t;
+    has_horizon_ = true;
+  }
+  void clear_horizon() { has_horizon_ = false; }
 
  private:
+  friend class QueueBase;
   Dispatcher();
+  static void create();
+  std::uint32_t add(QueueBase* q);
+  void remove(std::uint32_t rank) { queues_[rank] = nullptr; }
+  void push(Time due, std::uint32_t rank, std::uint64_t key, const void* item, std::size_t n);
   void run();
-  struct Entry {
-    Time due;
-    std::uint32_t id;
-    bool operator>(const Entry& o) const { return due != o.due ? due > o.due : id > o.id; }
+  void arm();
+  Time bound(Time kernel) const;
+
+  struct Node {  // a heap node: 16 bytes, four children to a cache line
+    std::int64_t due;
+    std::uint32_t rank;
+    std::uint32_t slot;
   };
-  std::vector<Entry> heap_;
-  std::vector<QueueBase*> queues_;
-  std::vector<Time> scheduled_;  // per queue: the earliest time it is in the heap for
+  struct Slot {
+    std::uint64_t key;
+    std::uint64_t seq;
+    alignas(8) unsigned char item[QueueBase::kInlineBytes];
+  };
+  // The heap orders by due time alone; items due at the same time are gathered into a batch
+  // and served in the contract's order from there (items pushed for the time being served
+  // join the batch in their place).
+  bool tie_before(const Node& a, const Node& b) const {
+    if (a.rank != b.rank) return a.rank < b.rank;
+    const Slot& x = slots_[a.slot];
+    const Slot& y = slots_[b.slot];
+    if (x.key != y.key) return x.key < y.key;
+    return x.seq < y.seq;
+  }
+  void batch_insert(const Node& n);
+  Node heap_pop();
+  void sift_up(std::size_t i);
+  void sift_down(std::size_t i);
+
+  static Dispatcher* instance_;
+  std::vector<Node> heap_;   // a 4-ary min-heap by due time
+  std::vector<Node> batch_;  // due now, the next to serve last
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<QueueBase*> queues_;  // by rank
+  std::uint64_t seq_ = 0;
   sc_core::sc_event ev_;
+  Time armed_ = Time::max();  // when ev_ is due (max: not armed)
+  Time horizon_;
+  bool has_horizon_ = false;
   bool running_ = false;
   KernelCounters counters_;
 };
 
+inline void QueueBase::push_raw(Time due, std::uint64_t key, const void* item, std::size_t bytes) {
+  Dispatcher::get().push(due, rank_, key, item, bytes);
+}
+
+// Runs the simulation for `duration` with the dispatcher allowed to run ahead up to its end
+// (sc_start for podsim: use it instead of a bare sc_start).
+void run_simulation(Time duration);
+
 template <class Item>
 class TimedQueue final : public QueueBase {
+  // Small trivially copyable items (a packet pointer and a port) live in the dispatcher's own
+  // storage; others (closures) in this queue's, by index.
+  static constexpr bool kInline =
+      std::is_trivially_copyable_v<Item> && sizeof(Item) <= kInlineBytes;
+
  public:
   using Handler = std::function<void(Item&)>;
-  explicit TimedQueue(Handler handler, std::size_t reserve = 64) : handler_(std::move(handler)) {
-    heap_.reserve(reserve);
+  explicit TimedQueue(Handler handler, std::size_t reserve = 0) : handler_(std::move(handler)) {
+    if constexpr (!kInline) store_.reserve(reserve);
   }
 
-  bool empty() const { return heap_.empty(); }
-  std::size_t size() const { return heap_.size(); }
+  bool empty() const { return count_ == 0; }
+  std::size_t size() const { return count_; }
 
   // Queues `item` for simulated time `due` (>= now). Items due at the same time are served in
   // order of `key` (packets pass their access ID: an order the model fixes), then of arrival.
   void push(Time due, Item item, std::uint64_t key = 0) {
-    heap_.push_back(Entry{due, key, seq_++, std::move(item)});
-    std::push_heap(heap_.begin(), heap_.end(), Later{});
-    if (heap_.front().seq == seq_ - 1) schedule(due);
-  }
-
-  void serve_due(Time now) override {
-    while (!heap_.empty() && heap_.front().due <= now) {
-      std::pop_heap(heap_.begin(), heap_.end(), Later{});
-      Item item = std::move(heap_.back().item);
-      heap_.pop_back();
-      Dispatcher::get().count_serve();
-      handler_(item);
+    ++count_;
+    if constexpr (kInline) {
+      push_raw(due, key, &item, sizeof(Item));
+    } else {
+      std::uint32_t idx;
+      if (free_.empty()) {
+        idx = static_cast<std::uint32_t>(store_.size());
+        store_.push_back(std::move(item));
+      } else {
+        idx = free_.back();
+        free_.pop_back();
+        store_[idx] = std::move(item);
+      }
+      push_raw(due, key, &idx, sizeof idx);
     }
-    if (!heap_.empty()) schedule(heap_.front().due);
   }
 
  private:
-  struct Entry {
-    Time due;
-    std::uint64_t key;
-    std::uint64_t seq;
-    Item item;
-  };
-  struct Later {
-    bool operator()(const Entry& a, const Entry& b) const {
-      if (a.due != b.due) return a.due > b.due;
-      if (a.key != b.key) return a.key > b.key;
-      return a.seq > b.seq;
+  void serve(const unsigned char* bytes) override {
+    --count_;
+    if constexpr (kInline) {
+      Item item;
+      std::memcpy(static_cast<void*>(&item), bytes, sizeof(Item));
+      handler_(item);
+    } else {
+      std::uint32_t idx;
+      std::memcpy(&idx, bytes, sizeof idx);
+      Item item = std::move(store_[idx]);
+      store_[idx] = Item{};
+      free_.push_back(idx);
+      handler_(item);
     }
-  };
+  }
+
   Handler handler_;
-  std::vector<Entry> heap_;
-  std::uint64_t seq_ = 0;
+  std::size_t count_ = 0;
+  std::vector<Item> store_;  // non-inline items, by index
+  std::vector<std::uint32_t> free_;
 };
 
 // A wake-up at a time: `at(t)` asks for `fn` to run at t (the earliest asked for wins; a
-// wake-up asked for while one is pending earlier is covered by it). No queue of its own: it
-// is served by the dispatcher directly.
+// wake-up asked for while one is pending earlier is covered by it).
 class Timer final : public QueueBase {
  public:
   explicit Timer(std::function<void()> fn) : fn_(std::move(fn)) {}
   void at(Time t) {
     if (t >= pending_) return;
     pending_ = t;
-    schedule(t);
-  }
-  void cancel() { pending_ = Time::max(); }
-
-  void serve_due(Time now) override {
-    if (now < pending_) return;  // superseded by a later request, or cancelled
-    pending_ = Time::max();
-    Dispatcher::get().count_serve();
-    fn_();
+    push_raw(t, 0, nullptr, 0);
   }
 
  private:
+  void serve(const unsigned char*) override {
+    if (sim_now() < pending_) return;  // superseded by a later request
+    pending_ = Time::max();
+    fn_();
+  }
   std::function<void()> fn_;
   Time pending_ = Time::max();
 };

@@ -93,7 +93,7 @@ void Pod::control() {
       ++exiting;
       node.driver.start(node.driver.driver().process_exit(static_cast<driver::ProcessId>(process)),
                         std::function<void()>([&] {
-                          if (--exiting == 0) exited.notify(sc_core::SC_ZERO_TIME);
+                          if (--exiting == 0) notify_event(exited);
                         }));
     }
     while (exiting > 0)
@@ -168,10 +168,10 @@ std::vector<TraceEntry> Pod::access_log() const {
 
 void Pod::run(const std::function<void()>& between, Time slice) {
   if (!between) {
-    sc_core::sc_start(to_sc(cfg_.sim.max_time));
+    run_simulation(cfg_.sim.max_time);
   } else {
     while (sc_core::sc_get_status() != sc_core::SC_STOPPED && sim_now() < cfg_.sim.max_time) {
-      sc_core::sc_start(to_sc(std::min(slice, cfg_.sim.max_time - sim_now())));
+      run_simulation(std::min(slice, cfg_.sim.max_time - sim_now()));
       between();
     }
   }

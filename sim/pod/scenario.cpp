@@ -151,7 +151,7 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
       return;
     }
   }
-  if (++finished_groups_ == groups_.size()) finished_ev_.notify(sc_core::SC_ZERO_TIME);
+  if (++finished_groups_ == groups_.size()) notify_event(finished_ev_);
 }
 
 Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::string& detail) {
@@ -182,7 +182,7 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
       auto r = drv.call(d.export_handle(p, *gem));
       if (r.ok()) {
         handles_[s.gpu][*s.name] = r.value;
-        handle_ev_.notify(sc_core::SC_ZERO_TIME);
+        notify_event(handle_ev_);
       }
       return r.err;
     }
@@ -190,7 +190,7 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
       auto* h = lookup(handles_[s.gpu], *s.handle, "handle");
       if (!h) return Errno::Ok;
       handles_[*s.to][s.as ? *s.as : *s.handle] = *h;
-      handle_ev_.notify(sc_core::SC_ZERO_TIME);
+      notify_event(handle_ev_);
       return Errno::Ok;
     }
     case StepOp::Import: {
@@ -289,7 +289,7 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
       return Errno::Ok;
     case StepOp::Barrier: {
       Barrier& b = barriers_.at(*s.name);
-      if (++b.arrived == b.expected) b.ev.notify(sc_core::SC_ZERO_TIME);
+      if (++b.arrived == b.expected) notify_event(b.ev);
       while (b.arrived < b.expected)
         sc_core::wait(b.ev);
       return Errno::Ok;

@@ -24,6 +24,7 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
     gpuvm.to_ports.bind(port.from_gpuvm);
     port.to_npa_mmu.bind(npa_mmu.from_ports);
   }
+  agent.set_fill_data(cfg.vram.functional_data);
   agent.to_gpuvm.bind(gpuvm.from_agent);
   gpuvm.to_vram.bind(vram.in);
   npa_mmu.to_vram.bind(vram.in);

@@ -178,7 +178,7 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
   a.stamp(HopKind::Issue, now);
   gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
   gp.set_data_length(size);
-  if (!read) {
+  if (!read && fill_data_) {
     // A recognisable pattern: the access id, repeated (an atomic adds it).
     for (std::uint64_t off = 0; off + 8 <= size; off += 8)
       std::memcpy(&a.data[off], &a.id, 8);
@@ -260,10 +260,10 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       std::size_t switches = 0;
       for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
         const HopStamp& h = a.hops[i];
-        switches += h.kind == HopKind::Switch && !h.response;
+        switches += h.kind() == HopKind::Switch && !h.response();
         if (a.hops_dropped == 0)
-          breakdown_.add(breakdown_slot(h.kind, h.response),
-                         static_cast<std::uint64_t>((a.hops[i + 1].at - h.at).as_ps()));
+          breakdown_.add(breakdown_slot(h.kind(), h.response()),
+                         static_cast<std::uint64_t>((a.hops[i + 1].at() - h.at()).as_ps()));
       }
       if (a.hops_dropped == 0) breakdown_.add_sample();
       latency_via(switches).record(latency);
@@ -302,8 +302,8 @@ void ComputeAgent::note_access(const Access& a, Time now) {
   std::vector<Timeline::Hop> hops;
   for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
     const HopStamp& h = a.hops[i];
-    if (a.hops[i + 1].at > h.at)
-      hops.push_back({parts[breakdown_slot(h.kind, h.response)], h.at, a.hops[i + 1].at});
+    if (a.hops[i + 1].at() > h.at())
+      hops.push_back({parts[breakdown_slot(h.kind(), h.response())], h.at(), a.hops[i + 1].at()});
   }
   const char* op = a.op == AccessOp::Read ? "load" : a.op == AccessOp::Write ? "store" : "atomic";
   const char* status = a.status == AccessStatus::Ok            ? "ok"

@@ -46,6 +46,9 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   void set_timeline(Timeline* t) { timeline_ = t; }
   // Completed payload bytes go into this series: channel 0 remote, 1 local (null: nowhere).
   void set_series(TimeSeries* s) { series_ = s; }
+  // Stores carry a recognisable pattern (their access ID) for functional VRAM data; without
+  // it (speed studies) they carry nothing in particular.
+  void set_fill_data(bool on) { fill_data_ = on; }
   // Records every access issued (for an access log that can be replayed).
   void record_to(std::vector<TraceEntry>* log) { record_ = log; }
   // Device reset: the phase ends at once; what is in flight is forgotten.
@@ -144,6 +147,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   std::vector<std::unique_ptr<Distribution>> by_switches_;
   Timeline* timeline_ = nullptr;
   TimeSeries* series_ = nullptr;
+  bool fill_data_ = true;
   void note_access(const Access& a, Time now);
   Distribution& latency_via(std::size_t switches);
   Distribution latency_{stats_, "remote_latency", "ns",

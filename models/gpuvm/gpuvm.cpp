@@ -48,9 +48,7 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
   translations_.inc();
 
   const std::uint64_t page = a.vaddr >> kPageShift;
-  auto table = tables_.find(a.vmid);
-  const auto t =
-      mmu_.translate(a.vmid, page, now, table == tables_.end() ? nullptr : &table->second);
+  const auto t = mmu_.translate(a.vmid, page, now, page_table(a.vmid));
   if (t.l1_hit) {
     l1_hits_.inc();
   } else if (t.l2_hit) {
@@ -93,12 +91,13 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
 }
 
 void GpuVm::map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) {
-  tables_[vmid].map(va_page, pte);
+  if (vmid >= tables_.size()) tables_.resize(vmid + 1u);
+  if (!tables_[vmid]) tables_[vmid] = std::make_unique<PageTable>();
+  tables_[vmid]->map(va_page, pte);
 }
 
 void GpuVm::unmap_page(std::uint16_t vmid, std::uint64_t va_page) {
-  auto it = tables_.find(vmid);
-  if (it != tables_.end()) it->second.unmap(va_page);
+  if (vmid < tables_.size() && tables_[vmid]) tables_[vmid]->unmap(va_page);
 }
 
 Time GpuVm::invalidate(std::uint16_t vmid, FlushKind kind, std::uint64_t first,
@@ -118,8 +117,7 @@ void GpuVm::reset() {
 }
 
 const PageTable* GpuVm::page_table(std::uint16_t vmid) const {
-  auto it = tables_.find(vmid);
-  return it == tables_.end() ? nullptr : &it->second;
+  return vmid < tables_.size() ? tables_[vmid].get() : nullptr;
 }
 
 }  // namespace podsim

@@ -9,7 +9,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
-#include <unordered_map>
+#include <memory>
 #include <vector>
 
 #include "models/gpuvm/gpuvm_config.hpp"
@@ -70,7 +70,7 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   std::uint32_t planes_;
   unsigned interleave_shift_;
   MmuCore mmu_;
-  std::unordered_map<std::uint16_t, PageTable> tables_;
+  std::vector<std::unique_ptr<PageTable>> tables_;  // by VMID (null: none yet)
   std::vector<FaultRecord> fault_log_;
   TimedQueue<tlm::tlm_generic_payload*> arrivals_{
       [this](tlm::tlm_generic_payload* gp) { translate(gp); }};

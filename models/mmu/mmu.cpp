@@ -8,40 +8,57 @@ MmuCore::MmuCore(const MmuConfig& cfg, Rng rng)
     : cfg_(cfg),
       l1_(cfg.l1.entries, cfg.l1.ways, cfg.l1.replacement, Rng(rng.next())),
       l2_(cfg.l2.entries, cfg.l2.ways, cfg.l2.replacement, Rng(rng.next())),
-      pwc_(cfg.pwc_entries),
+      pwc_tags_(cfg.pwc_entries, 0),
+      pwc_last_use_(cfg.pwc_entries, 0),
       walker_free_(cfg.walkers) {}
+
+std::uint64_t MmuCore::pwc_tag(std::uint32_t space, std::uint32_t level, std::uint64_t prefix) {
+  // valid (bit 0), level (bits 1-3), space (bits 4-19), prefix (bits 20-63)
+  return 1 | static_cast<std::uint64_t>(level) << 1 |
+         static_cast<std::uint64_t>(space & 0xFFFF) << 4 | prefix << 20;
+}
 
 // The deepest level whose entry the page-walk cache holds for `page` (levels count from the
 // leaf, 0, to the root, walk_levels - 1); walk_levels when it holds none.
 std::uint32_t MmuCore::pwc_deepest(std::uint32_t space, std::uint64_t page) {
+  std::uint64_t want[8];
+  for (std::uint32_t level = 0; level < cfg_.walk_levels; ++level)
+    want[level] = pwc_tag(space, level, page >> (kRadixBits * level));
   std::uint32_t best = cfg_.walk_levels;
-  PwcLine* hit = nullptr;
-  for (PwcLine& l : pwc_) {
-    if (!l.valid || l.space != space || l.level >= best) continue;
-    if ((page >> (kRadixBits * l.level)) == l.prefix) {
-      best = l.level;
-      hit = &l;
+  std::size_t hit = SIZE_MAX;
+  for (std::size_t i = 0; i < pwc_tags_.size(); ++i) {
+    const std::uint64_t t = pwc_tags_[i];
+    const auto level = static_cast<std::uint32_t>((t >> 1) & 7);
+    if (t && level < best && t == want[level]) {
+      best = level;
+      hit = i;
     }
   }
-  if (hit) hit->last_use = ++pwc_clock_;
+  if (hit != SIZE_MAX) pwc_last_use_[hit] = ++pwc_clock_;
   return best;
 }
 
-// Caches the upper-level entries a walk read (levels above the leaf).
+// Caches the upper-level entries a walk read (levels above the leaf): each in the line that
+// already holds it, else the first empty line, else the least recently used.
 void MmuCore::pwc_fill(std::uint32_t space, std::uint64_t page, std::uint32_t leaf_level) {
-  if (pwc_.empty()) return;
+  if (pwc_tags_.empty()) return;
   for (std::uint32_t level = leaf_level + 1; level < cfg_.walk_levels; ++level) {
-    const std::uint64_t prefix = page >> (kRadixBits * level);
-    PwcLine* victim = &pwc_[0];
-    for (PwcLine& l : pwc_) {
-      if (l.valid && l.space == space && l.level == level && l.prefix == prefix) {
-        victim = &l;
+    const std::uint64_t t = pwc_tag(space, level, page >> (kRadixBits * level));
+    std::size_t victim = SIZE_MAX, empty = SIZE_MAX, oldest = 0;
+    for (std::size_t i = 0; i < pwc_tags_.size(); ++i) {
+      if (pwc_tags_[i] == t) {
+        victim = i;
         break;
       }
-      if (!l.valid && victim->valid) victim = &l;
-      if (l.valid && victim->valid && l.last_use < victim->last_use) victim = &l;
+      if (!pwc_tags_[i]) {
+        if (empty == SIZE_MAX) empty = i;
+      } else if (pwc_last_use_[i] < pwc_last_use_[oldest] || !pwc_tags_[oldest]) {
+        oldest = i;
+      }
     }
-    *victim = PwcLine{true, space, level, prefix, ++pwc_clock_};
+    if (victim == SIZE_MAX) victim = empty != SIZE_MAX ? empty : oldest;
+    pwc_tags_[victim] = t;
+    pwc_last_use_[victim] = ++pwc_clock_;
   }
 }
 
@@ -101,8 +118,8 @@ Time MmuCore::flush(FlushKind kind, std::optional<std::uint32_t> space, std::uin
       tlb->invalidate_range(*space, first_page, pages);
   }
   if (kind == FlushKind::Heavyweight) {
-    for (PwcLine& l : pwc_)
-      if (!space || l.space == *space) l.valid = false;
+    for (std::uint64_t& t : pwc_tags_)
+      if (!space || ((t >> 4) & 0xFFFF) == (*space & 0xFFFF)) t = 0;
     return cfg_.flush_latency_heavyweight;
   }
   return cfg_.flush_latency_lightweight;

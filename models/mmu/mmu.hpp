@@ -94,11 +94,9 @@ class MmuCore {
              std::uint64_t first_page = 0, std::uint64_t pages = 0);
 
  private:
-  struct PwcLine {
-    bool valid = false;
-    std::uint32_t space = 0, level = 0;
-    std::uint64_t prefix = 0, last_use = 0;
-  };
+  // The page-walk cache's lines: a tag word each (valid, level, address space, prefix), side
+  // by side for the scan, and when each was last used.
+  static std::uint64_t pwc_tag(std::uint32_t space, std::uint32_t level, std::uint64_t prefix);
   std::uint32_t pwc_deepest(std::uint32_t space, std::uint64_t page);
   void pwc_fill(std::uint32_t space, std::uint64_t page, std::uint32_t leaf_level);
 
@@ -110,7 +108,7 @@ class MmuCore {
   };
   MmuConfig cfg_;
   Tlb<Cached> l1_, l2_;
-  std::vector<PwcLine> pwc_;
+  std::vector<std::uint64_t> pwc_tags_, pwc_last_use_;
   std::uint64_t pwc_clock_ = 0;
   std::vector<Time> walker_free_;
 };

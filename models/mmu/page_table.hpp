@@ -7,8 +7,8 @@
 // fragment 4; 2 MiB: fragment 9, which also ends the walk one level early, as a huge page).
 #pragma once
 
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <cstdint>
-#include <unordered_map>
 
 namespace podsim {
 
@@ -52,7 +52,9 @@ class PageTable {
   }
 
  private:
-  std::unordered_map<std::uint64_t, Pte> ptes_;
+  // Open addressing (Boost.Unordered's flat map): a walk's lookup reads one group of slots,
+  // not a bucket and a node.
+  boost::unordered_flat_map<std::uint64_t, Pte> ptes_;
 };
 
 // The largest fragment (0, 4 or 9) with which pages [i, i + 2^f) of a mapping can be mapped:

@@ -3,6 +3,7 @@
 // 0 entries: no TLB (every lookup misses).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <stdexcept>
@@ -34,7 +35,11 @@ class Tlb {
     if (entries != 0 && (ways == 0 || entries % ways != 0))
       throw std::invalid_argument("TLB entries must be a positive multiple of its ways");
     sets_ = entries ? entries / ways_ : 0;
-    lines_.resize(entries);
+    pow2_ = sets_ && (sets_ & (sets_ - 1)) == 0;
+    tags_.assign(entries, 0);
+    last_use_.assign(entries, 0);
+    filled_.assign(entries, 0);
+    values_.resize(entries);
   }
 
   // Looks up the entry covering `page` (of any fragment size); refreshes its LRU position.
@@ -42,12 +47,13 @@ class Tlb {
     if (sets_ == 0) return {nullptr, 0};
     for (std::uint8_t f : kSizes) {
       const std::uint64_t key = page >> f;
-      Line* set = &lines_[set_of(key, f) * ways_];
+      const std::uint64_t t = tag(space, f, key);
+      const std::size_t base = set_of(key, f) * ways_;
+      const std::uint64_t* set = &tags_[base];
       for (std::uint32_t w = 0; w < ways_; ++w) {
-        Line& l = set[w];
-        if (l.valid && l.key == key && l.fragment == f && l.space == space) {
-          l.last_use = ++clock_;
-          return {&l.value, f};
+        if (set[w] == t) {
+          last_use_[base + w] = ++clock_;
+          return {&values_[base + w], f};
         }
       }
     }
@@ -58,47 +64,44 @@ class Tlb {
   void insert(std::uint32_t space, std::uint64_t page, std::uint8_t fragment, const Value& v) {
     if (sets_ == 0) return;
     const std::uint64_t key = page >> fragment;
-    Line* set = &lines_[set_of(key, fragment) * ways_];
-    Line* victim = nullptr;
-    for (std::uint32_t w = 0; w < ways_ && !victim; ++w) {
-      Line& l = set[w];
-      if (l.valid && l.key == key && l.fragment == fragment && l.space == space) victim = &l;
-    }
-    for (std::uint32_t w = 0; w < ways_ && !victim; ++w)
-      if (!set[w].valid) victim = &set[w];
-    if (!victim) {
+    const std::uint64_t t = tag(space, fragment, key);
+    const std::size_t base = set_of(key, fragment) * ways_;
+    std::size_t victim = SIZE_MAX;
+    for (std::uint32_t w = 0; w < ways_ && victim == SIZE_MAX; ++w)
+      if (tags_[base + w] == t) victim = base + w;
+    for (std::uint32_t w = 0; w < ways_ && victim == SIZE_MAX; ++w)
+      if (tags_[base + w] == 0) victim = base + w;
+    if (victim == SIZE_MAX) {
       switch (policy_) {
-        case Replacement::Random: victim = &set[rng_.below(ways_)]; break;
+        case Replacement::Random: victim = base + rng_.below(ways_); break;
         case Replacement::Lru:
-        case Replacement::Fifo:
-          victim = &set[0];
-          for (std::uint32_t w = 1; w < ways_; ++w) {
-            const auto age = [&](const Line& l) {
-              return policy_ == Replacement::Lru ? l.last_use : l.filled;
-            };
-            if (age(set[w]) < age(*victim)) victim = &set[w];
-          }
+        case Replacement::Fifo: {
+          const std::vector<std::uint64_t>& age = policy_ == Replacement::Lru ? last_use_ : filled_;
+          victim = base;
+          for (std::uint32_t w = 1; w < ways_; ++w)
+            if (age[base + w] < age[victim]) victim = base + w;
           break;
+        }
       }
     }
     ++clock_;
-    *victim = Line{true, space, key, fragment, clock_, clock_, v};
+    tags_[victim] = t;
+    last_use_[victim] = filled_[victim] = clock_;
+    values_[victim] = v;
   }
 
-  void invalidate_all() {
-    for (Line& l : lines_)
-      l.valid = false;
-  }
+  void invalidate_all() { std::fill(tags_.begin(), tags_.end(), 0); }
   void invalidate_space(std::uint32_t space) {
-    for (Line& l : lines_)
-      if (l.space == space) l.valid = false;
+    for (std::uint64_t& t : tags_)
+      if (t && space_of(t) == space) t = 0;
   }
   // Every entry of `space` overlapping pages [first, first + pages).
   void invalidate_range(std::uint32_t space, std::uint64_t first, std::uint64_t pages) {
-    for (Line& l : lines_) {
-      if (!l.valid || l.space != space) continue;
-      const std::uint64_t lo = l.key << l.fragment, hi = lo + (1ull << l.fragment);
-      if (lo < first + pages && first < hi) l.valid = false;
+    for (std::uint64_t& t : tags_) {
+      if (!t || space_of(t) != space) continue;
+      const std::uint8_t f = fragment_of(t);
+      const std::uint64_t lo = (t >> kKeyShift) << f, hi = lo + (1ull << f);
+      if (lo < first + pages && first < hi) t = 0;
     }
   }
 
@@ -107,24 +110,34 @@ class Tlb {
 
  private:
   static constexpr std::array<std::uint8_t, 3> kSizes{9, 4, 0};
-  struct Line {
-    bool valid = false;
-    std::uint32_t space = 0;
-    std::uint64_t key = 0;
-    std::uint8_t fragment = 0;
-    std::uint64_t last_use = 0;
-    std::uint64_t filled = 0;
-    Value value{};
-  };
+  // A line's tag in one word, so a set's tags sit together (8 ways: one cache line): valid
+  // (bit 0), fragment (bits 1-2: 0, 4 or 9), address space (bits 3-18), key (bits 19-63).
+  // 0 is an empty line.
+  static constexpr unsigned kKeyShift = 19;
+  static std::uint64_t tag(std::uint32_t space, std::uint8_t f, std::uint64_t key) {
+    if (space > 0xFFFF || key >> (64 - kKeyShift) || (f != 0 && f != 4 && f != 9))
+      throw std::out_of_range("TLB: address space, page number or fragment out of range");
+    const std::uint64_t fi = f == 0 ? 0 : f == 4 ? 1 : 2;
+    return 1 | fi << 1 | static_cast<std::uint64_t>(space) << 3 | key << kKeyShift;
+  }
+  static std::uint32_t space_of(std::uint64_t t) { return (t >> 3) & 0xFFFF; }
+  static std::uint8_t fragment_of(std::uint64_t t) {
+    const std::uint64_t fi = (t >> 1) & 3;
+    return fi == 0 ? 0 : fi == 1 ? 4 : 9;
+  }
   std::uint64_t set_of(std::uint64_t key, std::uint8_t f) const {
-    return (key ^ (static_cast<std::uint64_t>(f) << 20)) % sets_;
+    const std::uint64_t h = key ^ (static_cast<std::uint64_t>(f) << 20);
+    return pow2_ ? h & (sets_ - 1) : h % sets_;
   }
 
   std::uint32_t ways_;
   std::uint32_t sets_ = 0;
+  bool pow2_ = false;  // sets is a power of two: a mask picks the set
   Replacement policy_;
   Rng rng_;
-  std::vector<Line> lines_;
+  std::vector<std::uint64_t> tags_;  // what the lookup reads
+  std::vector<std::uint64_t> last_use_, filled_;
+  std::vector<Value> values_;
   std::uint64_t clock_ = 0;
 };
 

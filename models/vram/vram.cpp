@@ -66,7 +66,7 @@ void Vram::serve(const Arrival& arr) {
   queue_delay_.record(std::max(now, channel_free_[ch]) - now);
   const Time done = occupy(pa, bytes, now);
 
-  unsigned char* data = gp.get_data_ptr();
+  unsigned char* data = cfg_.functional_data ? gp.get_data_ptr() : nullptr;
   switch (a.op) {
     case AccessOp::Read:
       reads_.inc();
@@ -153,7 +153,7 @@ void Vram::clear_next() {
 }
 
 void Vram::page_cleared(std::uint64_t page) {
-  store_.erase(page);
+  data_.erase_page(page);
   alloc_.mark_clean(page);
   clearing_ = false;
   serve_waiters();
@@ -179,37 +179,20 @@ void Vram::reset() {
                                  : VramPageAllocator::Policy::FirstFit,
                              cfg_.scatter_run.count() / 4096, cfg_.clear_on_free,
                              Rng::for_component(seed_ + ++epoch_, std::string(name())));
-  store_.clear();
+  data_.clear();
   waiters_.clear();
   clearing_ = false;
 }
 
 void Vram::read_bytes(std::uint64_t pa, unsigned char* out, std::size_t n) const {
-  while (n > 0) {
-    std::uint64_t page = pa >> 12, off = pa & 4095;
-    std::size_t chunk = std::min<std::size_t>(n, 4096 - off);
-    auto it = store_.find(page);
-    if (it == store_.end())
-      std::memset(out, 0, chunk);
-    else
-      std::memcpy(out, it->second->data() + off, chunk);
-    out += chunk;
-    pa += chunk;
-    n -= chunk;
-  }
+  if (cfg_.functional_data)
+    data_.read(pa, out, n);
+  else
+    std::memset(out, 0, n);
 }
 
 void Vram::write_bytes(std::uint64_t pa, const unsigned char* in, std::size_t n) {
-  while (n > 0) {
-    std::uint64_t page = pa >> 12, off = pa & 4095;
-    std::size_t chunk = std::min<std::size_t>(n, 4096 - off);
-    auto& slot = store_[page];
-    if (!slot) slot = std::make_unique<Page>(Page{});
-    std::memcpy(slot->data() + off, in, chunk);
-    in += chunk;
-    pa += chunk;
-    n -= chunk;
-  }
+  if (cfg_.functional_data) data_.write(pa, in, n);
 }
 
 }  // namespace podsim

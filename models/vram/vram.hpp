@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "models/vram/data_store.hpp"
 #include "models/vram/page_allocator.hpp"
 #include "models/vram/vram_config.hpp"
 #include "sim/base/stats.hpp"
@@ -45,9 +46,11 @@ class Vram final : public sc_core::sc_module, public HasStats {
   VramPageAllocator& allocator() { return alloc_; }
   const VramPageAllocator& allocator() const { return alloc_; }
 
-  // Functional (untimed) access for the driver model and tests.
+  // Functional (untimed) access for the driver model and tests (with functional_data off,
+  // reads give zeros and writes are dropped).
   void read_bytes(std::uint64_t pa, unsigned char* out, std::size_t n) const;
   void write_bytes(std::uint64_t pa, const unsigned char* in, std::size_t n);
+  const VramDataStore& data() const { return data_; }
 
   // Device reset: every page free and clean (the device scrubs), contents gone.
   void reset();
@@ -77,12 +80,11 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void page_cleared(std::uint64_t page);
   void serve_waiters();
 
-  using Page = std::array<unsigned char, 4096>;
   VramConfig cfg_;
   std::uint32_t channels_;
   VramPageAllocator alloc_;
   std::vector<Time> channel_free_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Page>> store_;
+  VramDataStore data_;
   TimedQueue<Arrival> arrivals_{[this](const Arrival& a) { serve(a); }};
   struct Cleared {
     std::uint64_t page, epoch;

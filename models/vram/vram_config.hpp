@@ -27,6 +27,7 @@ struct VramConfig {
   Bytes scatter_run = Bytes::KiB(64);
   bool clear_on_free = true;
   Bandwidth clear_bandwidth = parse_bandwidth("1TB/s");
+  bool functional_data = true;
 
   std::uint32_t channels() const { return stacks * channels_per_stack; }
 
@@ -53,6 +54,9 @@ struct VramConfig {
     v.field("clear_bandwidth", clear_bandwidth,
             "the clearing engine's peak rate (it also competes for the channels)",
             at_least(parse_bandwidth("1Gb/s")));
+    v.field("functional_data", functional_data,
+            "keep what stores write, so loads (and the exporter) read it back; off for speed "
+            "studies: loads then return zeros and every timing result is the same");
   }
   template <class C>
   void check(C& c) const {

@@ -1,11 +1,26 @@
 #include "sim/base/stats.hpp"
 
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 namespace podsim {
 
+namespace {
+// Every distinct (name, unit, meaning), once: a 1,024-GPU pod keeps one copy of each.
+const StatInfo* intern(std::string name, std::string unit, std::string desc) {
+  struct Less {
+    bool operator()(const StatInfo& a, const StatInfo& b) const {
+      return std::tie(a.name, a.unit, a.desc) < std::tie(b.name, b.unit, b.desc);
+    }
+  };
+  static std::set<StatInfo, Less> infos;
+  return &*infos.insert(StatInfo{std::move(name), std::move(unit), std::move(desc)}).first;
+}
+}  // namespace
+
 Stat::Stat(StatGroup& group, std::string name, std::string unit, std::string desc)
-    : name_(std::move(name)), unit_(std::move(unit)), desc_(std::move(desc)) {
+    : info_(intern(std::move(name), std::move(unit), std::move(desc))) {
   group.stats_.push_back(this);
 }
 

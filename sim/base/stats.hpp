@@ -35,6 +35,12 @@ class StatVisitor {
   virtual void visit(const Breakdown& s) = 0;
 };
 
+// A stat's name, unit and meaning: kept once for every stat that shares them (the same stat of
+// every GPU), away from the values the hot path updates.
+struct StatInfo {
+  std::string name, unit, desc;
+};
+
 class Stat {
  public:
   Stat(StatGroup& group, std::string name, std::string unit, std::string desc);
@@ -42,13 +48,13 @@ class Stat {
   Stat(const Stat&) = delete;
   Stat& operator=(const Stat&) = delete;
 
-  const std::string& name() const { return name_; }
-  const std::string& unit() const { return unit_; }
-  const std::string& desc() const { return desc_; }
+  const std::string& name() const { return info_->name; }
+  const std::string& unit() const { return info_->unit; }
+  const std::string& desc() const { return info_->desc; }
   virtual void accept(StatVisitor& v) const = 0;
 
  private:
-  std::string name_, unit_, desc_;
+  const StatInfo* info_;
 };
 
 // A monotonically increasing count of events or bytes.

@@ -37,11 +37,15 @@ void Access::reset_for_use() {
 }
 
 tlm::tlm_extension_base* Access::clone() const {
-  return new Access(*this);
+  auto* a = new Access(*this);
+  a->heap_copy_ = true;
+  return a;
 }
 
 void Access::copy_from(const tlm::tlm_extension_base& other) {
+  const bool heap_copy = heap_copy_;
   *this = static_cast<const Access&>(other);
+  heap_copy_ = heap_copy;
 }
 
 PacketPool::PacketPool(std::size_t reserve) {
@@ -52,20 +56,19 @@ PacketPool::PacketPool(std::size_t reserve) {
 }
 
 PacketPool::~PacketPool() {
-  for (auto* gp : all_)
-    delete gp;  // the payload deletes its extensions
+  for (Packet* p : all_)
+    delete p;
 }
 
 void PacketPool::grow() {
-  auto* gp = new tlm::tlm_generic_payload(this);
-  gp->set_extension(new Access);
-  all_.push_back(gp);
-  free_.push_back(gp);
+  auto* p = new Packet(this);
+  all_.push_back(p);
+  free_.push_back(p);
 }
 
 tlm::tlm_generic_payload& PacketPool::acquire() {
   if (free_.empty()) grow();
-  tlm::tlm_generic_payload* gp = free_.back();
+  Packet* gp = free_.back();
   free_.pop_back();
   ++in_use_;
   Access& a = access_of(*gp);
@@ -82,7 +85,7 @@ tlm::tlm_generic_payload& PacketPool::acquire() {
 
 void PacketPool::free(tlm::tlm_generic_payload* gp) {
   --in_use_;
-  free_.push_back(gp);
+  free_.push_back(static_cast<Packet*>(gp));
 }
 
 }  // namespace podsim

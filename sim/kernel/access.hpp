@@ -50,12 +50,24 @@ enum class HopKind : std::uint8_t {
 };
 std::string_view hop_name(HopKind k);
 
-struct HopStamp {
-  Time at;
-  HopKind kind;
-  bool response;
+// A stamp in 8 bytes: the time in ps (56 bits: 20 hours), the hop, and the direction.
+class HopStamp {
+ public:
+  HopStamp() = default;
+  HopStamp(Time at, HopKind k, bool response)
+      : bits_(static_cast<std::uint64_t>(at.as_ps()) | static_cast<std::uint64_t>(k) << 56 |
+              static_cast<std::uint64_t>(response) << 63) {}
+  Time at() const { return Time::ps(static_cast<std::int64_t>(bits_ & ((1ull << 56) - 1))); }
+  HopKind kind() const { return static_cast<HopKind>((bits_ >> 56) & 0x7F); }
+  bool response() const { return bits_ >> 63; }
+
+ private:
+  std::uint64_t bits_ = 0;
 };
 
+// The extension podsim's packets carry. It lives inside its Packet (below), so podsim reaches
+// it without an extension lookup; it is also registered as the payload's extension, so
+// generic TLM code can find it the standard way.
 class Access final : public tlm::tlm_extension<Access> {
  public:
   static constexpr std::size_t kMaxHops = 40;
@@ -98,10 +110,27 @@ class Access final : public tlm::tlm_extension<Access> {
 
   tlm::tlm_extension_base* clone() const override;
   void copy_from(const tlm::tlm_extension_base& other) override;
+  // Inside its Packet, it is the Packet's; a clone (for someone else's payload) is deleted
+  // with that payload.
+  void free() override {
+    if (heap_copy_) delete this;
+  }
+
+ private:
+  bool heap_copy_ = false;
+};
+
+// A payload and its Access in one allocation: what PacketPool hands out. Every payload in
+// podsim is one of these.
+struct Packet final : tlm::tlm_generic_payload {
+  explicit Packet(tlm::tlm_mm_interface* mm) : tlm::tlm_generic_payload(mm) {
+    set_extension(&access);
+  }
+  Access access;
 };
 
 inline Access& access_of(tlm::tlm_generic_payload& gp) {
-  return *gp.get_extension<Access>();
+  return static_cast<Packet&>(gp).access;
 }
 // The order key for TimedQueue ties: packets due at the same time are served by access ID.
 inline std::uint64_t order_key(tlm::tlm_generic_payload& gp) {
@@ -126,8 +155,8 @@ class PacketPool final : public tlm::tlm_mm_interface {
 
  private:
   void grow();
-  std::vector<tlm::tlm_generic_payload*> all_;
-  std::vector<tlm::tlm_generic_payload*> free_;
+  std::vector<Packet*> all_;
+  std::vector<Packet*> free_;
   std::size_t in_use_ = 0;
 };
 

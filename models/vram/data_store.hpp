@@ -1,0 +1,43 @@
+// What VRAM holds, functionally: the bytes stores have written, kept per 64-byte line for the
+// lines that were ever written (everything else reads as zero). A 1,024-GPU pod that writes a
+// few hundred megabytes in scattered 64-256 B stores keeps about that much, not a 4 KiB page
+// per store. Plain C++.
+#pragma once
+
+#include <array>
+#include <boost/unordered/unordered_flat_map.hpp>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace podsim {
+
+class VramDataStore {
+ public:
+  static constexpr unsigned kLineShift = 6;
+  static constexpr std::uint64_t kLine = 1ull << kLineShift;
+
+  void read(std::uint64_t pa, unsigned char* out, std::size_t n) const;
+  void write(std::uint64_t pa, const unsigned char* in, std::size_t n);
+  // Forgets 4 KiB page `page` (it reads as zero again).
+  void erase_page(std::uint64_t page);
+  void clear();
+  // Lines held (written and not erased since).
+  std::size_t lines() const { return index_.size(); }
+
+ private:
+  using Line = std::array<unsigned char, kLine>;
+  static constexpr unsigned kChunkShift = 12;  // 4,096 lines (256 KiB) per chunk
+  Line& line(std::uint32_t i) { return chunks_[i >> kChunkShift][i & ((1u << kChunkShift) - 1)]; }
+  const Line& line(std::uint32_t i) const {
+    return chunks_[i >> kChunkShift][i & ((1u << kChunkShift) - 1)];
+  }
+  std::uint32_t new_line();
+
+  boost::unordered_flat_map<std::uint64_t, std::uint32_t> index_;  // line address -> slot
+  std::vector<std::unique_ptr<Line[]>> chunks_;
+  std::uint32_t used_ = 0;  // slots handed out from the chunks
+  std::vector<std::uint32_t> free_;
+};
+
+}  // namespace podsim

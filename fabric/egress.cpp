@@ -7,6 +7,7 @@ namespace podsim {
 Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig& link,
                Time tx_delay, Bytes queue_capacity, Rng rng, Send send)
     : port_(port),
+      costs_(port),
       tx_delay_(tx_delay),
       capacity_(queue_capacity.count()),
       rng_(rng),
@@ -39,30 +40,22 @@ bool Egress::has_space(TrafficClass tc, std::uint64_t tl) const {
   return capacity_ == 0 || queued_bytes_[static_cast<std::size_t>(tc)] + tl <= capacity_;
 }
 
-std::uint64_t Egress::queued_packets() const {
-  std::uint64_t n = 0;
-  for (const auto& q : queues_)
-    n += q.size();
-  return n;
-}
-
 void Egress::enqueue(tlm::tlm_generic_payload& gp) {
   const Access& a = access_of(gp);
   const auto tc = static_cast<std::size_t>(traffic_class(a));
-  const std::uint64_t tl = tl_bytes(a, port_);
-  occupancy_.record(queued_packets());
+  const std::uint64_t tl = costs_.tl_bytes(payload_bytes_on_wire(a));
+  occupancy_.record(queued_);
   queues_[tc].push_back(Queued{&gp, tl, sim_now()});
+  ++queued_;
   queued_bytes_[tc] += tl;
   pump();
 }
 
 void Egress::return_credits(TrafficClass tc, std::uint64_t tl, Time at) {
-  const CreditReturn r{at, static_cast<std::uint8_t>(tc), tl};
   // Returns come back in time order from one receiver; keep the list sorted regardless.
-  auto pos = pending_credits_.end();
-  while (pos != pending_credits_.begin() && std::prev(pos)->at > at)
-    --pos;
-  pending_credits_.insert(pos, r);
+  pending_credits_.insert_sorted(
+      CreditReturn{at, static_cast<std::uint8_t>(tc), tl},
+      [](const CreditReturn& x, const CreditReturn& y) { return x.at < y.at; });
   // A sender stalled for credits wakes when they arrive.
   if (stalled_since_ != Time::max()) wake_.at(std::max(at, sim_now()));
 }
@@ -99,7 +92,7 @@ void Egress::pump() {
     }
     commit(tc, now);
     if (tc > 0) next_data_class_ = 1 + tc % (kTrafficClasses - 1);
-    if (queued_packets() > 0) wake_.at(free_at_);
+    if (queued_ > 0) wake_.at(free_at_);
     return;
   }
   if (blocked && stalled_since_ == Time::max()) {
@@ -112,22 +105,24 @@ void Egress::pump() {
 void Egress::commit(std::size_t tc, Time now) {
   const Queued q = queues_[tc].front();
   queues_[tc].pop_front();
+  --queued_;
   queued_bytes_[tc] -= q.tl;
   credits_[tc] -= static_cast<std::int64_t>(q.tl);
 
   // DL flits completed while this packet goes out: each may fail its CRC and be replayed.
   Time penalty;
-  const std::uint64_t flit_payload = port_.dl_payload.count();
-  const std::uint64_t before = tl_sent_ / flit_payload;
-  tl_sent_ += q.tl;
-  const std::uint64_t after = tl_sent_ / flit_payload;
-  if (flit_error_ > 0)
+  if (flit_error_ > 0) {
+    const std::uint64_t flit_payload = port_.dl_payload.count();
+    const std::uint64_t before = tl_sent_ / flit_payload;
+    tl_sent_ += q.tl;
+    const std::uint64_t after = tl_sent_ / flit_payload;
     for (std::uint64_t f = before; f < after; ++f)
       if (rng_.uniform() < flit_error_) {
         replays_.inc();
         penalty += replay_penalty_;
       }
-  const Time ser = wire_time(q.tl, port_);
+  }
+  const Time ser = costs_.wire_time(q.tl);
   free_at_ = now + ser + penalty;
   busy_ += ser + penalty;
   replay_time_.inc(static_cast<std::uint64_t>(penalty.as_ps()));
@@ -136,8 +131,7 @@ void Egress::commit(std::size_t tc, Time now) {
   packets_.inc();
   tl_bytes_.inc(q.tl);
   payload_bytes_.inc(payload_bytes_on_wire(a));
-  const std::uint64_t wire =
-      q.tl * (port_.dl_flit.count() + port_.ethernet_overhead.count()) / port_.dl_payload.count();
+  const std::uint64_t wire = costs_.wire_bytes(q.tl);
   wire_bytes_.inc(wire);
   class_wire_bytes_[tc] += wire;
   queue_delay_.record(now - q.since);

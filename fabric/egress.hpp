@@ -15,13 +15,13 @@
 #pragma once
 
 #include <array>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "fabric/fabric_config.hpp"
 #include "fabric/traffic.hpp"
+#include "sim/base/fifo.hpp"
 #include "sim/base/rng.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
@@ -62,7 +62,8 @@ class Egress {
   }
 
   const StatGroup& stats() const { return stats_; }
-  std::uint64_t queued_packets() const;
+  std::uint64_t queued_packets() const { return queued_; }
+  const WireCosts& costs() const { return costs_; }
   Time busy() const { return busy_; }
   std::uint64_t wire_bytes_sent() const { return wire_bytes_.value(); }
   std::uint64_t wire_bytes_sent(TrafficClass tc) const {
@@ -85,6 +86,7 @@ class Egress {
   void commit(std::size_t tc, Time now);
 
   PortConfig port_;
+  WireCosts costs_;
   Time tx_delay_;
   std::uint64_t capacity_;
   Rng rng_;
@@ -95,11 +97,12 @@ class Egress {
   double flit_error_;
   Time replay_penalty_;
 
-  std::array<std::deque<Queued>, kTrafficClasses> queues_;
+  std::array<Fifo<Queued>, kTrafficClasses> queues_;
+  std::uint64_t queued_ = 0;  // packets, all classes
   std::array<std::uint64_t, kTrafficClasses> queued_bytes_{};
   std::array<std::int64_t, kTrafficClasses> credits_{};
   std::array<std::uint64_t, kTrafficClasses> class_wire_bytes_{};
-  std::deque<CreditReturn> pending_credits_;
+  Fifo<CreditReturn> pending_credits_;  // in arrival-time order
   Time free_at_;
   Time busy_;
   Time stalled_since_ = Time::max();

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <string_view>
+#include <vector>
 
 #include "fabric/fabric_config.hpp"
 
@@ -31,6 +32,51 @@ inline Time wire_time(std::uint64_t tl, const PortConfig& p) {
       static_cast<unsigned __int128>(p.dl_payload.count()) * p.rate().bits_per_second();
   return Time::ps(static_cast<std::int64_t>((bits + per_s - 1) / per_s));
 }
+
+// The same costs for one port, worked out once per TL size, so the hot path looks them up
+// instead of dividing 128-bit numbers.
+class WireCosts {
+ public:
+  explicit WireCosts(const PortConfig& p)
+      : header_(p.tl_header.count()),
+        granule_(p.tl_granule.count()),
+        pow2_((granule_ & (granule_ - 1)) == 0),
+        shift_(static_cast<unsigned>(__builtin_ctzll(granule_))),
+        port_(p) {
+    for (std::uint64_t tl = 0; tl <= podsim::tl_bytes(kMaxPayload, p); tl += granule_)
+      costs_.push_back(
+          Cost{podsim::wire_time(tl, p),
+               tl * (p.dl_flit.count() + p.ethernet_overhead.count()) / p.dl_payload.count()});
+  }
+  static constexpr std::uint64_t kMaxPayload = 256;
+
+  std::uint64_t tl_bytes(std::uint64_t payload) const {
+    const std::uint64_t raw = header_ + payload + granule_ - 1;
+    return pow2_ ? raw >> shift_ << shift_ : raw / granule_ * granule_;
+  }
+  // Wire time and wire bytes (framing and Ethernet overhead included) of `tl` TL bytes.
+  Time wire_time(std::uint64_t tl) const {
+    const std::uint64_t i = pow2_ ? tl >> shift_ : tl / granule_;
+    return i < costs_.size() ? costs_[i].time : podsim::wire_time(tl, port_);
+  }
+  std::uint64_t wire_bytes(std::uint64_t tl) const {
+    const std::uint64_t i = pow2_ ? tl >> shift_ : tl / granule_;
+    return i < costs_.size() ? costs_[i].bytes
+                             : tl * (port_.dl_flit.count() + port_.ethernet_overhead.count()) /
+                                   port_.dl_payload.count();
+  }
+
+ private:
+  struct Cost {
+    Time time;
+    std::uint64_t bytes;
+  };
+  std::uint64_t header_, granule_;
+  bool pow2_;
+  unsigned shift_;
+  PortConfig port_;
+  std::vector<Cost> costs_;  // by TL size / granule
+};
 
 // Data bytes per wire byte for packets carrying `payload` data bytes each.
 inline double payload_efficiency(std::uint64_t payload, const PortConfig& p) {

@@ -35,6 +35,7 @@ class Link final : public sc_core::sc_module, public HasStats {
                                   sc_core::sc_time& d);
 
   Time flight_;
+  sc_core::sc_time flight_sc_;
   StatGroup stats_;
   Counter packets_ab_{stats_, "packets_a_to_b", "count", "packets carried from end A to end B"};
   Counter packets_ba_{stats_, "packets_b_to_a", "count", "packets carried from end B to end A"};

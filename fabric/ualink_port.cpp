@@ -72,7 +72,8 @@ void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {
 tlm::tlm_sync_enum UalinkPort::credits(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                        sc_core::sc_time& d) {
   const Access& a = access_of(gp);
-  egress_.return_credits(traffic_class(a), tl_bytes(a, cfg_), sim_now() + from_sc(d));
+  egress_.return_credits(traffic_class(a), egress_.costs().tl_bytes(payload_bytes_on_wire(a)),
+                         sim_now() + from_sc(d));
   return tlm::TLM_ACCEPTED;
 }
 
@@ -88,11 +89,12 @@ tlm::tlm_sync_enum UalinkPort::incoming(tlm::tlm_generic_payload& gp, tlm::tlm_p
   Access& a = access_of(gp);
   const Time head = sim_now() + from_sc(d);
   a.stamp(HopKind::PortRx, head);
-  const std::uint64_t tl = tl_bytes(a, cfg_);
+  const WireCosts& costs = egress_.costs();
+  const std::uint64_t tl = costs.tl_bytes(payload_bytes_on_wire(a));
   rx_packets_.inc();
   rx_tl_bytes_.inc(tl);
   // Whole packet in, then SerDes, FEC and the pipeline; then it leaves the receive buffer.
-  const Time ready = head + wire_time(tl, cfg_) + cfg_.rx_latency();
+  const Time ready = head + costs.wire_time(tl) + cfg_.rx_latency();
   return_credits(gp, ready);
   sc_core::sc_time delay = to_sc(ready - sim_now());
   if (down_) {

@@ -13,6 +13,7 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
     : sc_module(name),
       cfg_(cfg),
       port_cfg_(port_cfg),
+      costs_(port_cfg),
       routes_(kMaxAccels),
       inputs_(used_ports),
       waiting_for_(used_ports),
@@ -79,7 +80,7 @@ tlm::tlm_sync_enum UaloeSwitch::fw(int id, tlm::tlm_generic_payload& gp, tlm::tl
 tlm::tlm_sync_enum UaloeSwitch::bw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                    sc_core::sc_time& d) {
   const Access& a = access_of(gp);
-  outputs_[static_cast<std::size_t>(id)]->return_credits(traffic_class(a), tl_bytes(a, port_cfg_),
+  outputs_[static_cast<std::size_t>(id)]->return_credits(traffic_class(a), tl_of(a),
                                                          sim_now() + from_sc(d));
   return tlm::TLM_ACCEPTED;
 }
@@ -90,11 +91,12 @@ void UaloeSwitch::arrive(const Arrival& arr) {
   const std::uint32_t o = pick_output(a);
   const auto tc = static_cast<std::size_t>(traffic_class(a));
   auto& q = inputs_[in][tc];
-  if (q.empty() && outputs_[o]->has_space(traffic_class(a), tl_bytes(a, port_cfg_))) {
+  if (q.empty() && outputs_[o]->has_space(traffic_class(a), tl_of(a))) {
     move(in, *arr.gp, o);
     return;
   }
   held_.inc();
+  ++held_now_;
   q.push_back(Waiting{arr.gp, o, sim_now()});
   if (q.size() == 1) waiting_for_[o][tc].push_back(in);
 }
@@ -113,17 +115,19 @@ void UaloeSwitch::drain_input(std::uint32_t in, std::size_t tc) {
   while (!q.empty()) {
     const Waiting w = q.front();
     const Access& a = access_of(*w.gp);
-    if (!outputs_[w.out]->has_space(traffic_class(a), tl_bytes(a, port_cfg_))) {
+    if (!outputs_[w.out]->has_space(traffic_class(a), tl_of(a))) {
       waiting_for_[w.out][tc].push_back(in);
       return;
     }
     q.pop_front();
+    --held_now_;
     input_wait_.record(sim_now() - w.since);
     move(in, *w.gp, w.out);
   }
 }
 
 void UaloeSwitch::output_has_space(std::uint32_t o) {
+  if (held_now_ == 0) return;  // nothing is waiting for room anywhere
   // Moving a packet can free room elsewhere and call back in here: do one output at a time.
   space_pending_.push_back(o);
   if (in_space_callback_) return;

@@ -18,12 +18,12 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <array>
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "fabric/egress.hpp"
 #include "fabric/fabric_config.hpp"
+#include "sim/base/fifo.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
@@ -75,17 +75,20 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats {
   void drain_input(std::uint32_t in, std::size_t tc);
   void move(std::uint32_t in, tlm::tlm_generic_payload& gp, std::uint32_t out);
   void output_has_space(std::uint32_t out);
+  std::uint64_t tl_of(const Access& a) const { return costs_.tl_bytes(payload_bytes_on_wire(a)); }
 
   SwitchConfig cfg_;
   PortConfig port_cfg_;
+  WireCosts costs_;
   std::vector<Route> routes_;
   std::vector<std::unique_ptr<Egress>> outputs_;
   // per input, per class: packets waiting for room in their output queue
-  std::vector<std::array<std::deque<Waiting>, kTrafficClasses>> inputs_;
+  std::vector<std::array<Fifo<Waiting>, kTrafficClasses>> inputs_;
+  std::uint64_t held_now_ = 0;  // packets in input buffers, all inputs
   // per output, per class: inputs whose first waiting packet wants this output, in turn
-  std::vector<std::array<std::deque<std::uint32_t>, kTrafficClasses>> waiting_for_;
+  std::vector<std::array<Fifo<std::uint32_t>, kTrafficClasses>> waiting_for_;
   TimedQueue<Arrival> arrivals_;
-  std::deque<std::uint32_t> space_pending_;
+  Fifo<std::uint32_t> space_pending_;
   bool in_space_callback_ = false;
 
   StatGroup stats_;

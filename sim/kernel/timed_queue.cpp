@@ -1,5 +1,7 @@
 #include "sim/kernel/timed_queue.hpp"
 
+#include <algorithm>
+
 namespace podsim {
 
 namespace kernel_detail {
@@ -30,7 +32,7 @@ QueueBase::~QueueBase() {
   Dispatcher::get().remove(rank_);
 }
 
-Dispatcher::Dispatcher() {
+Dispatcher::Dispatcher() : heads_(kBuckets, kNone), bits_(kBuckets / 64, 0) {
   sc_core::sc_spawn_options opt;
   opt.spawn_method();
   opt.set_sensitivity(&ev_);
@@ -43,58 +45,34 @@ std::uint32_t Dispatcher::add(QueueBase* q) {
   return static_cast<std::uint32_t>(queues_.size() - 1);
 }
 
-void Dispatcher::sift_up(std::size_t i) {
-  const Node n = heap_[i];
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 4;
-    if (heap_[parent].due <= n.due) break;
-    heap_[i] = heap_[parent];
-    i = parent;
-  }
-  heap_[i] = n;
-}
+namespace {
+constexpr auto kOverflowLater = [](const auto& a, const auto& b) { return a.due > b.due; };
+}  // namespace
 
-void Dispatcher::sift_down(std::size_t i) {
-  const Node n = heap_[i];
-  const std::size_t size = heap_.size();
-  Node* h = heap_.data();
-  while (true) {
-    const std::size_t first = 4 * i + 1;
-    std::size_t best;
-    if (first + 4 <= size) {  // the common case: four children, picked without branches
-      const std::size_t a = h[first + 1].due < h[first].due ? first + 1 : first;
-      const std::size_t b = h[first + 3].due < h[first + 2].due ? first + 3 : first + 2;
-      best = h[b].due < h[a].due ? b : a;
-    } else {
-      if (first >= size) break;
-      best = first;
-      for (std::size_t c = first + 1; c < size; ++c)
-        best = h[c].due < h[best].due ? c : best;
-    }
-    if (h[best].due >= n.due) break;
-    h[i] = h[best];
-    i = best;
-  }
-  h[i] = n;
-}
-
-Dispatcher::Node Dispatcher::heap_pop() {
-  const Node top = heap_.front();
-  heap_.front() = heap_.back();
-  heap_.pop_back();
-  if (!heap_.empty()) sift_down(0);
-  return top;
-}
-
-// The batch is kept in reverse order: the next item to serve at its back.
-void Dispatcher::batch_insert(const Node& n) {
-  batch_.push_back(n);
-  std::size_t i = batch_.size() - 1;
-  while (i > 0 && tie_before(batch_[i - 1], n)) {
-    batch_[i] = batch_[i - 1];
+void Dispatcher::run_insert(const Node& n) {
+  run_.push_back(n);
+  std::size_t i = run_.size() - 1;
+  while (i > 0 && before(run_[i - 1], n)) {
+    run_[i] = run_[i - 1];
     --i;
   }
-  batch_[i] = n;
+  run_[i] = n;
+}
+
+void Dispatcher::file(std::uint32_t slot) {
+  Slot& s = slots_[slot];
+  const std::int64_t b = bucket_of(s.due);
+  if (b <= current_) {
+    run_insert(Node{s.due, s.rank, slot});
+  } else if (b < current_ + static_cast<std::int64_t>(kBuckets)) {
+    const std::size_t pos = static_cast<std::size_t>(b) & (kBuckets - 1);
+    s.next = heads_[pos];
+    heads_[pos] = slot;
+    bits_[pos >> 6] |= 1ull << (pos & 63);
+  } else {
+    overflow_.push_back(Node{s.due, s.rank, slot});
+    std::push_heap(overflow_.begin(), overflow_.end(), kOverflowLater);
+  }
 }
 
 void Dispatcher::push(Time due, std::uint32_t rank, std::uint64_t key, const void* item,
@@ -110,16 +88,68 @@ void Dispatcher::push(Time due, std::uint32_t rank, std::uint64_t key, const voi
   Slot& s = slots_[slot];
   s.key = key;
   s.seq = seq_++;
+  s.due = due.as_ps();
+  s.rank = rank;
   if (n) std::memcpy(s.item, item, n);
-  const Node node{due.as_ps(), rank, slot};
-  if (running_ && due == kernel_detail::dispatch_now) {
-    batch_insert(node);  // due at the time being served
-    return;
-  }
-  heap_.push_back(node);
-  sift_up(heap_.size() - 1);
+  ++pending_;
+  file(slot);
   // While serving, the loop picks up what is due; anything later is armed when it ends.
   if (!running_ && due < armed_) arm();
+}
+
+std::int64_t Dispatcher::next_bucket() const {
+  const std::size_t start = static_cast<std::size_t>(current_ + 1) & (kBuckets - 1);
+  std::size_t word = start >> 6;
+  std::uint64_t bits = bits_[word] & (~0ull << (start & 63));
+  for (std::size_t i = 0; i <= kBuckets / 64; ++i) {
+    if (bits) {
+      const std::size_t pos = (word << 6) + static_cast<std::size_t>(__builtin_ctzll(bits));
+      return current_ + 1 + static_cast<std::int64_t>((pos - start) & (kBuckets - 1));
+    }
+    word = (word + 1) & (kBuckets / 64 - 1);
+    bits = bits_[word];
+  }
+  return -1;
+}
+
+bool Dispatcher::load_next(Time limit) {
+  std::int64_t b = next_bucket();
+  if (b < 0) {
+    if (overflow_.empty()) return false;
+    b = bucket_of(overflow_.front().due);
+  }
+  if (b > bucket_of(limit.as_ps())) return false;
+  current_ = b;
+  // Items of the overflow heap the window now reaches go into the calendar (the ones of this
+  // bucket straight into the run, below).
+  while (!overflow_.empty() &&
+         bucket_of(overflow_.front().due) < current_ + static_cast<std::int64_t>(kBuckets)) {
+    const Node n = overflow_.front();
+    std::pop_heap(overflow_.begin(), overflow_.end(), kOverflowLater);
+    overflow_.pop_back();
+    file(n.slot);
+  }
+  const std::size_t pos = static_cast<std::size_t>(b) & (kBuckets - 1);
+  for (std::uint32_t i = heads_[pos]; i != kNone; i = slots_[i].next)
+    run_.push_back(Node{slots_[i].due, slots_[i].rank, i});
+  heads_[pos] = kNone;
+  bits_[pos >> 6] &= ~(1ull << (pos & 63));
+  std::sort(run_.begin(), run_.end(),
+            [this](const Node& x, const Node& y) { return before(y, x); });
+  return true;
+}
+
+Time Dispatcher::next_due() const {
+  if (!run_.empty()) return Time::ps(run_.back().due);
+  const std::int64_t b = next_bucket();
+  if (b >= 0) {
+    std::int64_t due = INT64_MAX;
+    for (std::uint32_t i = heads_[static_cast<std::size_t>(b) & (kBuckets - 1)]; i != kNone;
+         i = slots_[i].next)
+      due = std::min(due, slots_[i].due);
+    return Time::ps(due);
+  }
+  return overflow_.empty() ? Time::max() : Time::ps(overflow_.front().due);
 }
 
 // When the SystemC kernel next has something to do (other than this dispatcher), bounded by
@@ -133,8 +163,7 @@ Time Dispatcher::bound(Time kernel) const {
 }
 
 void Dispatcher::arm() {
-  if (heap_.empty()) return;
-  const Time due = Time::ps(heap_.front().due);
+  const Time due = next_due();
   if (due >= armed_) return;
   armed_ = due;
   const Time k = kernel_now();
@@ -151,20 +180,15 @@ void Dispatcher::run() {
   kernel_detail::kernel_touched = false;
   Time limit = bound(k);
   while (true) {
-    if (batch_.empty()) {
-      // The next time with work: everything due then, in the contract's order.
-      if (heap_.empty() || heap_.front().due > limit.as_ps()) break;
-      const std::int64_t due = heap_.front().due;
-      batch_.push_back(heap_pop());
-      while (!heap_.empty() && heap_.front().due == due)
-        batch_insert(heap_pop());
-      kernel_detail::dispatch_now = Time::ps(due);
-    }
-    const Node top = batch_.back();
-    batch_.pop_back();
+    if (run_.empty() && !load_next(limit)) break;
+    const Node top = run_.back();
+    if (top.due > limit.as_ps()) break;
+    run_.pop_back();
+    --pending_;
     alignas(8) unsigned char item[QueueBase::kInlineBytes];
     std::memcpy(item, slots_[top.slot].item, sizeof item);
     free_slots_.push_back(top.slot);
+    kernel_detail::dispatch_now = Time::ps(top.due);
     ++counters_.serves;
     if (QueueBase* q = queues_[top.rank]) q->serve(item);
     if (kernel_detail::kernel_touched) {  // a SystemC event now due: do not pass it

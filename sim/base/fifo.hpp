@@ -1,0 +1,59 @@
+// A first-in first-out queue in one growable ring buffer: push at the back, pop at the front,
+// no allocation once it has grown to its working size (std::deque allocates a block every few
+// dozen pushes). Plain C++.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace podsim {
+
+template <class T>
+class Fifo {
+ public:
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
+  T& front() { return buf_[head_]; }
+  const T& front() const { return buf_[head_]; }
+  T& back() { return buf_[wrap(head_ + size_ - 1)]; }
+  // The i-th element from the front.
+  T& operator[](std::size_t i) { return buf_[wrap(head_ + i)]; }
+  const T& operator[](std::size_t i) const { return buf_[wrap(head_ + i)]; }
+
+  void push_back(T v) {
+    if (size_ == buf_.size()) grow();
+    buf_[wrap(head_ + size_)] = std::move(v);
+    ++size_;
+  }
+  void pop_front() {
+    head_ = wrap(head_ + 1);
+    --size_;
+  }
+  void clear() {
+    head_ = 0;
+    size_ = 0;
+  }
+  // Inserts keeping the queue sorted by `less` (an element goes after its equals), searching
+  // from the back: O(1) when it belongs at the back, the usual case.
+  template <class Less>
+  void insert_sorted(T v, Less less) {
+    push_back(std::move(v));
+    for (std::size_t i = size_ - 1; i > 0 && less((*this)[i], (*this)[i - 1]); --i)
+      std::swap((*this)[i], (*this)[i - 1]);
+  }
+
+ private:
+  std::size_t wrap(std::size_t i) const { return i & (buf_.size() - 1); }
+  void grow() {
+    std::vector<T> next(buf_.empty() ? 8 : buf_.size() * 2);
+    for (std::size_t i = 0; i < size_; ++i)
+      next[i] = std::move((*this)[i]);
+    buf_ = std::move(next);
+    head_ = 0;
+  }
+  std::vector<T> buf_;  // capacity: a power of two
+  std::size_t head_ = 0, size_ = 0;
+};
+
+}  // namespace podsim

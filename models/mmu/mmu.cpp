@@ -38,26 +38,42 @@ std::uint32_t MmuCore::pwc_deepest(std::uint32_t space, std::uint64_t page) {
   return best;
 }
 
-// Caches the upper-level entries a walk read (levels above the leaf): each in the line that
-// already holds it, else the first empty line, else the least recently used.
+// Caches the upper-level entries a walk read (levels above the leaf), the lowest level
+// first: each in the line that already holds it, else the first empty line, else the least
+// recently used.
 void MmuCore::pwc_fill(std::uint32_t space, std::uint64_t page, std::uint32_t leaf_level) {
   if (pwc_tags_.empty()) return;
+  // One pass finds the lines already holding these levels (usually all but the lowest).
+  std::uint64_t want[8];
+  std::size_t holder[8];
   for (std::uint32_t level = leaf_level + 1; level < cfg_.walk_levels; ++level) {
-    const std::uint64_t t = pwc_tag(space, level, page >> (kRadixBits * level));
-    std::size_t victim = SIZE_MAX, empty = SIZE_MAX, oldest = 0;
-    for (std::size_t i = 0; i < pwc_tags_.size(); ++i) {
-      if (pwc_tags_[i] == t) {
-        victim = i;
-        break;
+    want[level] = pwc_tag(space, level, page >> (kRadixBits * level));
+    holder[level] = SIZE_MAX;
+  }
+  for (std::size_t i = 0; i < pwc_tags_.size(); ++i) {
+    const std::uint64_t t = pwc_tags_[i];
+    const auto level = static_cast<std::uint32_t>((t >> 1) & 7);
+    if (t && level > leaf_level && level < cfg_.walk_levels && t == want[level] &&
+        holder[level] == SIZE_MAX)
+      holder[level] = i;
+  }
+  for (std::uint32_t level = leaf_level + 1; level < cfg_.walk_levels; ++level) {
+    std::size_t victim = holder[level];
+    if (victim == SIZE_MAX) {
+      std::size_t empty = SIZE_MAX, oldest = 0;
+      for (std::size_t i = 0; i < pwc_tags_.size(); ++i) {
+        if (!pwc_tags_[i]) {
+          if (empty == SIZE_MAX) empty = i;
+        } else if (pwc_last_use_[i] < pwc_last_use_[oldest] || !pwc_tags_[oldest]) {
+          oldest = i;
+        }
       }
-      if (!pwc_tags_[i]) {
-        if (empty == SIZE_MAX) empty = i;
-      } else if (pwc_last_use_[i] < pwc_last_use_[oldest] || !pwc_tags_[oldest]) {
-        oldest = i;
-      }
+      victim = empty != SIZE_MAX ? empty : oldest;
+      // A line taken for this level may have held a higher level this walk also fills.
+      for (std::uint32_t up = level + 1; up < cfg_.walk_levels; ++up)
+        if (holder[up] == victim) holder[up] = SIZE_MAX;
     }
-    if (victim == SIZE_MAX) victim = empty != SIZE_MAX ? empty : oldest;
-    pwc_tags_[victim] = t;
+    pwc_tags_[victim] = want[level];
     pwc_last_use_[victim] = ++pwc_clock_;
   }
 }

@@ -5,13 +5,12 @@
 namespace podsim {
 
 Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig& link,
-               Time tx_delay, Bytes queue_capacity, Rng rng, Send send)
+               Time tx_delay, Bytes queue_capacity, Rng rng)
     : port_(port),
       costs_(port),
       tx_delay_(tx_delay),
       capacity_(queue_capacity.count()),
       rng_(rng),
-      send_(std::move(send)),
       flit_error_(flit_error_probability(link, port)),
       replay_penalty_(replay_penalty(link, port)),
       stats_(name),
@@ -138,7 +137,7 @@ void Egress::commit(std::size_t tc, Time now) {
   if (also_delay_) also_delay_->record(now - q.since);
   if (also_class_delay_) (*also_class_delay_)[tc]->record(now - q.since);
 
-  send_(*q.gp, now + tx_delay_ + penalty);
+  link_->send(side_, *q.gp, now + tx_delay_ + penalty);
   if (on_space_) on_space_();
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "fabric/fabric_config.hpp"
+#include "fabric/link.hpp"
 #include "fabric/traffic.hpp"
 #include "sim/base/fifo.hpp"
 #include "sim/base/rng.hpp"
@@ -32,14 +33,16 @@ namespace podsim {
 
 class Egress {
  public:
-  // Called when a packet is committed to the wire: its head leaves at `head_departs`.
-  using Send = std::function<void(tlm::tlm_generic_payload& gp, Time head_departs)>;
-
   // `tx_delay`: added to the head's departure (a GPU port's pipeline and SerDes; 0 for a
   // switch output, whose port-to-port latency includes it). `queue_capacity` bounds each
   // class's queue in TL bytes (0: unbounded).
   Egress(const std::string& name, const PortConfig& port, const LinkConfig& link, Time tx_delay,
-         Bytes queue_capacity, Rng rng, Send send);
+         Bytes queue_capacity, Rng rng);
+  // Packets committed to the wire leave on end `side` of `link`.
+  void connect(Link& link, Link::Side side) {
+    link_ = &link;
+    side_ = side;
+  }
   Egress(const Egress&) = delete;
   Egress& operator=(const Egress&) = delete;
 
@@ -90,7 +93,8 @@ class Egress {
   Time tx_delay_;
   std::uint64_t capacity_;
   Rng rng_;
-  Send send_;
+  Link* link_ = nullptr;
+  Link::Side side_ = Link::A;
   std::function<void()> on_space_;
   Distribution* also_delay_ = nullptr;
   const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* also_class_delay_ = nullptr;

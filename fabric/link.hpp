@@ -1,12 +1,14 @@
-// Link: a cable between two link ends (a GPU port and a switch, or two switches), both
-// directions. A packet's head reaches the far end one flight time after it left; a credit
-// return (on the backward path) takes the same flight back. The link adds nothing else.
+// Link: a cable between two link ends (a GPU port and a switch port, or two switch ports),
+// both directions. What it carries is said explicitly (fabric/link_end.hpp): a packet with the
+// time its head leaves, and credits by traffic class. A packet's head reaches the far end one
+// flight time after it left; a credit return takes the same flight back. The link adds
+// nothing else; it counts what it carried and stamps a packet as it goes onto the wire.
 #pragma once
 
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
+#include <array>
 
 #include "fabric/fabric_config.hpp"
+#include "fabric/link_end.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/sc.hpp"
@@ -15,27 +17,38 @@ namespace podsim {
 
 class Link final : public sc_core::sc_module, public HasStats {
  public:
-  tlm_utils::simple_target_socket<Link, 32, PodProtocol> a_in{"a_in"};
-  tlm_utils::simple_initiator_socket<Link, 32, PodProtocol> b_out{"b_out"};
-  tlm_utils::simple_target_socket<Link, 32, PodProtocol> b_in{"b_in"};
-  tlm_utils::simple_initiator_socket<Link, 32, PodProtocol> a_out{"a_out"};
+  enum Side : std::uint8_t { A = 0, B = 1 };
 
   Link(sc_core::sc_module_name name, const LinkConfig& cfg);
+  // End `side` of the link is port `port` of `end`.
+  void attach(Side side, LinkEnd& end, std::uint32_t port);
   Time flight_time() const { return flight_; }
+
+  // A packet from end `from` leaves with its head at `departs`.
+  void send(Side from, tlm::tlm_generic_payload& gp, Time departs) {
+    access_of(gp).stamp(HopKind::Link, departs);
+    (from == A ? packets_ab_ : packets_ba_).inc();
+    const End& to = ends_[1 - from];
+    to.end->receive(to.port, gp, departs + flight_);
+  }
+  // End `from` freed buffer space for `tl` TL bytes of class `tc` at `at`: the credits fly to
+  // the other end.
+  void return_credits(Side from, TrafficClass tc, std::uint64_t tl, Time at) {
+    const End& to = ends_[1 - from];
+    to.end->credits(to.port, tc, tl, at + flight_);
+  }
+
   const StatGroup& stat_group() const override { return stats_; }
 
  private:
-  tlm::tlm_sync_enum forward_ab(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
-                                sc_core::sc_time& d);
-  tlm::tlm_sync_enum forward_ba(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
-                                sc_core::sc_time& d);
-  tlm::tlm_sync_enum credits_to_a(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
-                                  sc_core::sc_time& d);
-  tlm::tlm_sync_enum credits_to_b(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
-                                  sc_core::sc_time& d);
+  void end_of_elaboration() override;
 
+  struct End {
+    LinkEnd* end = nullptr;
+    std::uint32_t port = 0;
+  };
   Time flight_;
-  sc_core::sc_time flight_sc_;
+  std::array<End, 2> ends_{};
   StatGroup stats_;
   Counter packets_ab_{stats_, "packets_a_to_b", "count", "packets carried from end A to end B"};
   Counter packets_ba_{stats_, "packets_b_to_a", "count", "packets carried from end B to end A"};

@@ -17,8 +17,7 @@ FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, 
     UaloeSwitch& sw = *switches_.back();
     for (std::uint32_t g = 0; g < gpus; ++g) {
       Link& l = make_link(fmt::format("link{}", g));
-      l.b_out.bind(sw.in);
-      sw.out.bind(l.b_in);
+      sw.connect(g, l, Link::B);
       sw.set_route(static_cast<AccelId>(g), g);
       sw.set_peer_buffer(g, cfg.port.rx_buffer);
       gpu_links_[g] = &l;
@@ -47,14 +46,14 @@ FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, 
     const std::uint32_t down = std::min(gpus_per_leaf_, gpus - first);
     for (std::uint32_t k = 0; k < down; ++k) {
       Link& link = make_link(fmt::format("link{}", first + k));
-      link.b_out.bind(leaf.in);
-      leaf.out.bind(link.b_in);
+      leaf.connect(k, link, Link::B);
       leaf.set_peer_buffer(k, cfg.port.rx_buffer);
       gpu_links_[first + k] = &link;
     }
     for (std::uint32_t s = 0; s < spines; ++s) {
       Link& up = make_link(fmt::format("uplink{}_{}", l, s));
-      connect(leaf, *switches_[leaves + s], up);
+      leaf.connect(down + s, up, Link::A);
+      switches_[leaves + s]->connect(l, up, Link::B);
       leaf.set_peer_buffer(down + s, cfg.switch_.input_buffer);
       switches_[leaves + s]->set_peer_buffer(l, cfg.switch_.input_buffer);
     }
@@ -75,17 +74,9 @@ Link& FabricPlane::make_link(const std::string& name) {
   return *links_.back();
 }
 
-void FabricPlane::connect(UaloeSwitch& a, UaloeSwitch& b, Link& l) {
-  a.out.bind(l.a_in);
-  l.b_out.bind(b.in);
-  b.out.bind(l.b_in);
-  l.a_out.bind(a.in);
-}
-
 void FabricPlane::attach(UalinkPort& port, AccelId id) {
   Link& link = *gpu_links_.at(id);
-  port.tx.bind(link.a_in);
-  link.a_out.bind(port.rx);
+  port.connect(link, Link::A);
   port.set_peer_buffer(cfg_.switch_.input_buffer);
 }
 

@@ -26,7 +26,6 @@ class FabricPlane final : public sc_core::sc_module {
 
  private:
   Link& make_link(const std::string& name);
-  void connect(UaloeSwitch& a, UaloeSwitch& b, Link& l);  // a port on each, in binding order
 
   FabricConfig cfg_;
   std::uint32_t gpus_per_leaf_;

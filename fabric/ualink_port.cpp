@@ -13,18 +13,18 @@ UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, cons
       cfg_(cfg),
       self_(self),
       egress_("tx", cfg, link, cfg.tx_latency(), Bytes(0),
-              Rng::for_component(seed, std::string(this->name()) + ".tx"),
-              [this](tlm::tlm_generic_payload& gp, Time departs) {
-                tlm::tlm_phase ph = tlm::BEGIN_REQ;
-                sc_core::sc_time d = to_sc(departs - sim_now());
-                tx->nb_transport_fw(gp, ph, d);
-              }) {
+              Rng::for_component(seed, std::string(this->name()) + ".tx")) {
   stats_.add_child(egress_.stats());
   from_gpuvm.register_nb_transport_fw(this, &UalinkPort::outgoing);
   from_mailbox.register_nb_transport_fw(this, &UalinkPort::outgoing_control);
   to_npa_mmu.register_nb_transport_bw(this, &UalinkPort::response_from_memory);
-  rx.register_nb_transport_fw(this, &UalinkPort::incoming);
-  tx.register_nb_transport_bw(this, &UalinkPort::credits);
+}
+
+void UalinkPort::connect(Link& link, Link::Side side) {
+  link_ = &link;
+  side_ = side;
+  egress_.connect(link, side);
+  link.attach(side, *this, 0);
 }
 
 tlm::tlm_sync_enum UalinkPort::outgoing(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
@@ -69,25 +69,19 @@ void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {
   egress_.enqueue(*gp);
 }
 
-tlm::tlm_sync_enum UalinkPort::credits(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                       sc_core::sc_time& d) {
-  const Access& a = access_of(gp);
-  egress_.return_credits(traffic_class(a), egress_.costs().tl_bytes(payload_bytes_on_wire(a)),
-                         sim_now() + from_sc(d));
-  return tlm::TLM_ACCEPTED;
+void UalinkPort::credits(std::uint32_t, TrafficClass tc, std::uint64_t tl, Time at) {
+  egress_.return_credits(tc, tl, at);
 }
 
 // Our receive buffer frees the packet's space at `at`: the credits go back over the link.
 void UalinkPort::return_credits(tlm::tlm_generic_payload& gp, Time at) {
-  tlm::tlm_phase ph = tlm::END_REQ;
-  sc_core::sc_time d = to_sc(at - sim_now());
-  rx->nb_transport_bw(gp, ph, d);
+  const Access& a = access_of(gp);
+  link_->return_credits(side_, traffic_class(a), egress_.costs().tl_bytes(payload_bytes_on_wire(a)),
+                        at);
 }
 
-tlm::tlm_sync_enum UalinkPort::incoming(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                        sc_core::sc_time& d) {
+void UalinkPort::receive(std::uint32_t, tlm::tlm_generic_payload& gp, Time head) {
   Access& a = access_of(gp);
-  const Time head = sim_now() + from_sc(d);
   a.stamp(HopKind::PortRx, head);
   const WireCosts& costs = egress_.costs();
   const std::uint64_t tl = costs.tl_bytes(payload_bytes_on_wire(a));
@@ -103,12 +97,12 @@ tlm::tlm_sync_enum UalinkPort::incoming(tlm::tlm_generic_payload& gp, tlm::tlm_p
       a.kind = PacketKind::Response;
       a.route_to = a.src;
       gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-      tx_queue_.push(ready, &gp);
+      tx_queue_.push(ready, &gp, order_key(gp));
     } else {
       dropped_.inc();
       gp.release();
     }
-    return tlm::TLM_ACCEPTED;
+    return;
   }
   switch (a.kind) {
     case PacketKind::Request: {
@@ -127,7 +121,6 @@ tlm::tlm_sync_enum UalinkPort::incoming(tlm::tlm_generic_payload& gp, tlm::tlm_p
       break;
     }
   }
-  return tlm::TLM_ACCEPTED;
 }
 
 }  // namespace podsim

@@ -1,10 +1,11 @@
 // UalinkPort: one of a GPU's UALink ports (one per switch plane). Transmit side: packets from
 // GpuVm (remote requests), the NPA MMU (responses to remote requesters) and, on plane 0, the
 // mailbox (control) go out through an Egress (traffic classes, credits, serialization after
-// the TL/DL pipeline and SerDes, replay). Receive side: a packet is whole one wire time after
-// its head arrives; after SerDes, FEC and the pipeline it goes to the NPA MMU (a request for
-// our memory), back to GpuVm (a response to one of ours) or to the mailbox (a control
-// command), and its buffer space is returned to the sender as credits.
+// the TL/DL pipeline and SerDes, replay) onto its link. Receive side: a packet is whole one
+// wire time after its head arrives; after SerDes, FEC and the pipeline it goes to the NPA MMU
+// (a request for our memory), back to GpuVm (a response to one of ours) or to the mailbox (a
+// control command), and its buffer space is returned to the sender as credits. Inside the GPU
+// it speaks TLM-2.0; toward the fabric it is a LinkEnd.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
@@ -20,7 +21,7 @@
 
 namespace podsim {
 
-class UalinkPort final : public sc_core::sc_module, public HasStats {
+class UalinkPort final : public sc_core::sc_module, public HasStats, public LinkEnd {
  public:
   // GPU side
   tlm_utils::simple_target_socket<UalinkPort, 32, PodProtocol> from_gpuvm{"from_gpuvm"};
@@ -32,13 +33,11 @@ class UalinkPort final : public sc_core::sc_module, public HasStats {
   tlm_utils::multi_passthrough_initiator_socket<UalinkPort, 32, PodProtocol, 1,
                                                 sc_core::SC_ZERO_OR_MORE_BOUND>
       to_mailbox{"to_mailbox"};
-  // fabric side
-  tlm_utils::simple_initiator_socket<UalinkPort, 32, PodProtocol> tx{"tx"};
-  tlm_utils::simple_target_socket<UalinkPort, 32, PodProtocol> rx{"rx"};
-
   UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, const LinkConfig& link,
              AccelId self, std::uint64_t seed);
 
+  // The fabric side: end `side` of `link`.
+  void connect(Link& link, Link::Side side);
   // The receiver at the far end has `per_class` bytes of buffer per traffic class.
   void set_peer_buffer(Bytes per_class) { egress_.set_peer_buffer(per_class); }
   // A port that is down (its GPU is being reset) sends and takes nothing, except that it
@@ -57,14 +56,16 @@ class UalinkPort final : public sc_core::sc_module, public HasStats {
                                       sc_core::sc_time& d);
   tlm::tlm_sync_enum response_from_memory(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                           sc_core::sc_time& d);
-  tlm::tlm_sync_enum incoming(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
-                              sc_core::sc_time& d);
-  tlm::tlm_sync_enum credits(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  // LinkEnd
+  void receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head) override;
+  void credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl, Time at) override;
   void transmit(tlm::tlm_generic_payload* gp);
   void return_credits(tlm::tlm_generic_payload& gp, Time at);
 
   PortConfig cfg_;
   AccelId self_;
+  Link* link_ = nullptr;
+  Link::Side side_ = Link::A;
   bool down_ = false;
   StatGroup stats_;
   Egress egress_;

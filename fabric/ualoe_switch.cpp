@@ -15,6 +15,7 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
       port_cfg_(port_cfg),
       costs_(port_cfg),
       routes_(kMaxAccels),
+      wires_(used_ports),
       inputs_(used_ports),
       waiting_for_(used_ports),
       arrivals_([this](const Arrival& a) { arrive(a); }, 256) {
@@ -24,22 +25,27 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
     class_delay_[tc] = std::make_unique<Distribution>(
         stats_, "output_queue_delay." + std::string(traffic_class_name(tc)), "ns",
         "time packets of this traffic class waited in output queues, all outputs", kPsPerNs);
-  in.register_nb_transport_fw(this, &UaloeSwitch::fw);
-  out.register_nb_transport_bw(this, &UaloeSwitch::bw);
   for (std::uint32_t i = 0; i < used_ports; ++i) {
     const std::string port = "port" + std::to_string(i);
     outputs_.push_back(
         std::make_unique<Egress>(port, port_cfg, link_cfg, Time{}, cfg.output_buffer,
-                                 Rng::for_component(seed, std::string(this->name()) + "." + port),
-                                 [this, i](tlm::tlm_generic_payload& gp, Time departs) {
-                                   tlm::tlm_phase ph = tlm::BEGIN_REQ;
-                                   sc_core::sc_time d = to_sc(departs - sim_now());
-                                   out[static_cast<int>(i)]->nb_transport_fw(gp, ph, d);
-                                 }));
+                                 Rng::for_component(seed, std::string(this->name()) + "." + port)));
     outputs_.back()->set_on_space([this, i] { output_has_space(i); });
     outputs_.back()->also_record_delay(&queue_delay_, &class_delay_);
     stats_.add_child(outputs_.back()->stats());
   }
+}
+
+void UaloeSwitch::connect(std::uint32_t port, Link& link, Link::Side side) {
+  wires_.at(port) = Wire{&link, side};
+  outputs_[port]->connect(link, side);
+  link.attach(side, *this, port);
+}
+
+void UaloeSwitch::end_of_elaboration() {
+  for (std::size_t p = 0; p < wires_.size(); ++p)
+    if (!wires_[p].link)
+      throw std::logic_error(std::string(name()) + ": port " + std::to_string(p) + " has no link");
 }
 
 void UaloeSwitch::set_route(AccelId dst, std::uint32_t first, std::uint32_t count) {
@@ -68,26 +74,19 @@ std::uint32_t UaloeSwitch::pick_output(const Access& a) const {
   return r.first + static_cast<std::uint32_t>(h % r.count);
 }
 
-tlm::tlm_sync_enum UaloeSwitch::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                   sc_core::sc_time& d) {
-  const Time head = sim_now() + from_sc(d);
+void UaloeSwitch::receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head) {
   access_of(gp).stamp(HopKind::Switch, head);
-  arrivals_.push(head + cfg_.latency, Arrival{&gp, id}, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  arrivals_.push(head + cfg_.latency, Arrival{&gp, port}, order_key(gp));
 }
 
-// A credit return from the receiver on output `id`.
-tlm::tlm_sync_enum UaloeSwitch::bw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                   sc_core::sc_time& d) {
-  const Access& a = access_of(gp);
-  outputs_[static_cast<std::size_t>(id)]->return_credits(traffic_class(a), tl_of(a),
-                                                         sim_now() + from_sc(d));
-  return tlm::TLM_ACCEPTED;
+// A credit return from the receiver on output `port`.
+void UaloeSwitch::credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl, Time at) {
+  outputs_[port]->return_credits(tc, tl, at);
 }
 
 void UaloeSwitch::arrive(const Arrival& arr) {
   const Access& a = access_of(*arr.gp);
-  const auto in = static_cast<std::uint32_t>(arr.input);
+  const std::uint32_t in = arr.input;
   const std::uint32_t o = pick_output(a);
   const auto tc = static_cast<std::size_t>(traffic_class(a));
   auto& q = inputs_[in][tc];
@@ -104,9 +103,8 @@ void UaloeSwitch::arrive(const Arrival& arr) {
 void UaloeSwitch::move(std::uint32_t in, tlm::tlm_generic_payload& gp, std::uint32_t o) {
   forwarded_.inc();
   // The packet leaves the input buffer: its credits go back upstream (the link adds flight).
-  tlm::tlm_phase ph = tlm::END_REQ;
-  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-  this->in[static_cast<int>(in)]->nb_transport_bw(gp, ph, d);
+  const Access& a = access_of(gp);
+  wires_[in].link->return_credits(wires_[in].side, traffic_class(a), tl_of(a), sim_now());
   outputs_[o]->enqueue(gp);
 }
 

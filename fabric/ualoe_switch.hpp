@@ -14,15 +14,13 @@
 // sender upstream stops: back-pressure, never loss.
 #pragma once
 
-#include <tlm_utils/multi_passthrough_initiator_socket.h>
-#include <tlm_utils/multi_passthrough_target_socket.h>
-
 #include <array>
 #include <memory>
 #include <vector>
 
 #include "fabric/egress.hpp"
 #include "fabric/fabric_config.hpp"
+#include "fabric/link.hpp"
 #include "sim/base/fifo.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
@@ -30,15 +28,13 @@
 
 namespace podsim {
 
-class UaloeSwitch final : public sc_core::sc_module, public HasStats {
+class UaloeSwitch final : public sc_core::sc_module, public HasStats, public LinkEnd {
  public:
-  // Port i is in[i] (packets arriving) and out[i] (packets leaving), bound in port order.
-  tlm_utils::multi_passthrough_target_socket<UaloeSwitch, 32, PodProtocol> in{"in"};
-  tlm_utils::multi_passthrough_initiator_socket<UaloeSwitch, 32, PodProtocol> out{"out"};
-
   UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg, const PortConfig& port_cfg,
               const LinkConfig& link_cfg, std::uint32_t used_ports, std::uint64_t seed);
 
+  // Port `port` is end `side` of `link` (packets arrive on it and leave through it).
+  void connect(std::uint32_t port, Link& link, Link::Side side);
   // Packets for accelerator `dst` leave through one of ports [first, first + count).
   void set_route(AccelId dst, std::uint32_t first, std::uint32_t count = 1);
   // The receiver on port `port` has `per_class` bytes of buffer per traffic class.
@@ -63,12 +59,16 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats {
   };
   struct Arrival {
     tlm::tlm_generic_payload* gp;
-    int input;
+    std::uint32_t input;
   };
-  tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
-                        sc_core::sc_time& d);
-  tlm::tlm_sync_enum bw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
-                        sc_core::sc_time& d);
+  struct Wire {  // what each port is attached to
+    Link* link = nullptr;
+    Link::Side side = Link::A;
+  };
+  // LinkEnd
+  void receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head) override;
+  void credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl, Time at) override;
+  void end_of_elaboration() override;
   void arrive(const Arrival& a);
   std::uint32_t pick_output(const Access& a) const;
   // Moves input `in`'s waiting packets of class `tc` into their output queues while they fit.
@@ -81,6 +81,7 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats {
   PortConfig port_cfg_;
   WireCosts costs_;
   std::vector<Route> routes_;
+  std::vector<Wire> wires_;  // by port
   std::vector<std::unique_ptr<Egress>> outputs_;
   // per input, per class: packets waiting for room in their output queue
   std::vector<std::array<Fifo<Waiting>, kTrafficClasses>> inputs_;

@@ -18,6 +18,7 @@ void notify_event(sc_core::sc_event& ev, Time delay) {
   else
     ev.notify(to_sc(at - k));
   if (kernel_detail::dispatching) kernel_detail::kernel_touched = true;
+  Dispatcher::get().count_notification();
 }
 
 Dispatcher* Dispatcher::instance_ = nullptr;
@@ -32,7 +33,7 @@ QueueBase::~QueueBase() {
   Dispatcher::get().remove(rank_);
 }
 
-Dispatcher::Dispatcher() : heads_(kBuckets, kNone), bits_(kBuckets / 64, 0) {
+Dispatcher::Dispatcher() : buckets_(kBuckets, kNoChunk), bits_(kBuckets / 64, 0) {
   sc_core::sc_spawn_options opt;
   opt.spawn_method();
   opt.set_sensitivity(&ev_);
@@ -59,18 +60,34 @@ void Dispatcher::run_insert(const Node& n) {
   run_[i] = n;
 }
 
-void Dispatcher::file(std::uint32_t slot) {
-  Slot& s = slots_[slot];
-  const std::int64_t b = bucket_of(s.due);
+std::uint32_t Dispatcher::new_chunk() {
+  if (free_chunks_.empty()) {
+    chunks_.emplace_back();
+    return static_cast<std::uint32_t>(chunks_.size() - 1);
+  }
+  const std::uint32_t c = free_chunks_.back();
+  free_chunks_.pop_back();
+  return c;
+}
+
+void Dispatcher::file(const Node& n) {
+  const std::int64_t b = bucket_of(n.due);
   if (b <= current_) {
-    run_insert(Node{s.due, s.rank, slot});
+    run_insert(n);
   } else if (b < current_ + static_cast<std::int64_t>(kBuckets)) {
     const std::size_t pos = static_cast<std::size_t>(b) & (kBuckets - 1);
-    s.next = heads_[pos];
-    heads_[pos] = slot;
+    std::uint32_t head = buckets_[pos];
+    if (head == kNoChunk || chunks_[head].count == Chunk::kNodes) {
+      const std::uint32_t c = new_chunk();
+      chunks_[c].count = 0;
+      chunks_[c].next = head;
+      buckets_[pos] = head = c;
+    }
+    Chunk& chunk = chunks_[head];
+    chunk.nodes[chunk.count++] = n;
     bits_[pos >> 6] |= 1ull << (pos & 63);
   } else {
-    overflow_.push_back(Node{s.due, s.rank, slot});
+    overflow_.push_back(n);
     std::push_heap(overflow_.begin(), overflow_.end(), kOverflowLater);
   }
 }
@@ -88,11 +105,9 @@ void Dispatcher::push(Time due, std::uint32_t rank, std::uint64_t key, const voi
   Slot& s = slots_[slot];
   s.key = key;
   s.seq = seq_++;
-  s.due = due.as_ps();
-  s.rank = rank;
   if (n) std::memcpy(s.item, item, n);
   ++pending_;
-  file(slot);
+  file(Node{due.as_ps(), rank, slot});
   // While serving, the loop picks up what is due; anything later is armed when it ends.
   if (!running_ && due < armed_) arm();
 }
@@ -120,22 +135,41 @@ bool Dispatcher::load_next(Time limit) {
   }
   if (b > bucket_of(limit.as_ps())) return false;
   current_ = b;
+  const std::size_t pos = static_cast<std::size_t>(b) & (kBuckets - 1);
+  for (std::uint32_t c = buckets_[pos]; c != kNoChunk;) {
+    const Chunk& chunk = chunks_[c];
+    run_.insert(run_.end(), chunk.nodes, chunk.nodes + chunk.count);
+    free_chunks_.push_back(c);
+    c = chunk.next;
+  }
+  buckets_[pos] = kNoChunk;
+  bits_[pos >> 6] &= ~(1ull << (pos & 63));
   // Items of the overflow heap the window now reaches go into the calendar (the ones of this
-  // bucket straight into the run, below).
+  // bucket into the run).
   while (!overflow_.empty() &&
          bucket_of(overflow_.front().due) < current_ + static_cast<std::int64_t>(kBuckets)) {
     const Node n = overflow_.front();
     std::pop_heap(overflow_.begin(), overflow_.end(), kOverflowLater);
     overflow_.pop_back();
-    file(n.slot);
+    if (bucket_of(n.due) == current_)
+      run_.push_back(n);
+    else
+      file(n);
   }
-  const std::size_t pos = static_cast<std::size_t>(b) & (kBuckets - 1);
-  for (std::uint32_t i = heads_[pos]; i != kNone; i = slots_[i].next)
-    run_.push_back(Node{slots_[i].due, slots_[i].rank, i});
-  heads_[pos] = kNone;
-  bits_[pos >> 6] &= ~(1ull << (pos & 63));
-  std::sort(run_.begin(), run_.end(),
-            [this](const Node& x, const Node& y) { return before(y, x); });
+  for (const Node& n : run_)
+    __builtin_prefetch(&slots_[n.slot]);
+  auto later = [this](const Node& x, const Node& y) { return before(y, x); };
+  if (run_.size() <= 32) {  // the usual case: a few items, insertion sort
+    for (std::size_t i = 1; i < run_.size(); ++i) {
+      const Node n = run_[i];
+      std::size_t j = i;
+      for (; j > 0 && later(n, run_[j - 1]); --j)
+        run_[j] = run_[j - 1];
+      run_[j] = n;
+    }
+  } else {
+    std::sort(run_.begin(), run_.end(), later);
+  }
   return true;
 }
 
@@ -144,9 +178,10 @@ Time Dispatcher::next_due() const {
   const std::int64_t b = next_bucket();
   if (b >= 0) {
     std::int64_t due = INT64_MAX;
-    for (std::uint32_t i = heads_[static_cast<std::size_t>(b) & (kBuckets - 1)]; i != kNone;
-         i = slots_[i].next)
-      due = std::min(due, slots_[i].due);
+    for (std::uint32_t c = buckets_[static_cast<std::size_t>(b) & (kBuckets - 1)]; c != kNoChunk;
+         c = chunks_[c].next)
+      for (std::uint32_t i = 0; i < chunks_[c].count; ++i)
+        due = std::min(due, chunks_[c].nodes[i].due);
     return Time::ps(due);
   }
   return overflow_.empty() ? Time::max() : Time::ps(overflow_.front().due);

@@ -39,7 +39,8 @@ namespace podsim {
 struct KernelCounters {
   std::uint64_t serves = 0;         // queue items (and wake-ups) served
   std::uint64_t activations = 0;    // times the SystemC kernel ran the dispatcher
-  std::uint64_t notifications = 0;  // SystemC event notifications the dispatcher made
+  std::uint64_t notifications = 0;  // SystemC event notifications (the dispatcher's own, and
+                                    // every notify_event)
 };
 
 class QueueBase {
@@ -65,6 +66,7 @@ class Dispatcher {
     return *instance_;
   }
   const KernelCounters& counters() const { return counters_; }
+  void count_notification() { ++counters_.notifications; }
   // Items waiting, all queues.
   std::size_t pending() const { return pending_; }
 
@@ -88,15 +90,14 @@ class Dispatcher {
   Time bound(Time kernel) const;
 
   // The items are kept in a calendar: buckets of 2^kBucketShift ps over a window of
-  // kBuckets buckets from the bucket being served (each a list through the slots, with a bit
-  // saying it is not empty), and a heap for items due beyond the window (moved into the
-  // calendar as the window reaches them). The bucket being served is taken out whole and
-  // sorted into the contract's order (the run); items pushed into it while it is served join
-  // the run in their place. A push or a pop costs a few dozen instructions, whatever the
-  // number of items waiting.
+  // kBuckets buckets from the bucket being served (each a list of chunks of small nodes from
+  // one pool, with a bit saying it is not empty; the items themselves wait in slots), and a
+  // heap for items due beyond the window (moved into the calendar as the window reaches them). The
+  // bucket being served is taken out whole and sorted into the contract's order (the run), its
+  // items' slots fetched ahead; items pushed into it while it is served join the run in their
+  // place. A push or a pop costs a few dozen instructions, whatever the number of items waiting.
   static constexpr unsigned kBucketShift = 10;                   // 1.024 ns
   static constexpr std::size_t kBuckets = std::size_t{1} << 14;  // a window of 16.8 us
-  static constexpr std::uint32_t kNone = UINT32_MAX;
   struct Node {
     std::int64_t due;
     std::uint32_t rank;
@@ -105,9 +106,6 @@ class Dispatcher {
   struct Slot {
     std::uint64_t key;
     std::uint64_t seq;
-    std::int64_t due;
-    std::uint32_t rank;
-    std::uint32_t next;  // the next slot in its bucket's list
     alignas(8) unsigned char item[QueueBase::kInlineBytes];
   };
   // The contract's order (the run holds it reversed: the next item at its back).
@@ -120,7 +118,7 @@ class Dispatcher {
     return x.seq < y.seq;
   }
   static std::int64_t bucket_of(std::int64_t due) { return due >> kBucketShift; }
-  void file(std::uint32_t slot);  // into the calendar or the overflow heap
+  void file(const Node& n);  // into the run, the calendar or the overflow heap
   void run_insert(const Node& n);
   // The next non-empty bucket of the calendar after the current one (-1: none).
   std::int64_t next_bucket() const;
@@ -131,11 +129,21 @@ class Dispatcher {
   Time next_due() const;
 
   static Dispatcher* instance_;
-  std::vector<std::uint32_t> heads_;  // per bucket (position bucket % kBuckets): first slot
-  std::vector<std::uint64_t> bits_;   // per bucket: not empty
-  std::int64_t current_ = 0;          // the bucket being (or last) served
-  std::vector<Node> run_;             // its items, the next at the back
-  std::vector<Node> overflow_;        // a min-heap by due of items beyond the window
+  struct Chunk {
+    static constexpr std::uint32_t kNodes = 15;
+    Node nodes[kNodes];
+    std::uint32_t count;
+    std::uint32_t next;  // the bucket's next (older) chunk
+  };
+  static constexpr std::uint32_t kNoChunk = UINT32_MAX;
+  std::uint32_t new_chunk();
+  std::vector<std::uint32_t> buckets_;  // by position (bucket % kBuckets): newest chunk
+  std::vector<Chunk> chunks_;           // the pool; it grows to the working size and stays
+  std::vector<std::uint32_t> free_chunks_;
+  std::vector<std::uint64_t> bits_;  // per position: not empty
+  std::int64_t current_ = 0;         // the bucket being (or last) served
+  std::vector<Node> run_;            // its items, the next at the back
+  std::vector<Node> overflow_;       // a min-heap by due of items beyond the window
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<QueueBase*> queues_;  // by rank

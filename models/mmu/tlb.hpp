@@ -36,8 +36,15 @@ class Tlb {
       throw std::invalid_argument("TLB entries must be a positive multiple of its ways");
     sets_ = entries ? entries / ways_ : 0;
     pow2_ = sets_ && (sets_ & (sets_ - 1)) == 0;
-    tags_.assign(entries, 0);
-    age_.assign(entries, 0);
+    // Rank bits: enough for ways - 1 (none for random replacement).
+    if (policy_ != Replacement::Random)
+      while ((1ull << rank_bits_) < ways_)
+        ++rank_bits_;
+    rank_mask_ = (1ull << rank_bits_) - 1;
+    key_bits_ = 64 - rank_bits_ - 11;
+    tags_.resize(entries);
+    for (std::size_t i = 0; i < tags_.size(); ++i)  // every set's ranks: 0, 1, ..., ways - 1
+      tags_[i] = rank_bits_ ? i % ways_ : 0;
     values_.resize(entries);
   }
 
@@ -53,8 +60,8 @@ class Tlb {
       const std::size_t base = set_of(key, f) * ways_;
       const std::uint64_t* set = &tags_[base];
       for (std::uint32_t w = 0; w < ways_; ++w) {
-        if (set[w] == t) {
-          if (policy_ == Replacement::Lru) age_[base + w] = ++clock_;
+        if ((set[w] & ~rank_mask_) == t) {
+          if (policy_ == Replacement::Lru) to_front(base, base + w);
           return {&values_[base + w], f};
         }
       }
@@ -63,50 +70,51 @@ class Tlb {
   }
 
   // Fills the entry for the fragment of 2^fragment pages holding `page`: the line that holds
-  // it already, else the set's first empty line, else the replacement policy's victim.
+  // it already, else the set's first empty line, else the replacement policy's victim (LRU:
+  // the least recently used way; FIFO: the least recently filled).
   void insert(std::uint32_t space, std::uint64_t page, std::uint8_t fragment, const Value& v) {
     if (sets_ == 0) return;
     const std::uint64_t key = page >> fragment;
     const std::uint64_t t = tag(space, fragment, key);
     const std::size_t base = set_of(key, fragment) * ways_;
-    std::size_t match = SIZE_MAX, empty = SIZE_MAX, oldest = base;
+    std::size_t match = SIZE_MAX, empty = SIZE_MAX, oldest = SIZE_MAX;
     for (std::size_t i = base; i < base + ways_; ++i) {
       const std::uint64_t x = tags_[i];
-      if (x == t) {
+      if ((x & ~rank_mask_) == t) {
         match = i;
         break;
       }
-      if (x == 0) {
+      if (!valid(x)) {
         if (empty == SIZE_MAX) empty = i;
-      } else if (age_[i] < age_[oldest]) {
+      } else if ((x & rank_mask_) == ways_ - 1u) {
         oldest = i;
       }
     }
     std::size_t victim = match != SIZE_MAX ? match : empty;
     if (victim == SIZE_MAX)
       victim = policy_ == Replacement::Random ? base + rng_.below(ways_) : oldest;
-    ++clock_;
-    if (tags_[victim]) --present_[fragment_index(tags_[victim])];
+    if (valid(tags_[victim])) --present_[fragment_index(tags_[victim])];
     ++present_[fragment_index(t)];
-    tags_[victim] = t;
-    age_[victim] = clock_;
+    tags_[victim] = t | (tags_[victim] & rank_mask_);
+    if (rank_bits_) to_front(base, victim);
     values_[victim] = v;
   }
 
   void invalidate_all() {
-    std::fill(tags_.begin(), tags_.end(), 0);
+    for (std::uint64_t& t : tags_)
+      t &= rank_mask_;
     present_.fill(0);
   }
   void invalidate_space(std::uint32_t space) {
     for (std::uint64_t& t : tags_)
-      if (t && space_of(t) == space) drop(t);
+      if (valid(t) && space_of(t) == space) drop(t);
   }
   // Every entry of `space` overlapping pages [first, first + pages).
   void invalidate_range(std::uint32_t space, std::uint64_t first, std::uint64_t pages) {
     for (std::uint64_t& t : tags_) {
-      if (!t || space_of(t) != space) continue;
+      if (!valid(t) || space_of(t) != space) continue;
       const std::uint8_t f = kFragments[fragment_index(t)];
-      const std::uint64_t lo = (t >> kKeyShift) << f, hi = lo + (1ull << f);
+      const std::uint64_t lo = (t >> (rank_bits_ + 11)) << f, hi = lo + (1ull << f);
       if (lo < first + pages && first < hi) drop(t);
     }
   }
@@ -116,21 +124,29 @@ class Tlb {
 
  private:
   static constexpr std::array<std::uint8_t, 3> kFragments{0, 4, 9};  // by fragment index
-  // A line's tag in one word, so a set's tags sit together (8 ways: one cache line): valid
-  // (bit 0), fragment (bits 1-2: 0, 4 or 9), address space (bits 3-18), key (bits 19-63).
-  // 0 is an empty line.
-  static constexpr unsigned kKeyShift = 19;
-  static std::uint64_t tag(std::uint32_t space, std::uint8_t f, std::uint64_t key) {
-    if (space > 0xFFFF || key >> (64 - kKeyShift) || (f != 0 && f != 4 && f != 9))
+  // A line in one word, so a set sits together (8 ways: one cache line) and its replacement
+  // order with it: the line's rank in its set (low bits: 0 is the most recently used, or
+  // filled, way; the ranks of a set are always 0 .. ways - 1), then valid (1 bit), fragment
+  // (2 bits: 0, 4 or 9), address space (8 bits), key (the rest). An empty line keeps its rank.
+  std::uint64_t tag(std::uint32_t space, std::uint8_t f, std::uint64_t key) const {
+    if (space > 0xFF || key >> key_bits_ || (f != 0 && f != 4 && f != 9))
       throw std::out_of_range("TLB: address space, page number or fragment out of range");
     const std::uint64_t fi = f == 0 ? 0 : f == 4 ? 1 : 2;
-    return 1 | fi << 1 | static_cast<std::uint64_t>(space) << 3 | key << kKeyShift;
+    return (1ull | fi << 1 | static_cast<std::uint64_t>(space) << 3 | key << 11) << rank_bits_;
   }
-  static std::uint32_t space_of(std::uint64_t t) { return (t >> 3) & 0xFFFF; }
-  static std::size_t fragment_index(std::uint64_t t) { return (t >> 1) & 3; }
+  bool valid(std::uint64_t t) const { return (t >> rank_bits_) & 1; }
+  std::uint32_t space_of(std::uint64_t t) const { return (t >> (rank_bits_ + 3)) & 0xFF; }
+  std::size_t fragment_index(std::uint64_t t) const { return (t >> (rank_bits_ + 1)) & 3; }
   void drop(std::uint64_t& t) {
     --present_[fragment_index(t)];
-    t = 0;
+    t &= rank_mask_;
+  }
+  // Line `i` becomes its set's most recent; the lines more recent than it move down one.
+  void to_front(std::size_t base, std::size_t i) {
+    const std::uint64_t r = tags_[i] & rank_mask_;
+    for (std::size_t w = base; w < base + ways_; ++w)
+      if ((tags_[w] & rank_mask_) < r) ++tags_[w];
+    tags_[i] &= ~rank_mask_;
   }
   std::uint64_t set_of(std::uint64_t key, std::uint8_t f) const {
     const std::uint64_t h = key ^ (static_cast<std::uint64_t>(f) << 20);
@@ -142,12 +158,11 @@ class Tlb {
   bool pow2_ = false;  // sets is a power of two: a mask picks the set
   Replacement policy_;
   Rng rng_;
-  std::vector<std::uint64_t> tags_;  // what the lookup reads
-  // When each line was last used (LRU) or filled (FIFO): the oldest is the victim.
-  std::vector<std::uint64_t> age_;
+  unsigned rank_bits_ = 0, key_bits_ = 0;
+  std::uint64_t rank_mask_ = 0;
+  std::vector<std::uint64_t> tags_;  // what the lookup reads (and the replacement order)
   std::vector<Value> values_;
   std::array<std::uint32_t, 3> present_{};  // valid lines of each fragment size
-  std::uint64_t clock_ = 0;
 };
 
 }  // namespace podsim

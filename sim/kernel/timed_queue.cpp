@@ -92,8 +92,8 @@ void Dispatcher::file(const Node& n) {
   }
 }
 
-void Dispatcher::push(Time due, std::uint32_t rank, std::uint64_t key, const void* item,
-                      std::size_t n) {
+void Dispatcher::push(Time due, std::uint32_t rank, std::uint64_t key,
+                      const QueueBase::ItemBytes& item) {
   std::uint32_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<std::uint32_t>(slots_.size());
@@ -105,7 +105,7 @@ void Dispatcher::push(Time due, std::uint32_t rank, std::uint64_t key, const voi
   Slot& s = slots_[slot];
   s.key = key;
   s.seq = seq_++;
-  if (n) std::memcpy(s.item, item, n);
+  s.item = item;
   ++pending_;
   file(Node{due.as_ps(), rank, slot});
   // While serving, the loop picks up what is due; anything later is armed when it ends.
@@ -220,12 +220,11 @@ void Dispatcher::run() {
     if (top.due > limit.as_ps()) break;
     run_.pop_back();
     --pending_;
-    alignas(8) unsigned char item[QueueBase::kInlineBytes];
-    std::memcpy(item, slots_[top.slot].item, sizeof item);
+    const QueueBase::ItemBytes item = slots_[top.slot].item;
     free_slots_.push_back(top.slot);
     kernel_detail::dispatch_now = Time::ps(top.due);
     ++counters_.serves;
-    if (QueueBase* q = queues_[top.rank]) q->serve(item);
+    if (QueueBase* q = queues_[top.rank]) q->serve(item.b);
     if (kernel_detail::kernel_touched) {  // a SystemC event now due: do not pass it
       kernel_detail::kernel_touched = false;
       limit = bound(k);

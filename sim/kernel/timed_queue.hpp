@@ -53,9 +53,12 @@ class QueueBase {
   QueueBase();
   friend class Dispatcher;
   static constexpr std::size_t kInlineBytes = 16;
+  struct ItemBytes {
+    alignas(8) unsigned char b[kInlineBytes];
+  };
   // Serves one item (the bytes it was pushed with), due now.
   virtual void serve(const unsigned char* item) = 0;
-  void push_raw(Time due, std::uint64_t key, const void* item, std::size_t bytes);
+  void push_raw(Time due, std::uint64_t key, const ItemBytes& item);
   std::uint32_t rank_;  // creation order: the tie-break between queues
 };
 
@@ -84,7 +87,7 @@ class Dispatcher {
   static void create();
   std::uint32_t add(QueueBase* q);
   void remove(std::uint32_t rank) { queues_[rank] = nullptr; }
-  void push(Time due, std::uint32_t rank, std::uint64_t key, const void* item, std::size_t n);
+  void push(Time due, std::uint32_t rank, std::uint64_t key, const QueueBase::ItemBytes& item);
   void run();
   void arm();
   Time bound(Time kernel) const;
@@ -106,7 +109,7 @@ class Dispatcher {
   struct Slot {
     std::uint64_t key;
     std::uint64_t seq;
-    alignas(8) unsigned char item[QueueBase::kInlineBytes];
+    QueueBase::ItemBytes item;
   };
   // The contract's order (the run holds it reversed: the next item at its back).
   bool before(const Node& a, const Node& b) const {
@@ -157,8 +160,8 @@ class Dispatcher {
   KernelCounters counters_;
 };
 
-inline void QueueBase::push_raw(Time due, std::uint64_t key, const void* item, std::size_t bytes) {
-  Dispatcher::get().push(due, rank_, key, item, bytes);
+inline void QueueBase::push_raw(Time due, std::uint64_t key, const ItemBytes& item) {
+  Dispatcher::get().push(due, rank_, key, item);
 }
 
 // Runs the simulation for `duration` with the dispatcher allowed to run ahead up to its end
@@ -185,8 +188,10 @@ class TimedQueue final : public QueueBase {
   // order of `key` (packets pass their access ID: an order the model fixes), then of arrival.
   void push(Time due, Item item, std::uint64_t key = 0) {
     ++count_;
+    ItemBytes bytes{};
     if constexpr (kInline) {
-      push_raw(due, key, &item, sizeof(Item));
+      std::memcpy(bytes.b, static_cast<const void*>(&item), sizeof(Item));
+      push_raw(due, key, bytes);
     } else {
       std::uint32_t idx;
       if (free_.empty()) {
@@ -197,7 +202,8 @@ class TimedQueue final : public QueueBase {
         free_.pop_back();
         store_[idx] = std::move(item);
       }
-      push_raw(due, key, &idx, sizeof idx);
+      std::memcpy(bytes.b, &idx, sizeof idx);
+      push_raw(due, key, bytes);
     }
   }
 
@@ -232,7 +238,7 @@ class Timer final : public QueueBase {
   void at(Time t) {
     if (t >= pending_) return;
     pending_ = t;
-    push_raw(t, 0, nullptr, 0);
+    push_raw(t, 0, ItemBytes{});
   }
 
  private:

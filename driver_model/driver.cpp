@@ -128,9 +128,14 @@ Task<Result<GemHandle>> Driver::gem_create(ProcessId p, Bytes bytes, Domain doma
     if (!got) co_return Result<GemHandle>{Errno::NoMem, 0};
     vram = std::move(*got);
   }
+  co_return Result<GemHandle>{Errno::Ok, create_gem(p, domain, pages, std::move(vram))};
+}
+
+GemHandle Driver::create_gem(ProcessId p, Domain domain, std::uint64_t pages,
+                             std::vector<std::uint64_t> vram) {
   const std::uint64_t id = new_bo(domain, pages);
   bos_[id].vram_pages = std::move(vram);
-  co_return Result<GemHandle>{Errno::Ok, new_gem(p, id)};
+  return new_gem(p, id);
 }
 
 Task<Errno> Driver::gem_close(ProcessId p, GemHandle gem) {
@@ -154,11 +159,20 @@ Task<Errno> Driver::gem_cpu_map(ProcessId p, GemHandle gem) {
 
 Task<Errno> Driver::gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va) {
   co_await sleep(cfg_.ioctl_latency);
+  const Errno e = map_va(p, gem, va);
+  if (e != Errno::Ok) co_return e;
+  const std::uint64_t pages = bo_of(p, gem)->pages;
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages));
+  co_await sleep(env_.gpuvm_flush_tlb(p, va >> kPageShift, pages, FlushKind::Lightweight));
+  co_return Errno::Ok;
+}
+
+Errno Driver::map_va(ProcessId p, GemHandle gem, std::uint64_t va) {
   Bo* bo = bo_of(p, gem);
-  if (!bo) co_return Errno::NoEnt;
-  if (va % kPageSize != 0) co_return Errno::Inval;
-  if (bo->domain == Domain::Gtt) co_return Errno::OpNotSupp;  // system memory is not modelled
-  if (bo->evicted) co_return Errno::Inval;                    // its access was revoked
+  if (!bo) return Errno::NoEnt;
+  if (va % kPageSize != 0) return Errno::Inval;
+  if (bo->domain == Domain::Gtt) return Errno::OpNotSupp;  // system memory is not modelled
+  if (bo->evicted) return Errno::Inval;                    // its access was revoked
   const std::uint64_t pages = bo->pages;
   const std::uint64_t first = va >> kPageShift;
   const bool vram = bo->domain == Domain::Vram;
@@ -178,9 +192,7 @@ Task<Errno> Driver::gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va) {
   }
   bo->mappings.push_back({p, va});
   ++bo->refs;  // the mapping (bo_va) holds the buffer
-  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages));
-  co_await sleep(env_.gpuvm_flush_tlb(p, first, pages, FlushKind::Lightweight));
-  co_return Errno::Ok;
+  return Errno::Ok;
 }
 
 Task<Errno> Driver::gem_va_unmap(ProcessId p, GemHandle gem, std::uint64_t va) {
@@ -219,21 +231,29 @@ Bytes Driver::gem_size(ProcessId p, GemHandle gem) const {
 
 Task<Result<GemHandle>> Driver::prime_fd_to_handle(ProcessId p, Fd fd) {
   co_await sleep(cfg_.ioctl_latency);
+  co_return gem_of_fd(p, fd);
+}
+
+Result<GemHandle> Driver::gem_of_fd(ProcessId p, Fd fd) {
   Process& proc = process(p);
   auto it = proc.fds.find(fd);
-  if (it == proc.fds.end()) co_return Result<GemHandle>{Errno::Inval, 0};
-  co_return Result<GemHandle>{Errno::Ok, new_gem(p, it->second)};
+  if (it == proc.fds.end()) return Result<GemHandle>{Errno::Inval, 0};
+  return Result<GemHandle>{Errno::Ok, new_gem(p, it->second)};
 }
 
 Task<Errno> Driver::close_fd(ProcessId p, Fd fd) {
   co_await sleep(cfg_.ioctl_latency);
+  co_return drop_fd(p, fd);
+}
+
+Errno Driver::drop_fd(ProcessId p, Fd fd) {
   Process& proc = process(p);
   auto it = proc.fds.find(fd);
-  if (it == proc.fds.end()) co_return Errno::Inval;
+  if (it == proc.fds.end()) return Errno::Inval;
   const std::uint64_t bo = it->second;
   proc.fds.erase(it);
   unref(bo);  // closing fds never sends RELEASE
-  co_return Errno::Ok;
+  return Errno::Ok;
 }
 
 Task<void> Driver::process_exit(ProcessId p) {
@@ -285,6 +305,14 @@ UalinkHandle Driver::new_handle() {
 Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
   const Time t0 = env_.now();
   co_await sleep(cfg_.ioctl_latency);
+  const Result<UalinkHandle> r = create_export(p, gem);
+  export_time_.record(env_.now() - t0);
+  if (r.err == Errno::Ok)
+    env_.note_call("export", t0, fmt::format("{{\"handle_lo\": \"{:#x}\"}}", r.value.lo));
+  co_return r;
+}
+
+Result<UalinkHandle> Driver::create_export(ProcessId p, GemHandle gem) {
   Result<UalinkHandle> r;
   Bo* bo = bo_of(p, gem);
   if (!ualink_active_) {
@@ -309,10 +337,7 @@ Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
     exports_created_.inc();
     r.value = node->handle;
   }
-  export_time_.record(env_.now() - t0);
-  if (r.err == Errno::Ok)
-    env_.note_call("export", t0, fmt::format("{{\"handle_lo\": \"{:#x}\"}}", r.value.lo));
-  co_return r;
+  return r;
 }
 
 std::size_t Driver::importer_count(const UalinkHandle& h) const {
@@ -349,6 +374,12 @@ std::uint64_t Driver::npa_key(AccelId importer, std::uint64_t window_page) const
 }
 
 Task<void> Driver::map_range(const Bo& bo, std::uint64_t key_base, std::uint64_t tag) {
+  map_npa_pages(bo, key_base, tag);
+  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(bo.pages));
+  co_await sleep(env_.npa_flush_tlb());
+}
+
+void Driver::map_npa_pages(const Bo& bo, std::uint64_t key_base, std::uint64_t tag) {
   const std::uint64_t pages = bo.pages;
   auto frame = [&](std::uint64_t i) { return bo.vram_pages[i]; };
   for (std::uint64_t i = 0; i < pages;) {
@@ -356,8 +387,6 @@ Task<void> Driver::map_range(const Bo& bo, std::uint64_t key_base, std::uint64_t
     for (std::uint64_t k = 0; k < (1ull << f); ++k, ++i)
       env_.npa_map(key_base + i, bo.vram_pages[i], tag, f);
   }
-  co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages));
-  co_await sleep(env_.npa_flush_tlb());
 }
 
 void Driver::unmap_range(std::uint64_t key_base, std::uint64_t pages) {
@@ -422,28 +451,10 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   const std::uint64_t tag = node->handle.lo;
   pin(bo);  // once per request
 
-  std::uint64_t window_page = 0;
-  bool fresh_range = false;
-  std::optional<FailReason> failure;
-  if (mode_ == NpaAddrMode::SourceIdentification) {
-    if (node->ident_npa.count(from)) {
-      failure = FailReason::Duplicate;
-    } else if (auto got = window(from).allocate(bo.pages)) {
-      window_page = *got;
-      fresh_range = true;
-      node->ident_npa[from] = window_page;
-    } else {
-      failure = FailReason::NoSpace;
-    }
-  } else if (node->shared_npa) {
-    window_page = *node->shared_npa;
-  } else if (auto got = window(from).allocate(bo.pages)) {
-    window_page = *got;
-    fresh_range = true;
-    node->shared_npa = window_page;
-  } else {
-    failure = FailReason::NoSpace;
-  }
+  const RangeGrant g = allocate_range(*node, from, bo.pages);
+  const std::uint64_t window_page = g.window_page;
+  const bool fresh_range = g.fresh;
+  const std::optional<FailReason> failure = g.failure;
   if (failure) {
     unpin(bo);
     co_await fail(*failure);
@@ -477,6 +488,30 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
     node->gen[from] = gen;
   }
   put_export(node);
+}
+
+Driver::RangeGrant Driver::allocate_range(ExportNode& node, AccelId from, std::uint64_t pages) {
+  RangeGrant g;
+  if (mode_ == NpaAddrMode::SourceIdentification) {
+    if (node.ident_npa.count(from)) {
+      g.failure = FailReason::Duplicate;
+    } else if (auto got = window(from).allocate(pages)) {
+      g.window_page = *got;
+      g.fresh = true;
+      node.ident_npa[from] = g.window_page;
+    } else {
+      g.failure = FailReason::NoSpace;
+    }
+  } else if (node.shared_npa) {
+    g.window_page = *node.shared_npa;
+  } else if (auto got = window(from).allocate(pages)) {
+    g.window_page = *got;
+    g.fresh = true;
+    node.shared_npa = g.window_page;
+  } else {
+    g.failure = FailReason::NoSpace;
+  }
+  return g;
 }
 
 // ---- revoke --------------------------------------------------------------------------------
@@ -733,15 +768,19 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
   // driver's internal client and a dma-buf, which the node keeps.
   co_await sleep(cfg_.alloc_latency);
   if (node->state == ImportState::Teardown) co_return abandon(Errno::Inval);
-  const std::uint64_t bo = new_bo(Domain::Npa, node->size_pages);
-  bos_[bo].npa_page = node->npa_page;
-  node->bo = bo;
-  ++bos_[bo].refs;  // the node's reference
-  node->state = ImportState::Ready;
-  Fd fd = new_fd(p, bo);
+  const Fd fd = finish_import(p, *node);
   import_time_.record(env_.now() - t0);
   env_.note_call("import", t0, fmt::format("{{\"exporter\": {}}}", h.exporter()));
   co_return Result<Fd>{Errno::Ok, fd};
+}
+
+Fd Driver::finish_import(ProcessId p, ImportNode& node) {
+  const std::uint64_t bo = new_bo(Domain::Npa, node.size_pages);
+  bos_[bo].npa_page = node.npa_page;
+  node.bo = bo;
+  ++bos_[bo].refs;  // the node's reference
+  node.state = ImportState::Ready;
+  return new_fd(p, bo);
 }
 
 void Driver::on_npa_rsp(AccelId from, const Message& m) {
@@ -1125,6 +1164,159 @@ Holdings Driver::holdings() const {
   const std::size_t running = runner_.running();
   h.busy_tasks = running > workers ? running - workers : 0;
   return h;
+}
+
+}  // namespace podsim::driver
+
+namespace podsim::driver {
+
+// ---- direct setup ------------------------------------------------------------------------------
+
+Result<GemHandle> Driver::direct_gem_create(ProcessId p, std::vector<std::uint64_t> vram_pages) {
+  if (vram_pages.empty()) return Result<GemHandle>{Errno::Inval, 0};
+  const std::uint64_t pages = vram_pages.size();
+  return Result<GemHandle>{Errno::Ok, create_gem(p, Domain::Vram, pages, std::move(vram_pages))};
+}
+
+Errno Driver::direct_gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va) {
+  const Errno e = map_va(p, gem, va);
+  if (e == Errno::Ok)
+    env_.gpuvm_flush_tlb(p, va >> kPageShift, bo_of(p, gem)->pages, FlushKind::Lightweight);
+  return e;
+}
+
+Result<UalinkHandle> Driver::direct_export(ProcessId p, GemHandle gem) {
+  if (!ualink_active_) return Result<UalinkHandle>{Errno::OpNotSupp, {}};
+  return create_export(p, gem);
+}
+
+void Driver::direct_connect(AccelId peer) {
+  if (conns_[peer].state != ConnState::Established) established(peer);
+}
+
+Result<Driver::NpaGrant> Driver::direct_grant(AccelId from, const UalinkHandle& h) {
+  Result<NpaGrant> r;
+  if (conns_[from].state != ConnState::Established) {
+    r.err = Errno::TimedOut;  // the request would be dropped and the importer time out
+    return r;
+  }
+  auto it = exports_.find(h.lo);
+  if (!vpod_.contains(from) || it == exports_.end() || it->second->handle.hi != h.hi) {
+    r.err = Errno::Inval;  // NPA_FAIL
+    return r;
+  }
+  ExportPtr node = it->second;
+  ++node->refs;
+  Bo& bo = bos_.at(node->bo);
+  pin(bo);
+  const RangeGrant g = allocate_range(*node, from, bo.pages);
+  if (g.failure) {
+    unpin(bo);
+    put_export(node);
+    r.err = errno_of(*g.failure);
+    return r;
+  }
+  if (g.fresh) {
+    map_npa_pages(bo, npa_key(from, g.window_page), node->handle.lo);
+    env_.npa_flush_tlb();
+  }
+  if (!node->importers[from]) {
+    node->importers[from] = true;
+    node->gen[from] = conns_[from].generation;
+  }
+  r.value =
+      NpaGrant{static_cast<std::uint32_t>(g.window_page), static_cast<std::uint32_t>(bo.pages)};
+  put_export(node);
+  return r;
+}
+
+Result<Fd> Driver::direct_import(ProcessId p, const UalinkHandle& h, const NpaGrant& g) {
+  const AccelId r = h.exporter();
+  if (!ualink_active_) return Result<Fd>{Errno::OpNotSupp, -1};
+  if (r >= cfg_.accel_max || !vpod_.contains(r)) return Result<Fd>{Errno::Inval, -1};
+  if (imports_.count(h.lo)) return Result<Fd>{Errno::Busy, -1};  // only first imports here
+  if (g.npa_page == 0 || g.size_pages == 0 || (g.npa_page & kNpaWindowPageMask) == 0)
+    return Result<Fd>{Errno::Inval, -1};
+  auto node = std::make_shared<ImportNode>();
+  node->handle = h;
+  node->npa_page = g.npa_page | (static_cast<std::uint64_t>(r) << kNpaWindowPageBits);
+  node->size_pages = g.size_pages;
+  imports_[h.lo] = node;
+  imports_first_.inc();
+  return Result<Fd>{Errno::Ok, finish_import(p, *node)};
+}
+
+// ---- state digest ------------------------------------------------------------------------------
+
+void Driver::digest(Digest& d) const {
+  auto sorted_keys = [](const auto& map) {
+    std::vector<std::uint64_t> keys;
+    for (const auto& kv : map)
+      keys.push_back(kv.first);
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  auto bits = [&](const std::vector<bool>& v) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (v[i]) d.add(i);
+    d.add(UINT64_MAX);
+  };
+  d.add("buffers").add(next_bo_).add(rng_.state());
+  for (std::uint64_t id : sorted_keys(bos_)) {
+    const Bo& b = bos_.at(id);
+    d.add(b.id).add(static_cast<std::uint64_t>(b.domain)).add(b.pages).add(b.npa_page);
+    d.add(b.refs).add(b.handle_count).add(b.pins).add(b.evicted);
+    d.add(b.vram_pages.size());
+    for (std::uint64_t p : b.vram_pages)
+      d.add(p);
+    d.add(b.ualink ? b.ualink->lo : 0).add(b.ualink ? b.ualink->hi : 0);
+    for (const Mapping& m : b.mappings)
+      d.add(m.process).add(m.va);
+    d.add(UINT64_MAX);
+  }
+  d.add("processes");
+  for (const auto& [p, proc] : processes_) {
+    d.add(p).add(proc.next_gem).add(static_cast<std::uint64_t>(proc.next_fd));
+    for (const auto& [g, bo] : proc.gems)
+      d.add(g).add(bo);
+    d.add(UINT64_MAX);
+    for (const auto& [fd, bo] : proc.fds)
+      d.add(static_cast<std::uint64_t>(fd)).add(bo);
+    d.add(UINT64_MAX);
+  }
+  auto export_node = [&](const ExportNode& n) {
+    d.add(n.handle.lo).add(n.handle.hi).add(n.bo).add(n.refs).add(n.revoked).add(n.cleaning);
+    bits(n.importers);
+    for (std::size_t i = 0; i < n.importers.size(); ++i)
+      if (n.importers[i]) d.add(n.gen[i]);
+    bits(n.pending);
+    d.add(n.shared_npa ? *n.shared_npa + 1 : 0);
+    for (const auto& [imp, page] : n.ident_npa)
+      d.add(imp).add(page);
+    d.add(UINT64_MAX);
+  };
+  d.add("exports");
+  for (std::uint64_t lo : sorted_keys(exports_))
+    export_node(*exports_.at(lo));
+  d.add("revoking");
+  for (std::uint64_t lo : sorted_keys(invalid_))
+    export_node(*invalid_.at(lo));
+  d.add("imports");
+  for (std::uint64_t lo : sorted_keys(imports_)) {
+    const ImportNode& n = *imports_.at(lo);
+    d.add(n.handle.lo).add(n.handle.hi).add(static_cast<std::uint64_t>(n.state)).add(n.npa_page);
+    d.add(n.size_pages).add(n.bo).add(n.fail ? static_cast<std::uint64_t>(*n.fail) + 1 : 0);
+  }
+  d.add("connections");
+  for (std::size_t peer = 0; peer < conns_.size(); ++peer)
+    if (conns_[peer].state != ConnState::NotReady || conns_[peer].generation != 0)
+      d.add(peer).add(static_cast<std::uint64_t>(conns_[peer].state)).add(conns_[peer].generation);
+  d.add("windows");
+  for (const auto& [owner, w] : windows_) {
+    d.add(owner);
+    w.digest(d);
+  }
+  d.add("work").add(irq_queue_.size()).add(cleanup_queue_.size());
 }
 
 }  // namespace podsim::driver

@@ -29,6 +29,7 @@
 #include "driver_model/messages.hpp"
 #include "driver_model/npa_allocator.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
+#include "sim/base/digest.hpp"
 #include "sim/base/rng.hpp"
 #include "sim/base/stats.hpp"
 
@@ -88,6 +89,29 @@ class Driver {
   // The process exits: its mappings, fds and GEM handles go, as the kernel closes them.
   Task<void> process_exit(ProcessId p);
 
+  // ---- direct setup ------------------------------------------------------------------------
+  // The state the user API and the protocol leave behind, reached without their messages or
+  // their time (workload.setup = direct): each call makes the same table, page-table and pin
+  // changes as its protocol counterpart, through the same code, and returns what it would.
+  // The caller pairs them as the protocol does (a connection on both sides, a grant at the
+  // exporter for each import).
+  Result<GemHandle> direct_gem_create(ProcessId p, std::vector<std::uint64_t> vram_pages);
+  Errno direct_gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va);
+  Result<UalinkHandle> direct_export(ProcessId p, GemHandle gem);
+  // As HELLO and HELLO_ACK leave a connection: ESTABLISHED, one generation on.
+  void direct_connect(AccelId peer);
+  struct NpaGrant {
+    std::uint32_t npa_page = 0;  // in the exporter's window (as NPA_RSP carries it)
+    std::uint32_t size_pages = 0;
+  };
+  // As an NPA_REQ from `importer` for `h` leaves the exporter (pinned, range mapped,
+  // importer recorded): the NPA_RSP it would send, or the errno the importer would get.
+  Result<NpaGrant> direct_grant(AccelId importer, const UalinkHandle& h);
+  // As the import of `h` ends at the importer once the exporter granted `g`: a dma-buf fd.
+  Result<Fd> direct_import(ProcessId p, const UalinkHandle& h, const NpaGrant& g);
+  Result<GemHandle> direct_prime_fd_to_handle(ProcessId p, Fd fd) { return gem_of_fd(p, fd); }
+  Errno direct_close_fd(ProcessId p, Fd fd) { return drop_fd(p, fd); }
+
   // ---- firmware ---------------------------------------------------------------------------
   // An INT command from `from`'s driver; the IRQ worker handles messages in arrival order.
   void on_interrupt(AccelId from, const Dwords& dw);
@@ -114,6 +138,9 @@ class Driver {
   bool quiescent() const;
   // Everything still held: buffers, pins, NPA ranges, table entries, handles, waiters.
   Holdings holdings() const;
+  // The driver's state: buffers, processes' handles and fds, the export and import tables,
+  // connections and their generations, NPA windows, pending work, the handle generator.
+  void digest(Digest& d) const;
   const StatGroup& stats() const { return stats_; }
   const Distribution& import_time() const { return import_time_; }
   const Distribution& import_repeat_time() const { return import_repeat_time_; }
@@ -198,6 +225,21 @@ class Driver {
   void on_npa_fail(AccelId from, const Message& m);
   Task<void> on_npa_revoke(AccelId from, const Message& m);
   void on_npa_release(AccelId from, const Message& m);
+  // the synchronous cores of the user calls and messages (shared with direct setup)
+  GemHandle create_gem(ProcessId p, Domain domain, std::uint64_t pages,
+                       std::vector<std::uint64_t> vram);
+  Errno map_va(ProcessId p, GemHandle gem, std::uint64_t va);
+  Result<GemHandle> gem_of_fd(ProcessId p, Fd fd);
+  Errno drop_fd(ProcessId p, Fd fd);
+  Result<UalinkHandle> create_export(ProcessId p, GemHandle gem);
+  struct RangeGrant {
+    std::optional<FailReason> failure;
+    std::uint64_t window_page = 0;
+    bool fresh = false;  // a new range (to be mapped), not the shared one again
+  };
+  RangeGrant allocate_range(ExportNode& node, AccelId from, std::uint64_t pages);
+  void map_npa_pages(const Bo& bo, std::uint64_t key_base, std::uint64_t tag);
+  Fd finish_import(ProcessId p, ImportNode& node);
   // export side
   void revoke(Bo& bo);
   void put_export(const ExportPtr& node);

@@ -8,6 +8,8 @@
 #include <map>
 #include <optional>
 
+#include "sim/base/digest.hpp"
+
 namespace podsim::driver {
 
 class NpaRangeAllocator {
@@ -24,6 +26,13 @@ class NpaRangeAllocator {
 
   std::uint64_t free_pages() const { return free_pages_; }
   std::uint64_t allocated_ranges() const { return allocated_.size(); }
+  void digest(Digest& d) const {
+    for (const auto& [start, len] : free_)
+      d.add(start).add(len);
+    d.add(allocated_.size());
+    for (const auto& [start, len] : allocated_)
+      d.add(start).add(len);
+  }
 
  private:
   std::map<std::uint64_t, std::uint64_t> free_;       // start -> length

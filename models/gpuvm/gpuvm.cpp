@@ -120,4 +120,16 @@ const PageTable* GpuVm::page_table(std::uint16_t vmid) const {
   return vmid < tables_.size() ? tables_[vmid].get() : nullptr;
 }
 
+void GpuVm::digest(Digest& d) const {
+  for (std::size_t vmid = 0; vmid < tables_.size(); ++vmid)
+    if (tables_[vmid]) {
+      d.add(vmid);
+      tables_[vmid]->digest(d);
+    }
+}
+
+void GpuVm::digest_caches(Digest& d) const {
+  mmu_.digest(d);
+}
+
 }  // namespace podsim

@@ -54,6 +54,10 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   void reset();
   const PageTable* page_table(std::uint16_t vmid) const;
   const std::vector<FaultRecord>& fault_log() const { return fault_log_; }
+  // Page tables (every address space); what the MMU has cached (TLBs, page-walk cache,
+  // walkers).
+  void digest(Digest& d) const;
+  void digest_caches(Digest& d) const;
 
   const StatGroup& stat_group() const override { return stats_; }
   const GpuVmConfig& config() const { return cfg_; }

@@ -154,4 +154,35 @@ void FirmwareMailbox::reset() {
   firmware_free_ = sim_now();
 }
 
+void FirmwareMailbox::digest(Digest& d) const {
+  for (const PeerRings* side : {&tx_, &rx_}) {
+    for (std::size_t peer = 0; peer < side->size(); ++peer) {
+      if (!(*side)[peer]) continue;
+      for (unsigned ring = 0; ring < kRings; ++ring) {
+        const RingState& r = (*(*side)[peer])[ring];
+        if (!r.started) continue;
+        std::uint64_t pending = 0;
+        for (bool f : r.filled)
+          pending += f;
+        d.add(peer).add(ring).add(r.in_flight).add(pending);
+      }
+    }
+    d.add(UINT64_MAX);
+  }
+}
+
+void FirmwareMailbox::direct_ring(AccelId peer, unsigned ring, bool sender,
+                                  std::uint32_t commands) {
+  RingState& r = ring_state(sender ? tx_ : rx_, peer, ring);
+  r.started = true;
+  if (sender) {
+    r.next_seq = commands;
+    r.in_flight = 0;
+  } else {
+    r.slots.assign(cfg_.ring_slots, FwCommand{});
+    r.filled.assign(cfg_.ring_slots, false);
+    r.consumed = commands;
+  }
+}
+
 }  // namespace podsim

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "models/mailbox/mailbox_config.hpp"
+#include "sim/base/digest.hpp"
 #include "sim/base/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
@@ -63,6 +64,14 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   void reset();
   void set_down(bool down) { down_ = down; }
   std::uint32_t in_flight(AccelId dst, unsigned ring) const;
+  // Which rings are set up on each side, and what is in them. Not their sequence numbers: those
+  // count the commands a ring has carried (handshake retries included), which decides nothing
+  // later (a slot is a sequence number modulo the ring size, and every command is matched to
+  // its write-back by its own number).
+  void digest(Digest& d) const;
+  // As a ring left set up by `commands` commands, nothing in flight, on the sending side
+  // (sender) or the receiving side (receiver): what direct setup leaves.
+  void direct_ring(AccelId peer, unsigned ring, bool sender, std::uint32_t commands);
 
   const StatGroup& stat_group() const override { return stats_; }
 

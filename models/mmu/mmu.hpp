@@ -86,6 +86,14 @@ class MmuCore {
 
   MmuCore(const MmuConfig& cfg, Rng rng);
 
+  // Entries cached (TLBs and page-walk cache), and when each walker is next free.
+  void digest(Digest& d) const {
+    d.add(l1_.valid_entries()).add(l2_.valid_entries());
+    for (std::uint64_t t : pwc_tags_)
+      d.add(t);
+    for (Time w : walker_free_)
+      d.add(static_cast<std::uint64_t>(w.as_ps()));
+  }
   // Translates `page` of address space `space` at `now` through `table` (null: empty).
   Outcome translate(std::uint32_t space, std::uint64_t page, Time now, const PageTable* table);
   // Invalidates cached translations (of every space, or one; of a range of pages, or all).

@@ -7,8 +7,13 @@
 // fragment 4; 2 MiB: fragment 9, which also ends the walk one level early, as a huge page).
 #pragma once
 
+#include <algorithm>
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "sim/base/digest.hpp"
 
 namespace podsim {
 
@@ -45,6 +50,21 @@ class PageTable {
   }
   std::size_t mapped_pages() const { return ptes_.size(); }
   void clear() { ptes_.clear(); }
+  // Every mapping, in page order.
+  void digest(Digest& d) const {
+    std::vector<std::pair<std::uint64_t, Pte>> all(ptes_.begin(), ptes_.end());
+    std::sort(all.begin(), all.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    d.add(all.size());
+    for (const auto& [page, p] : all)
+      d.add(page)
+          .add(static_cast<std::uint64_t>(p.target))
+          .add(p.writable)
+          .add(p.retry)
+          .add(p.fragment)
+          .add(p.frame)
+          .add(p.tag);
+  }
   template <class Fn>
   void for_each(Fn&& fn) const {
     for (const auto& [page, pte] : ptes_)

@@ -120,6 +120,7 @@ class Tlb {
   }
 
   std::uint32_t sets() const { return sets_; }
+  std::uint64_t valid_entries() const { return present_[0] + present_[1] + present_[2]; }
   std::uint32_t ways() const { return ways_; }
 
  private:

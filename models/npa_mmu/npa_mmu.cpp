@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <string>
 
 namespace podsim {
@@ -117,6 +119,24 @@ void NpaMmu::reset() {
   table_.clear();
   released_.clear();
   mmu_.flush(FlushKind::Heavyweight);
+}
+
+void NpaMmu::digest(Digest& d) const {
+  table_.digest(d);
+  std::vector<std::uint64_t> tags;
+  for (const auto& kv : released_)
+    tags.push_back(kv.first);
+  std::sort(tags.begin(), tags.end());
+  for (std::uint64_t t : tags) {
+    d.add(t);
+    const std::vector<bool>& v = released_.at(t);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (v[i]) d.add(i);
+  }
+}
+
+void NpaMmu::digest_caches(Digest& d) const {
+  mmu_.digest(d);
 }
 
 }  // namespace podsim

@@ -126,4 +126,18 @@ bool VramPageAllocator::is_free(std::uint64_t page) const {
   return page < it->first + it->second;
 }
 
+void VramPageAllocator::digest(Digest& d) const {
+  d.add(total_).add(clean_).add(rng_.state());
+  for (const auto& [start, len] : free_)
+    d.add(start).add(len);
+  d.add(dirty_.size());
+  for (std::uint64_t p : dirty_)
+    d.add(p);
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> pins(pins_.begin(), pins_.end());
+  std::sort(pins.begin(), pins.end());
+  d.add(pins.size());
+  for (const auto& [page, n] : pins)
+    d.add(page).add(n);
+}
+
 }  // namespace podsim

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/base/digest.hpp"
 #include "sim/base/rng.hpp"
 
 namespace podsim {
@@ -46,6 +47,8 @@ class VramPageAllocator {
   std::uint64_t clean_pages() const { return clean_; }
   std::uint64_t dirty_pages() const { return dirty_.size(); }
   bool is_free(std::uint64_t page) const;  // clean
+  // Everything that decides what it hands out next: free extents, dirty pages, pins, RNG.
+  void digest(Digest& d) const;
 
  private:
   void insert_free(std::uint64_t start, std::uint64_t len);

@@ -52,6 +52,11 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void write_bytes(std::uint64_t pa, const unsigned char* in, std::size_t n);
   const VramDataStore& data() const { return data_; }
 
+  // The page allocator, allocations waiting, and the clearing engine.
+  void digest(Digest& d) const {
+    alloc_.digest(d);
+    d.add(waiters_.size()).add(clearing_);
+  }
   // Device reset: every page free and clean (the device scrubs), contents gone.
   void reset();
 

@@ -42,6 +42,8 @@ class Rng {
     }
     return static_cast<std::uint64_t>(m >> 64);
   }
+  // Where the sequence is (for state digests).
+  std::uint64_t state() const { return state_; }
   // Uniform in [0, 1).
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 

@@ -87,7 +87,11 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
         "trace-sample", po::value<std::uint64_t>()->default_value(100),
         "with --trace: one access in this many per GPU")(
         "trace-max-events", po::value<std::uint64_t>()->default_value(200000),
-        "with --trace: at most this many events for sampled accesses (bounds the file)");
+        "with --trace: at most this many events for sampled accesses (bounds the file)")(
+        "state-digest", po::value<std::string>(),
+        "write digests of every GPU's state (driver tables, page tables, VRAM allocator, "
+        "mailbox rings), taken as the first access phase starts, to this file: equal digests, "
+        "equal state (e.g. workload.setup protocol against direct)");
   po::variables_map vm;
   if (int rc = parse(cmd, args, desc, true, vm)) return rc;
   if (vm.count("help")) {
@@ -118,6 +122,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   opt.quiet = vm.count("quiet") > 0;
   if (vm.count("access-log")) opt.access_log = vm["access-log"].as<std::string>();
   if (vm.count("trace")) opt.timeline = vm["trace"].as<std::string>();
+  if (vm.count("state-digest")) opt.state_digest = vm["state-digest"].as<std::string>();
   opt.timeline_sample = vm["trace-sample"].as<std::uint64_t>();
   opt.timeline_max_access_events = vm["trace-max-events"].as<std::uint64_t>();
   if (opt.timeline_sample == 0) {

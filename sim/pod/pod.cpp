@@ -269,4 +269,51 @@ std::vector<std::pair<std::string, const Distribution*>> Pod::latency_paths() co
   return out;
 }
 
+std::map<std::string, std::uint64_t> Pod::cache_digests() const {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& g : gpus_) {
+    Digest vm, npa;
+    g->gpuvm.digest_caches(vm);
+    g->npa_mmu.digest_caches(npa);
+    out[fmt::format("gpu{}.gpuvm.caches", g->id())] = vm.value();
+    out[fmt::format("gpu{}.npa_mmu.caches", g->id())] = npa.value();
+  }
+  return out;
+}
+
+void Pod::record_setup_digests(std::function<void(const SetupDigests&)> done) {
+  auto digests = std::make_shared<SetupDigests>();
+  scenario_->on_first_access([this, digests] {
+    digests->caches_at = sim_now();
+    digests->caches = cache_digests();
+    notify_event(access_started_);
+  });
+  spawn_thread("setup_digests", [this, digests, done] {
+    sc_core::wait(access_started_);
+    while (!settled())
+      sc_core::wait(to_sc(Time::us(1)));
+    digests->state_at = sim_now();
+    digests->state = state_digests();
+    done(*digests);
+  });
+}
+
+std::map<std::string, std::uint64_t> Pod::state_digests() const {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& g : gpus_) {
+    const std::string gpu = fmt::format("gpu{}.", g->id());
+    auto take = [&](const char* part, auto&& fill) {
+      Digest d;
+      fill(d);
+      out[gpu + part] = d.value();
+    };
+    take("driver", [&](Digest& d) { g->driver.driver().digest(d); });
+    take("gpuvm", [&](Digest& d) { g->gpuvm.digest(d); });
+    take("npa_mmu", [&](Digest& d) { g->npa_mmu.digest(d); });
+    take("vram", [&](Digest& d) { g->vram.digest(d); });
+    take("mailbox", [&](Digest& d) { g->mailbox.digest(d); });
+  }
+  return out;
+}
+
 }  // namespace podsim

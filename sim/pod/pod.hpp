@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,21 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::size_t gpu_count() const { return gpus_.size(); }
   const StatGroup& stat_group() const override { return stats_; }
 
+  // Digests of every GPU's state ("gpu3.driver", "gpu3.gpuvm", "gpu3.npa_mmu", "gpu3.vram",
+  // "gpu3.mailbox"): equal digests, equal state (see each component's digest()); and of its
+  // MMUs' caches ("gpu3.gpuvm.caches", "gpu3.npa_mmu.caches").
+  std::map<std::string, std::uint64_t> state_digests() const;
+  std::map<std::string, std::uint64_t> cache_digests() const;
+  struct SetupDigests {
+    Time caches_at, state_at;
+    std::map<std::string, std::uint64_t> caches, state;
+  };
+  // What the setup left: the caches' digests as the first access phase starts (before any
+  // access), the state's once every driver has also finished what the setup started (an
+  // exporter may still be answering the last import when its importer starts loading).
+  // `done` hears of them then; call before the run.
+  void record_setup_digests(std::function<void(const SetupDigests&)> done);
+
   // Where the host time went (setup, access phases, teardown), and the kernel's work.
   const HostPhases& host() const { return host_; }
 
@@ -80,6 +96,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
 
  private:
   void control();  // the pod's own thread: waits for the workload, tears down, checks
+  sc_core::sc_event access_started_;
   void finalize();
   bool settled() const;
   void check_holdings();

@@ -129,6 +129,9 @@ void check_topology(const PodConfig& cfg, C& c) {
 template <class C>
 void check_scenario(const PodConfig& cfg, C& c) {
   const WorkloadConfig& w = cfg.workload;
+  if (w.setup == SetupMode::Direct && w.kind != WorkloadKind::AllToAll)
+    c.fail("workload.setup",
+           "\"direct\" sets up the all_to_all workload only; a scenario's steps run as written");
   if (w.kind != WorkloadKind::Scenario) {
     if (!w.steps.empty())
       c.fail("workload.steps", "steps run only when workload.kind is \"scenario\"");

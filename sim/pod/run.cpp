@@ -139,6 +139,20 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   Pod pod("pod", cfg);
   if (!replay.empty()) pod.replay(replay);
   if (opt.access_log) pod.record_accesses();
+  boost::json::object digest_doc;  // stays empty if no access phase starts
+  if (opt.state_digest)
+    pod.record_setup_digests([&](const Pod::SetupDigests& s) {
+      auto hex = [](const std::map<std::string, std::uint64_t>& m) {
+        boost::json::object o;
+        for (const auto& [part, value] : m)
+          o[part] = fmt::format("{:016x}", value);
+        return o;
+      };
+      digest_doc["caches_at_ns"] = s.caches_at.as_ns();
+      digest_doc["caches"] = hex(s.caches);
+      digest_doc["state_at_ns"] = s.state_at.as_ns();
+      digest_doc["state"] = hex(s.state);
+    });
   std::unique_ptr<Timeline> timeline;
   if (opt.timeline) {
     timeline = std::make_unique<Timeline>(
@@ -250,6 +264,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     write_file(out_dir / "breakdown.csv", breakdown_csv(pod.remote_breakdown()));
     write_file(out_dir / "timeseries.csv", timeseries_csv(pod.bandwidth_series()));
     if (opt.access_log) write_file(*opt.access_log, format_trace(pod.access_log()));
+    if (opt.state_digest) write_file(*opt.state_digest, config::to_pretty_json(digest_doc));
     if (timeline) {
       for (const StepRecord& r : pod.scenario().records())
         timeline->span(r.gpu, Timeline::Process + r.process, r.op, r.started, r.ended,

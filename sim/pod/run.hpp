@@ -18,6 +18,8 @@ struct RunOptions {
   std::optional<std::string> timeline;    // write a Perfetto/Chrome trace-event timeline here
   std::uint64_t timeline_sample = 100;    // one access in this many per GPU goes in it
   std::uint64_t timeline_max_access_events = 200000;
+  // Write digests of every GPU's state, taken as the first access phase starts, here.
+  std::optional<std::string> state_digest;
   bool quiet = false;
 };
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include "fabric/framing.hpp"
 
@@ -43,13 +45,12 @@ std::vector<StepConfig> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
     }
     return peers;
   };
-  auto importers_of = [&](std::uint32_t g) {
-    std::vector<std::uint32_t> out;
-    for (std::uint32_t q = 0; q < n; ++q) {
-      const auto p = peers_of(q);
-      if (std::find(p.begin(), p.end(), g) != p.end()) out.push_back(q);
-    }
-    return out;
+  std::vector<std::vector<std::uint32_t>> importers(n);  // by exporter, in importer order
+  for (std::uint32_t q = 0; q < n; ++q)
+    for (std::uint32_t g : peers_of(q))
+      importers[g].push_back(q);
+  auto importers_of = [&](std::uint32_t g) -> const std::vector<std::uint32_t>& {
+    return importers[g];
   };
   std::vector<bool> target(n, w.targets.empty());
   for (std::uint32_t g : w.targets)
@@ -92,6 +93,10 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
                                const std::vector<std::vector<TraceEntry>>* replay, HostPhases* host)
     : cfg_(cfg), gpus_(std::move(gpus)), replay_(replay), host_(host), handles_(cfg.pod.gpus) {
   steps_ = cfg.workload.kind == WorkloadKind::Scenario ? cfg.workload.steps : all_to_all_steps(cfg);
+  if (cfg.workload.setup == SetupMode::Direct) {
+    steps_ = direct_setup(steps_);
+    if (!failures_.empty()) return;  // nothing runs: the pod stops at once and reports it
+  }
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const StepConfig& s = steps_[i];
     const Key key = *s.op == StepOp::ResetNode ? Key{0, 0} : Key{s.gpu, s.process};
@@ -107,10 +112,12 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
 }
 
 std::vector<std::pair<std::uint32_t, std::uint32_t>> ScenarioRunner::processes() const {
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> all;
   for (const auto& [key, steps] : groups_)
-    if (key.second != 0) out.push_back(key);
-  return out;
+    if (key.second != 0) all.insert(key);
+  for (const auto& [key, state] : states_)  // direct setup's processes, even if they ran nothing
+    if (key.second != 0) all.insert(key);
+  return {all.begin(), all.end()};
 }
 
 void ScenarioRunner::fail(const std::string& what) {
@@ -249,6 +256,7 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
                                                           (t.offered_load * cfg_.fabric.planes)));
       std::vector<TraceEntry> replay;
       if (replay_ && s.gpu < replay_->size()) replay = (*replay_)[s.gpu];
+      if (on_first_access_) std::exchange(on_first_access_, nullptr)();
       if (host_) host_->phase_begin();
       node.agent.start(t, std::move(regions), p, gap, std::move(replay));
       while (!node.agent.finished())
@@ -297,6 +305,131 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
     case StepOp::ResetNode: node.reset(*s.down_for); return Errno::Ok;
   }
   return Errno::Ok;
+}
+
+// ---- direct setup ----------------------------------------------------------------------------
+
+std::vector<StepConfig> ScenarioRunner::direct_setup(const std::vector<StepConfig>& steps) {
+  using namespace driver;
+  // The protocol's order, per GPU process: its buffer, mapping and export first (every GPU),
+  // then its imports in step order; what the other steps need (handles, mappings, VAs) is
+  // recorded as run_step records it. Barriers and access phases are left to run.
+  std::vector<StepConfig> rest;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> messages;  // from, to
+  auto error = [&](std::size_t i, const StepConfig& s, const std::string& what) {
+    failures_.push_back(fmt::format("direct setup, step {} ({} on gpu{} process {}): {}", i,
+                                    op_name(*s.op), s.gpu, s.process, what));
+  };
+  for (int pass = 0; pass < 2 && failures_.empty(); ++pass) {
+    for (std::size_t i = 0; i < steps.size() && failures_.empty(); ++i) {
+      const StepConfig& s = steps[i];
+      const StepOp op = *s.op;
+      const bool first = op == StepOp::Alloc || op == StepOp::Export || op == StepOp::SendHandle ||
+                         (op == StepOp::Map && s.buffer);
+      const bool second =
+          op == StepOp::Import || op == StepOp::CloseFd || (op == StepOp::Map && s.fd);
+      if (!first && !second) {
+        if (pass == 0) rest.push_back(s);
+        continue;
+      }
+      if ((pass == 0) != first) continue;
+      GpuNode& node = *gpus_[s.gpu];
+      Driver& d = node.driver.driver();
+      const auto p = static_cast<ProcessId>(s.process);
+      ProcessState& ps = states_[Key{s.gpu, s.process}];
+      switch (op) {
+        case StepOp::Alloc: {
+          const std::uint64_t pages = (s.size->count() + kPageSize - 1) / kPageSize;
+          Vram::Pages got;
+          bool answered = false;
+          node.vram.allocate(pages, [&](Vram::Pages v) {
+            got = std::move(v);
+            answered = true;
+          });
+          if (!answered || !got) {
+            error(i, s, "VRAM cannot hold the buffer (ENOMEM)");
+            break;
+          }
+          auto r = d.direct_gem_create(p, std::move(*got));
+          if (!r.ok()) error(i, s, std::string(errno_name(r.err)));
+          ps.buffers[*s.name] = r.value;
+          break;
+        }
+        case StepOp::Export: {
+          auto r = d.direct_export(p, ps.buffers.at(*s.buffer));
+          if (!r.ok()) error(i, s, std::string(errno_name(r.err)));
+          handles_[s.gpu][*s.name] = r.value;
+          break;
+        }
+        case StepOp::SendHandle:
+          handles_[*s.to][s.as ? *s.as : *s.handle] = handles_[s.gpu].at(*s.handle);
+          break;
+        case StepOp::Import: {
+          const UalinkHandle h = handles_[s.gpu].at(*s.handle);
+          const AccelId e = h.exporter();
+          Driver& exporter = gpus_[e]->driver.driver();
+          // The connection, as HELLO and HELLO_ACK leave it (both ends), then NPA_REQ and
+          // NPA_RSP.
+          const bool fresh = d.connection(e) != ConnState::Established;
+          d.direct_connect(e);
+          exporter.direct_connect(static_cast<AccelId>(s.gpu));
+          if (fresh) {
+            ++messages[{s.gpu, e}];
+            ++messages[{e, s.gpu}];
+          }
+          auto g = exporter.direct_grant(static_cast<AccelId>(s.gpu), h);
+          if (!g.ok()) {
+            error(i, s, fmt::format("gpu{} refused the import: {}", e, errno_name(g.err)));
+            break;
+          }
+          ++messages[{s.gpu, e}];
+          ++messages[{e, s.gpu}];
+          auto r = d.direct_import(p, h, g.value);
+          if (!r.ok()) error(i, s, std::string(errno_name(r.err)));
+          ps.fds[*s.name] = r.value;
+          break;
+        }
+        case StepOp::Map: {
+          GemHandle gem = 0;
+          if (s.fd) {
+            auto r = d.direct_prime_fd_to_handle(p, ps.fds.at(*s.fd));
+            if (!r.ok()) {
+              error(i, s, std::string(errno_name(r.err)));
+              break;
+            }
+            gem = r.value;
+            ps.buffers[*s.name] = gem;
+          } else {
+            gem = ps.buffers.at(*s.buffer);
+          }
+          const std::uint64_t bytes = d.gem_size(p, gem).count();
+          const std::uint64_t va = ps.next_va;
+          const Errno e = d.direct_gem_va_map(p, gem, va);
+          if (e != Errno::Ok) {
+            error(i, s, std::string(errno_name(e)));
+            break;
+          }
+          ps.mappings[*s.name] = Mapping{va, bytes, gem, !s.fd};
+          const std::uint64_t two_mib = 2ull << 20;
+          ps.next_va += (bytes + two_mib - 1) / two_mib * two_mib;
+          break;
+        }
+        case StepOp::CloseFd: {
+          const Errno e = d.direct_close_fd(p, ps.fds.at(*s.fd));
+          if (e != Errno::Ok) error(i, s, std::string(errno_name(e)));
+          ps.fds.erase(*s.fd);
+          break;
+        }
+        default: break;
+      }
+    }
+  }
+  // The interrupt rings those messages went through, set up on both sides.
+  for (const auto& [pair, n] : messages) {
+    gpus_[pair.first]->mailbox.direct_ring(static_cast<AccelId>(pair.second), 0, true, n);
+    gpus_[pair.second]->mailbox.direct_ring(static_cast<AccelId>(pair.first), 0, false, n);
+  }
+  return rest;
 }
 
 }  // namespace podsim

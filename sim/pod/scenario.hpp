@@ -3,6 +3,7 @@
 // all_to_all workload is turned into steps too, so there is one engine.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ class ScenarioRunner {
   const std::vector<StepRecord>& records() const { return records_; }
   // The (gpu, process) pairs that ran steps.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> processes() const;
+  // Called once, when the first access phase is about to start (before any access).
+  void on_first_access(std::function<void()> fn) { on_first_access_ = std::move(fn); }
 
  private:
   struct Mapping {
@@ -62,6 +65,9 @@ class ScenarioRunner {
   using Key = std::pair<std::uint32_t, std::uint32_t>;  // gpu, process (process 0: the pod)
 
   void run_group(Key key, std::vector<std::size_t> steps);
+  // workload.setup = direct: carries out `steps`' setup (alloc, map, export, send_handle,
+  // import, close_fd) on the drivers without simulating it; returns the steps left to run.
+  std::vector<StepConfig> direct_setup(const std::vector<StepConfig>& steps);
   driver::Errno run_step(const StepConfig& s, ProcessState& ps, std::string& detail);
   void fail(const std::string& what);
 
@@ -79,6 +85,7 @@ class ScenarioRunner {
   sc_core::sc_event finished_ev_;
   std::vector<std::string> failures_;
   std::vector<StepRecord> records_;
+  std::function<void()> on_first_access_;
 };
 
 }  // namespace podsim

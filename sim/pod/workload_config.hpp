@@ -178,8 +178,18 @@ inline constexpr std::array<EnumName<WorkloadKind>, 2> kWorkloadKindNames{{
     {"scenario", WorkloadKind::Scenario, "the timed steps of workload.steps"},
 }};
 
+enum class SetupMode : std::uint8_t { Protocol, Direct };
+inline constexpr std::array<EnumName<SetupMode>, 2> kSetupModeNames{{
+    {"protocol", SetupMode::Protocol,
+     "the driver's export, import and mapping calls and every protocol message, simulated"},
+    {"direct", SetupMode::Direct,
+     "all_to_all only: the pod starts in the state the protocol would leave (tables, "
+     "connections, NPA ranges, pins, page tables, rings), without simulating it"},
+}};
+
 struct WorkloadConfig {
   WorkloadKind kind = WorkloadKind::AllToAll;
+  SetupMode setup = SetupMode::Protocol;
   Bytes buffer_size = Bytes::MiB(1);
   std::vector<std::uint32_t> initiators;  // empty: every GPU
   std::vector<std::uint32_t> targets;     // empty: every peer
@@ -192,6 +202,10 @@ struct WorkloadConfig {
   void visit(V& v) {
     v.choice("kind", kind, "what the GPUs do",
              std::span<const EnumName<WorkloadKind>>(kWorkloadKindNames));
+    v.choice("setup", setup,
+             "all_to_all: how the buffers get exported, imported and mapped before the access "
+             "phase (direct: for studies of the access phase on big pods)",
+             std::span<const EnumName<SetupMode>>(kSetupModeNames));
     v.field("buffer_size", buffer_size, "all_to_all: size of the buffer each GPU exports",
             between(Bytes(4096), Bytes::GiB(64)));
     v.field("initiators", initiators,

@@ -1,0 +1,113 @@
+// workload.setup = direct: the pod starts in the state the protocol would have left, and the
+// access phase runs exactly as after the protocol.
+#include <catch2/catch.hpp>
+
+#include <boost/json.hpp>
+#include <regex>
+
+#include "tests/support/run_podsim.hpp"
+
+using podsim::test::run_podsim;
+using podsim::test::slurp;
+using podsim::test::write_temp_file;
+namespace json = boost::json;
+
+namespace {
+
+// The stats an access phase decides: the pod's latency, breakdown and throughput figures, and
+// every stat of each GPU's compute agent, GPUVM, NPA MMU and VRAM (but the VRAM's utilisation,
+// a share of the whole run's simulated time).
+bool access_phase_stat(const std::string& key) {
+  static const std::regex gpu(R"(pod\.gpu\d+\.(agent|gpuvm|npa_mmu|vram)\..*)");
+  static const std::regex summary(
+      R"(pod\.summary\.(remote_.*|latency\..*|achieved_bandwidth|access_phase_time|faults|retries|plane_balance|plane\d+\.wire_bytes))");
+  if (key.find("channel_utilisation") != std::string::npos) return false;
+  return std::regex_match(key, gpu) || std::regex_match(key, summary);
+}
+
+void same_state_and_results(const std::vector<std::string>& sets) {
+  auto run = [&](const char* mode) {
+    const std::string digest = write_temp_file(std::string("digest-") + mode + ".json", "");
+    std::vector<std::string> args = {"run",  "--quiet", "--state-digest",
+                                     digest, "--set",   std::string("workload.setup=") + mode};
+    for (const auto& s : sets)
+      args.insert(args.end(), {"--set", s});
+    auto r = run_podsim(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return std::make_pair(r, json::parse(slurp(digest)));
+  };
+  const auto [protocol, pd] = run("protocol");
+  const auto [direct, dd] = run("direct");
+  // The protocol took simulated time; direct setup took none.
+  CHECK(pd.at("caches_at_ns").to_number<double>() > 0);
+  CHECK(pd.at("state_at_ns").to_number<double>() >= pd.at("caches_at_ns").to_number<double>());
+  CHECK(dd.at("caches_at_ns").to_number<double>() == 0);
+  CHECK(dd.at("state_at_ns").to_number<double>() == 0);
+  // Every GPU's driver tables, page tables, VRAM allocator and rings, and its MMUs' caches as
+  // the access phase starts, part by part.
+  for (const char* what : {"state", "caches"}) {
+    const json::object& p = pd.at(what).as_object();
+    const json::object& d = dd.at(what).as_object();
+    REQUIRE(p.size() == d.size());
+    REQUIRE(p.size() >= 2 * 8);
+    for (const auto& kv : p) {
+      INFO(what << " " << kv.key());
+      CHECK(d.at(kv.key()) == kv.value());
+    }
+  }
+  // The access phase: the same results.
+  const json::object& ps = protocol.stats->at("stats").as_object();
+  const json::object& ds = direct.stats->at("stats").as_object();
+  std::size_t compared = 0;
+  for (const auto& kv : ps) {
+    if (!access_phase_stat(std::string(kv.key()))) continue;
+    INFO(kv.key());
+    REQUIRE(ds.contains(kv.key()));
+    CHECK(ds.at(kv.key()) == kv.value());
+    ++compared;
+  }
+  CHECK(compared > 50);
+  CHECK(ps.at("pod.summary.remote_accesses").at("value").to_number<double>() > 0);
+  for (const char* f : {"latency.csv", "latency_histogram.csv", "breakdown.csv"}) {
+    INFO(f);
+    CHECK(slurp(protocol.out_dir + "/" + f) == slurp(direct.out_dir + "/" + f));
+  }
+  // What direct setup did not simulate: no protocol messages, no import times.
+  CHECK(ps.at("pod.summary.messages.NPA_REQ").at("value").to_number<double>() > 0);
+  CHECK(ds.at("pod.summary.messages.NPA_REQ").at("value").to_number<double>() == 0);
+  CHECK(ds.at("pod.summary.import_time").at("count").to_number<double>() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("direct setup, 8 GPUs: the protocol's state, the same access phase", "[setup]") {
+  same_state_and_results({"workload.traffic.accesses=1000"});
+}
+
+TEST_CASE("direct setup, 8 GPUs in source identification: the same state and results", "[setup]") {
+  same_state_and_results({"workload.traffic.accesses=500", "pod.addr_mode=source_identification",
+                          "workload.traffic.access_size=256B", "workload.peers=3"});
+}
+
+TEST_CASE("direct setup, 72 GPUs: the protocol's state, the same access phase", "[setup]") {
+  same_state_and_results(
+      {"pod.gpus=72", "fabric.switch.ports=128", "workload.traffic.accesses=200"});
+}
+
+TEST_CASE("direct setup is for the all_to_all workload, and says so when it cannot proceed",
+          "[setup]") {
+  const std::string scenario =
+      write_temp_file("direct-scenario.json",
+                      R"({"workload": {"kind": "scenario", "setup": "direct",
+          "steps": [{"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"}]}})");
+  auto r = run_podsim({"run", scenario});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("workload.setup") && Catch::Contains("all_to_all"));
+  CHECK_FALSE(r.out_dir_exists);
+  // A buffer VRAM cannot hold: the run fails at once, naming the step.
+  auto full = run_podsim({"run", "--set", "workload.setup=direct", "--set",
+                          "gpu.vram.capacity=8MiB", "--set", "workload.buffer_size=16MiB"});
+  CHECK(full.exit_code == 1);
+  CHECK_THAT(full.err, Catch::Contains("direct setup") && Catch::Contains("ENOMEM"));
+}

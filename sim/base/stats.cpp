@@ -19,25 +19,39 @@ const StatInfo* intern(std::string name, std::string unit, std::string desc) {
 }
 }  // namespace
 
-Stat::Stat(StatGroup& group, std::string name, std::string unit, std::string desc)
-    : info_(intern(std::move(name), std::move(unit), std::move(desc))) {
-  group.stats_.push_back(this);
+void StatGroup::add(Stat::Kind kind, const void* obj, std::string name, std::string unit,
+                    std::string desc) {
+  entries_.push_back(Stat(intern(std::move(name), std::move(unit), std::move(desc)), kind, obj));
+  stats_.push_back(&entries_.back());
+}
+
+void Stat::accept(StatVisitor& v) const {
+  switch (kind_) {
+    case Kind::Counter: v.visit(*static_cast<const Counter*>(obj_)); break;
+    case Kind::Series: v.visit(*static_cast<const Series*>(obj_)); break;
+    case Kind::Formula: v.visit(*static_cast<const Formula*>(obj_)); break;
+    case Kind::Distribution: v.visit(*static_cast<const Distribution*>(obj_)); break;
+    case Kind::Breakdown: v.visit(*static_cast<const Breakdown*>(obj_)); break;
+  }
 }
 
 Formula::Formula(StatGroup& group, std::string name, std::string unit, std::string desc,
                  std::function<double()> fn)
-    : Stat(group, std::move(name), std::move(unit), std::move(desc)), fn_(std::move(fn)) {}
+    : fn_(std::move(fn)) {
+  group.add(kKind, this, std::move(name), std::move(unit), std::move(desc));
+}
 
 Distribution::Distribution(StatGroup& group, std::string name, std::string unit, std::string desc,
                            double divisor)
-    : Stat(group, std::move(name), std::move(unit), std::move(desc)), divisor_(divisor) {}
+    : divisor_(divisor) {
+  group.add(kKind, this, std::move(name), std::move(unit), std::move(desc));
+}
 
 Breakdown::Breakdown(StatGroup& group, std::string name, std::string unit, std::string desc,
                      std::vector<std::string> parts, double divisor)
-    : Stat(group, std::move(name), std::move(unit), std::move(desc)),
-      parts_(std::move(parts)),
-      sums_(parts_.size(), 0),
-      divisor_(divisor) {}
+    : sums_(parts.size(), 0), parts_(std::move(parts)), divisor_(divisor) {
+  group.add(kKind, this, std::move(name), std::move(unit), std::move(desc));
+}
 
 double Breakdown::part_mean(std::size_t i) const {
   if (samples_ == 0) return 0.0;

@@ -205,8 +205,8 @@ double Pod::payload_efficiency() const {
   for (const auto& g : gpus_)
     for (const auto& p : g->ports) {
       for (const Stat* s : p->egress().stats().stats()) {
-        if (s->name() == "payload_bytes") payload += static_cast<const Counter*>(s)->value();
-        if (s->name() == "wire_bytes") wire += static_cast<const Counter*>(s)->value();
+        if (s->name() == "payload_bytes") payload += s->as<Counter>()->value();
+        if (s->name() == "wire_bytes") wire += s->as<Counter>()->value();
       }
     }
   return wire > 0 ? payload / wire : 0.0;
@@ -264,8 +264,9 @@ void Pod::finalize() {
 std::vector<std::pair<std::string, const Distribution*>> Pod::latency_paths() const {
   std::vector<std::pair<std::string, const Distribution*>> out = {{"local", &path_local_},
                                                                   {"remote", &path_remote_}};
-  for (const auto& d : path_switches_)
-    if (d) out.emplace_back(d->name(), d.get());
+  for (std::size_t n = 0; n < path_switches_.size(); ++n)
+    if (path_switches_[n])
+      out.emplace_back("remote_" + ComputeAgent::switches_name(n), path_switches_[n].get());
   return out;
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 const Breakdown& breakdown(const StatGroup& g, const std::string& name) {
   for (const Stat* s : g.stats())
-    if (s->name() == name) return *static_cast<const Breakdown*>(s);
+    if (s->name() == name) return *s->as<Breakdown>();
   throw std::runtime_error("no breakdown " + name);
 }
 std::size_t part(const Breakdown& b, const std::string& name) {

@@ -27,7 +27,7 @@ inline PodConfig config_with(const std::vector<std::string>& sets) {
 
 inline std::uint64_t counter(const StatGroup& g, const std::string& name) {
   for (const Stat* s : g.stats())
-    if (s->name() == name) return static_cast<const Counter*>(s)->value();
+    if (s->name() == name) return s->as<Counter>()->value();
   FAIL("no counter " << name);
   return 0;
 }

@@ -484,7 +484,7 @@ TEST_CASE("revoke: an importer that never releases is reset after 5 s", "[driver
   CHECK(w.d(1).holdings().npa_ranges == 0);
   std::uint64_t missing = 0;
   for (const Stat* s : w.d(1).stats().stats())
-    if (s->name() == "releases_missing") missing = static_cast<const Counter*>(s)->value();
+    if (s->name() == "releases_missing") missing = s->as<Counter>()->value();
   CHECK(missing == 1);
 }
 

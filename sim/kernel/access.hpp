@@ -126,6 +126,11 @@ struct Packet final : tlm::tlm_generic_payload {
   explicit Packet(tlm::tlm_mm_interface* mm) : tlm::tlm_generic_payload(mm) {
     set_extension(&access);
   }
+  // The payload's destructor frees its extensions: this one is gone by then (members go
+  // first), so it is taken off the payload before.
+  ~Packet() { clear_extension(&access); }
+  Packet(const Packet&) = delete;
+  Packet& operator=(const Packet&) = delete;
   Access access;
 };
 

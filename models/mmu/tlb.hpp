@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "models/mmu/tag_scan.hpp"
 #include "sim/base/params.hpp"
 #include "sim/base/rng.hpp"
 
@@ -59,11 +60,16 @@ class Tlb {
       const std::uint64_t t = tag(space, f, key);
       const std::size_t base = set_of(key, f) * ways_;
       const std::uint64_t* set = &tags_[base];
-      for (std::uint32_t w = 0; w < ways_; ++w) {
-        if ((set[w] & ~rank_mask_) == t) {
-          if (policy_ == Replacement::Lru) to_front(base, base + w);
-          return {&values_[base + w], f};
-        }
+      std::size_t w = 0;
+      if (ways_ >= tag_scan::kWide) {
+        w = tag_scan::find(set, ways_, t, ~rank_mask_);
+      } else {
+        while (w < ways_ && (set[w] & ~rank_mask_) != t)
+          ++w;
+      }
+      if (w < ways_) {
+        if (policy_ == Replacement::Lru) to_front(base, base + w);
+        return {&values_[base + w], f};
       }
     }
     return {nullptr, 0};
@@ -78,16 +84,27 @@ class Tlb {
     const std::uint64_t t = tag(space, fragment, key);
     const std::size_t base = set_of(key, fragment) * ways_;
     std::size_t match = SIZE_MAX, empty = SIZE_MAX, oldest = SIZE_MAX;
-    for (std::size_t i = base; i < base + ways_; ++i) {
-      const std::uint64_t x = tags_[i];
-      if ((x & ~rank_mask_) == t) {
-        match = i;
-        break;
-      }
-      if (!valid(x)) {
-        if (empty == SIZE_MAX) empty = i;
-      } else if ((x & rank_mask_) == ways_ - 1u) {
-        oldest = i;
+    if (ways_ >= tag_scan::kWide) {
+      // The same three answers, each from a vector scan: the line holding the tag, the first
+      // empty line, the line ranked last (with no empty line, every line is valid).
+      const std::uint64_t* set = &tags_[base];
+      auto at = [&](std::size_t w) { return w < ways_ ? base + w : SIZE_MAX; };
+      match = at(tag_scan::find(set, ways_, t, ~rank_mask_));
+      if (match == SIZE_MAX) empty = at(tag_scan::find(set, ways_, 0, 1ull << rank_bits_));
+      if (match == SIZE_MAX && empty == SIZE_MAX)
+        oldest = at(tag_scan::find(set, ways_, ways_ - 1u, rank_mask_));
+    } else {
+      for (std::size_t i = base; i < base + ways_; ++i) {
+        const std::uint64_t x = tags_[i];
+        if ((x & ~rank_mask_) == t) {
+          match = i;
+          break;
+        }
+        if (!valid(x)) {
+          if (empty == SIZE_MAX) empty = i;
+        } else if ((x & rank_mask_) == ways_ - 1u) {
+          oldest = i;
+        }
       }
     }
     std::size_t victim = match != SIZE_MAX ? match : empty;
@@ -145,8 +162,13 @@ class Tlb {
   // Line `i` becomes its set's most recent; the lines more recent than it move down one.
   void to_front(std::size_t base, std::size_t i) {
     const std::uint64_t r = tags_[i] & rank_mask_;
-    for (std::size_t w = base; w < base + ways_; ++w)
-      if ((tags_[w] & rank_mask_) < r) ++tags_[w];
+    if (r == 0) return;  // already the most recent
+    if (ways_ >= tag_scan::kWide) {
+      tag_scan::demote_below(&tags_[base], ways_, r, rank_mask_);
+    } else {
+      for (std::size_t w = base; w < base + ways_; ++w)
+        if ((tags_[w] & rank_mask_) < r) ++tags_[w];
+    }
     tags_[i] &= ~rank_mask_;
   }
   std::uint64_t set_of(std::uint64_t key, std::uint8_t f) const {

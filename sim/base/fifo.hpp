@@ -27,8 +27,9 @@ class Fifo {
     ++size_;
   }
   void pop_front() {
-    head_ = wrap(head_ + 1);
-    --size_;
+    // Emptied: start again at the first slot, so a queue that is mostly empty keeps using the
+    // same (cached) slots instead of cycling through its whole buffer.
+    head_ = --size_ == 0 ? 0 : wrap(head_ + 1);
   }
   void clear() {
     head_ = 0;

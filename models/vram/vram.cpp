@@ -8,17 +8,20 @@ namespace podsim {
 
 Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t seed)
     : sc_module(name),
-      cfg_(cfg),
       channels_(cfg.channels()),
+      interleave_shift_(static_cast<unsigned>(__builtin_ctzll(cfg.interleave.count()))),
+      access_latency_(cfg.access_latency),
+      channel_free_(channels_),
+      channel_bytes_(stats_, "channel_bytes", "bytes",
+                     "bytes each channel moved (requests and clearing)", channels_),
+      functional_data_(cfg.functional_data),
+      cfg_(cfg),
       alloc_(cfg.capacity.count() / 4096,
              cfg.allocation == VramAllocation::Scattered ? VramPageAllocator::Policy::Scattered
                                                          : VramPageAllocator::Policy::FirstFit,
              cfg.scatter_run.count() / 4096, cfg.clear_on_free,
              Rng::for_component(seed, std::string(this->name()))),
-      channel_free_(channels_),
       seed_(seed),
-      channel_bytes_(stats_, "channel_bytes", "bytes",
-                     "bytes each channel moved (requests and clearing)", channels_),
       utilisation_(stats_, "channel_utilisation", "ratio",
                    "mean fraction of simulated time the channels spent transferring data",
                    [this] {
@@ -34,6 +37,8 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t se
                }),
       pinned_(stats_, "pinned_pages", "count", "pages pinned at the end of the run",
               [this] { return static_cast<double>(alloc_.pinned_pages()); }) {
+  for (std::uint64_t n = 0; n <= 8; ++n)  // requests move 64-512 bytes (an atomic, twice)
+    transfer_.push_back(cfg.channel_bandwidth.transfer_time(Bytes(64 * n)));
   in.register_nb_transport_fw(this, &Vram::fw);
 }
 
@@ -46,7 +51,9 @@ tlm::tlm_sync_enum Vram::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase
 Time Vram::occupy(std::uint64_t pa, std::uint64_t bytes, Time earliest) {
   const unsigned ch = channel_of(pa);
   const Time start = std::max(earliest, channel_free_[ch]);
-  const Time xfer = cfg_.channel_bandwidth.transfer_time(Bytes(bytes));
+  const Time xfer = bytes % 64 == 0 && bytes / 64 < transfer_.size()
+                        ? transfer_[bytes / 64]
+                        : cfg_.channel_bandwidth.transfer_time(Bytes(bytes));
   channel_free_[ch] = start + xfer;
   xfer_busy_total_ += xfer;
   channel_bytes_.add(ch, bytes);
@@ -66,7 +73,7 @@ void Vram::serve(const Arrival& arr) {
   queue_delay_.record(std::max(now, channel_free_[ch]) - now);
   const Time done = occupy(pa, bytes, now);
 
-  unsigned char* data = cfg_.functional_data ? gp.get_data_ptr() : nullptr;
+  unsigned char* data = functional_data_ ? gp.get_data_ptr() : nullptr;
   switch (a.op) {
     case AccessOp::Read:
       reads_.inc();
@@ -102,7 +109,7 @@ void Vram::serve(const Arrival& arr) {
   }
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   tlm::tlm_phase ph = tlm::BEGIN_RESP;
-  sc_core::sc_time d = to_sc(done + cfg_.access_latency - now);
+  sc_core::sc_time d = to_sc(done + access_latency_ - now);
   in[arr.socket]->nb_transport_bw(gp, ph, d);
 }
 

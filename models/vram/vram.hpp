@@ -61,7 +61,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void reset();
 
   unsigned channel_of(std::uint64_t pa) const {
-    return static_cast<unsigned>((pa / cfg_.interleave.count()) % channels_);
+    return static_cast<unsigned>((pa >> interleave_shift_) % channels_);
   }
   const StatGroup& stat_group() const override { return stats_; }
   const VramConfig& config() const { return cfg_; }
@@ -85,10 +85,33 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void page_cleared(std::uint64_t page);
   void serve_waiters();
 
-  VramConfig cfg_;
+  // What every request touches, first and together.
+  StatGroup stats_;
   std::uint32_t channels_;
-  VramPageAllocator alloc_;
+  unsigned interleave_shift_;
+  Time access_latency_;
+  Time xfer_busy_total_;
   std::vector<Time> channel_free_;
+  std::vector<Time> transfer_;  // a channel's transfer time by bytes / 64 (1 .. 8)
+  Counter reads_{stats_, "reads", "count", "read requests served"};
+  Counter writes_{stats_, "writes", "count", "write requests served"};
+  Counter atomics_{stats_, "atomics", "count", "atomic requests served (a read and a write)"};
+  Counter bytes_read_{stats_, "bytes_read", "bytes", "bytes read"};
+  Counter bytes_written_{stats_, "bytes_written", "bytes", "bytes written by requests"};
+  // (registered in this order: stats.json lists them so)
+  Counter bytes_cleared_{stats_, "bytes_cleared", "bytes",
+                         "bytes the clearing engine zeroed (freed pages, before reuse)"};
+  Counter alloc_waits_{stats_, "allocation_waits", "count",
+                       "allocations that waited for pages to be cleared"};
+  Distribution alloc_wait_{stats_, "allocation_wait", "ns", "how long those allocations waited",
+                           kPsPerNs};
+  Distribution queue_delay_{stats_, "queue_delay", "ns", "time a request waited for its channel",
+                            kPsPerNs};
+  Series channel_bytes_;
+  bool functional_data_;
+
+  VramConfig cfg_;
+  VramPageAllocator alloc_;
   VramDataStore data_;
   TimedQueue<Arrival> arrivals_{[this](const Arrival& a) { serve(a); }};
   struct Cleared {
@@ -103,23 +126,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   Time engine_free_;
   std::deque<Waiter> waiters_;
   std::uint64_t next_waiter_ = 1;
-  Time xfer_busy_total_;
 
-  StatGroup stats_;
-  Counter reads_{stats_, "reads", "count", "read requests served"};
-  Counter writes_{stats_, "writes", "count", "write requests served"};
-  Counter atomics_{stats_, "atomics", "count", "atomic requests served (a read and a write)"};
-  Counter bytes_read_{stats_, "bytes_read", "bytes", "bytes read"};
-  Counter bytes_written_{stats_, "bytes_written", "bytes", "bytes written by requests"};
-  Counter bytes_cleared_{stats_, "bytes_cleared", "bytes",
-                         "bytes the clearing engine zeroed (freed pages, before reuse)"};
-  Counter alloc_waits_{stats_, "allocation_waits", "count",
-                       "allocations that waited for pages to be cleared"};
-  Distribution alloc_wait_{stats_, "allocation_wait", "ns", "how long those allocations waited",
-                           kPsPerNs};
-  Distribution queue_delay_{stats_, "queue_delay", "ns", "time a request waited for its channel",
-                            kPsPerNs};
-  Series channel_bytes_;
   Formula utilisation_;
   Formula balance_;
   Formula pinned_;

@@ -21,14 +21,15 @@ std::vector<std::string> ComputeAgent::breakdown_parts() {
 ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cfg, AccelId self,
                            PacketPool& pool, Rng rng)
     : sc_module(name),
-      cfg_(cfg),
       self_(self),
+      issue_latency_(cfg.issue_latency),
       pool_(pool),
       rng_(rng),
       breakdown_(stats_, "remote_breakdown", "ns",
                  "mean time of a remote access spent in each hop (req. = request, resp. = "
                  "response); the parts add up to the mean remote latency",
-                 breakdown_parts(), kPsPerNs) {
+                 breakdown_parts(), kPsPerNs),
+      cfg_(cfg) {
   to_gpuvm.register_nb_transport_bw(this, &ComputeAgent::bw);
 }
 
@@ -195,7 +196,7 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
   } else {
     ++in_flight_;
   }
-  send(gp, cfg_.issue_latency);
+  send(gp, issue_latency_);
 }
 
 void ComputeAgent::send(tlm::tlm_generic_payload& gp, Time delay) {

@@ -98,35 +98,25 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   void complete(tlm::tlm_generic_payload* gp);
 
-  ComputeConfig cfg_;
+  // What every access touches, first and together: the agent's own state, then its stats (in
+  // the order they are registered, which is the order stats.json lists them).
+  StatGroup stats_;
   AccelId self_;
-  PacketPool& pool_;
-  Rng rng_;
-  TrafficConfig traffic_;
-  std::vector<AccessRegion> regions_;
-  std::vector<std::size_t> local_, remote_;  // indices into regions_
-  struct Stream {
-    std::size_t region = 0;  // in its pool
-    std::uint64_t offset = 0;
-  };
-  std::array<Stream, 2> stream_{};  // remote, local
-  std::vector<TraceEntry> replay_;
-  std::size_t replay_next_ = 0;
-  std::vector<TraceEntry>* record_ = nullptr;
-  Time phase_start_;
   std::uint16_t vmid_ = 0;
-  Time mean_interarrival_;
-  bool active_ = false;
   std::uint32_t epoch_ = 0;  // accesses of an aborted phase are dropped when they return
-  Time phase_end_;
+  bool active_ = false;
+  bool fill_data_ = true;
   std::uint64_t issued_ = 0, completed_ = 0, in_flight_ = 0, phase_issued_ = 0;
   Time first_issue_ = Time::max(), last_complete_;
-  sc_core::sc_event done_ev_;
-  Timer issue_timer_{[this] { issue_more(); }};
-  TimedQueue<tlm::tlm_generic_payload*> completions_{
-      [this](tlm::tlm_generic_payload* gp) { complete(gp); }};
-
-  StatGroup stats_;
+  Time issue_latency_;
+  PacketPool& pool_;
+  TimeSeries* series_ = nullptr;
+  Timeline* timeline_ = nullptr;
+  std::vector<TraceEntry>* record_ = nullptr;
+  Rng rng_;
+  std::vector<std::size_t> local_, remote_;  // indices into regions_
+  std::vector<AccessRegion> regions_;
+  TrafficConfig traffic_;
   Counter remote_reads_{stats_, "remote_reads", "count", "completed remote loads"};
   Counter remote_writes_{stats_, "remote_writes", "count", "completed remote stores"};
   Counter local_accesses_{stats_, "local_accesses", "count", "completed local VRAM accesses"};
@@ -145,11 +135,6 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Counter remote_bytes_{stats_, "remote_bytes", "bytes", "payload bytes moved by remote accesses"};
   Counter posted_{stats_, "posted_writes", "count", "stores issued without a response"};
   std::vector<std::unique_ptr<Distribution>> by_switches_;
-  Timeline* timeline_ = nullptr;
-  TimeSeries* series_ = nullptr;
-  bool fill_data_ = true;
-  void note_access(const Access& a, Time now);
-  Distribution& latency_via(std::size_t switches);
   Distribution latency_{stats_, "remote_latency", "ns",
                         "issue-to-completion latency of remote accesses (retries included)",
                         kPsPerNs};
@@ -158,6 +143,24 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Distribution write_latency_{stats_, "remote_write_latency", "ns",
                               "issue-to-completion latency of remote stores", kPsPerNs};
   Breakdown breakdown_;
+
+  ComputeConfig cfg_;
+  struct Stream {
+    std::size_t region = 0;  // in its pool
+    std::uint64_t offset = 0;
+  };
+  std::array<Stream, 2> stream_{};  // remote, local
+  std::vector<TraceEntry> replay_;
+  std::size_t replay_next_ = 0;
+  Time phase_start_;
+  Time mean_interarrival_;
+  Time phase_end_;
+  sc_core::sc_event done_ev_;
+  Timer issue_timer_{[this] { issue_more(); }};
+  TimedQueue<tlm::tlm_generic_payload*> completions_{
+      [this](tlm::tlm_generic_payload* gp) { complete(gp); }};
+  void note_access(const Access& a, Time now);
+  Distribution& latency_via(std::size_t switches);
 };
 
 }  // namespace podsim

@@ -62,6 +62,12 @@ PacketPool::~PacketPool() {
 
 void PacketPool::grow() {
   auto* p = new Packet(this);
+  // What never changes for a packet, set once: its data is its Access's, no byte enables,
+  // no streaming.
+  p->set_data_ptr(p->access.data.data());
+  p->set_byte_enable_ptr(nullptr);
+  p->set_byte_enable_length(0);
+  p->set_streaming_width(0);
   all_.push_back(p);
   free_.push_back(p);
 }
@@ -71,13 +77,9 @@ tlm::tlm_generic_payload& PacketPool::acquire() {
   Packet* gp = free_.back();
   free_.pop_back();
   ++in_use_;
-  Access& a = access_of(*gp);
-  a.reset_for_use();
+  access_of(*gp).reset_for_use();
   gp->set_address(0);
-  gp->set_data_ptr(a.data.data());
   gp->set_data_length(0);
-  gp->set_streaming_width(0);
-  gp->set_byte_enable_ptr(nullptr);
   gp->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   gp->acquire();
   return *gp;

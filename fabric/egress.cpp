@@ -134,7 +134,6 @@ void Egress::commit(std::size_t tc, Time now) {
   wire_bytes_.inc(wire);
   class_wire_bytes_[tc] += wire;
   queue_delay_.record(now - q.since);
-  if (also_delay_) also_delay_->record(now - q.since);
   if (also_class_delay_) (*also_class_delay_)[tc]->record(now - q.since);
 
   link_->send(side_, *q.gp, now + tx_delay_ + penalty);

@@ -55,14 +55,13 @@ class Egress {
   void return_credits(TrafficClass tc, std::uint64_t tl, Time at);
   // Called whenever queue space frees (a switch retries inputs waiting for this output).
   void set_on_space(std::function<void()> fn) { on_space_ = std::move(fn); }
-  // Also records every packet's queueing delay into `all` and into its class's distribution
-  // in `by_class` (a switch's all-outputs figures).
+  // Also records every packet's queueing delay into its class's distribution in `by_class`
+  // (a switch's all-outputs figures by class).
   void also_record_delay(
-      Distribution* all,
-      const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* by_class = nullptr) {
-    also_delay_ = all;
+      const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* by_class) {
     also_class_delay_ = by_class;
   }
+  const Distribution& queue_delay() const { return queue_delay_; }
 
   const StatGroup& stats() const { return stats_; }
   std::uint64_t queued_packets() const { return queued_; }
@@ -96,7 +95,6 @@ class Egress {
   Link* link_ = nullptr;
   Link::Side side_ = Link::A;
   std::function<void()> on_space_;
-  Distribution* also_delay_ = nullptr;
   const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* also_class_delay_ = nullptr;
   double flit_error_;
   Time replay_penalty_;

@@ -23,6 +23,10 @@ class FabricPlane final : public sc_core::sc_module {
   // Switches a packet from `src` to `dst` passes through.
   std::uint32_t switch_hops(AccelId src, AccelId dst) const;
   const std::vector<std::unique_ptr<UaloeSwitch>>& switches() const { return switches_; }
+  void finalize() {
+    for (auto& s : switches_)
+      s->finalize();
+  }
 
  private:
   Link& make_link(const std::string& name);
@@ -42,6 +46,11 @@ class Fabric final : public sc_core::sc_module {
   void attach(UalinkPort& port, AccelId id, std::uint32_t plane);
   std::uint32_t planes() const { return static_cast<std::uint32_t>(planes_.size()); }
   const FabricPlane& plane(std::uint32_t p) const { return *planes_[p]; }
+  // The run is over: derived stats are gathered (once, before stats are read).
+  void finalize() {
+    for (auto& p : planes_)
+      p->finalize();
+  }
 
  private:
   std::vector<std::unique_ptr<FabricPlane>> planes_;

@@ -31,7 +31,7 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
         std::make_unique<Egress>(port, port_cfg, link_cfg, Time{}, cfg.output_buffer,
                                  Rng::for_component(seed, std::string(this->name()) + "." + port)));
     outputs_.back()->set_on_space([this, i] { output_has_space(i); });
-    outputs_.back()->also_record_delay(&queue_delay_, &class_delay_);
+    outputs_.back()->also_record_delay(&class_delay_);
     stats_.add_child(outputs_.back()->stats());
   }
 }

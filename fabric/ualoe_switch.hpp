@@ -42,6 +42,12 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
   std::uint32_t ports_used() const { return static_cast<std::uint32_t>(outputs_.size()); }
   const Egress& output(std::uint32_t port) const { return *outputs_[port]; }
   const Distribution& output_queue_delay() const { return queue_delay_; }
+  // The run is over: the all-outputs queueing delay is gathered from the outputs' own (the
+  // same samples, not recorded twice on the hot path). Call once, before stats are read.
+  void finalize() {
+    for (const auto& o : outputs_)
+      queue_delay_.merge(o->queue_delay());
+  }
   const Distribution& output_queue_delay(TrafficClass tc) const {
     return *class_delay_[static_cast<std::size_t>(tc)];
   }

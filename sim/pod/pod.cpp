@@ -217,6 +217,7 @@ std::uint64_t Pod::messages(driver::MsgType t) const {
 }
 
 void Pod::finalize() {
+  fabric_->finalize();
   phase_start_ = Time::max();
   for (auto& g : gpus_) {
     const driver::Driver& d = g->driver.driver();

@@ -92,8 +92,8 @@ void Dispatcher::file(const Node& n) {
   }
 }
 
-void Dispatcher::push(Time due, std::uint32_t rank, std::uint64_t key,
-                      const QueueBase::ItemBytes& item) {
+void Dispatcher::push_slow(Time due, std::uint32_t rank, std::uint64_t key,
+                           const QueueBase::ItemBytes& item) {
   std::uint32_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<std::uint32_t>(slots_.size());

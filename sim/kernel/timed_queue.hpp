@@ -87,7 +87,27 @@ class Dispatcher {
   static void create();
   std::uint32_t add(QueueBase* q);
   void remove(std::uint32_t rank) { queues_[rank] = nullptr; }
-  void push(Time due, std::uint32_t rank, std::uint64_t key, const QueueBase::ItemBytes& item);
+  // The common case inline (a slot free, the item's bucket in the window with room in its
+  // newest chunk, the dispatcher serving); everything else in push_slow.
+  void push(Time due, std::uint32_t rank, std::uint64_t key, const QueueBase::ItemBytes& item) {
+    const std::int64_t b = bucket_of(due.as_ps());
+    if (running_ && !free_slots_.empty() && b > current_ &&
+        b < current_ + static_cast<std::int64_t>(kBuckets)) {
+      const std::uint32_t head = buckets_[static_cast<std::size_t>(b) & (kBuckets - 1)];
+      if (head != kNoChunk && chunks_[head].count < Chunk::kNodes) {
+        const std::uint32_t slot = free_slots_.back();
+        free_slots_.pop_back();
+        slots_[slot] = Slot{key, seq_++, item};
+        ++pending_;
+        Chunk& chunk = chunks_[head];  // not empty: its bucket's bit is set
+        chunk.nodes[chunk.count++] = Node{due.as_ps(), rank, slot};
+        return;
+      }
+    }
+    push_slow(due, rank, key, item);
+  }
+  void push_slow(Time due, std::uint32_t rank, std::uint64_t key,
+                 const QueueBase::ItemBytes& item);
   void run();
   void arm();
   Time bound(Time kernel) const;

@@ -40,8 +40,11 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
   regions_ = std::move(regions);
   local_.clear();
   remote_.clear();
-  for (std::size_t i = 0; i < regions_.size(); ++i)
+  slots_.clear();
+  for (std::size_t i = 0; i < regions_.size(); ++i) {
     (regions_[i].local ? local_ : remote_).push_back(i);
+    slots_.push_back(regions_[i].bytes / traffic.access_size.count());
+  }
   stream_ = {};
   replay_ = std::move(replay);
   replay_next_ = 0;
@@ -139,8 +142,7 @@ std::uint64_t ComputeAgent::pick_address(std::uint64_t size) {
   } else {
     idx = (*pool)[rng_.below(pool->size())];
   }
-  const AccessRegion& r = regions_[idx];
-  return r.va + rng_.below(r.bytes / size) * size;
+  return regions_[idx].va + rng_.below(slots_[idx]) * size;
 }
 
 void ComputeAgent::issue_one() {

@@ -116,6 +116,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Rng rng_;
   std::vector<std::size_t> local_, remote_;  // indices into regions_
   std::vector<AccessRegion> regions_;
+  std::vector<std::uint64_t> slots_;  // by region: accesses of access_size it holds
   TrafficConfig traffic_;
   Counter remote_reads_{stats_, "remote_reads", "count", "completed remote loads"};
   Counter remote_writes_{stats_, "remote_writes", "count", "completed remote stores"};

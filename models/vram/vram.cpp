@@ -9,6 +9,7 @@ namespace podsim {
 Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t seed)
     : sc_module(name),
       channels_(cfg.channels()),
+      channel_magic_(~std::uint64_t{0} / cfg.channels() + 1),
       interleave_shift_(static_cast<unsigned>(__builtin_ctzll(cfg.interleave.count()))),
       access_latency_(cfg.access_latency),
       channel_free_(channels_),

@@ -61,7 +61,11 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void reset();
 
   unsigned channel_of(std::uint64_t pa) const {
-    return static_cast<unsigned>((pa >> interleave_shift_) % channels_);
+    const std::uint64_t n = pa >> interleave_shift_;
+    if (n >> 32) return static_cast<unsigned>(n % channels_);
+    // n % channels without a division (Lemire's fastmod; exact for 32-bit n and channels)
+    return static_cast<unsigned>(
+        (static_cast<unsigned __int128>(channel_magic_ * n) * channels_) >> 64);
   }
   const StatGroup& stat_group() const override { return stats_; }
   const VramConfig& config() const { return cfg_; }
@@ -88,6 +92,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   // What every request touches, first and together.
   StatGroup stats_;
   std::uint32_t channels_;
+  std::uint64_t channel_magic_;  // 2^64 / channels, rounded up
   unsigned interleave_shift_;
   Time access_latency_;
   Time xfer_busy_total_;

@@ -33,6 +33,7 @@ void TimeSeries::coarsen() {
   }
   bins_ = (bins_ + 1) / 2;
   interval_ = interval_ * 2;
+  from_ = to_ = 0;  // the cached bin is gone
 }
 
 }  // namespace podsim

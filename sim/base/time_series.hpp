@@ -17,13 +17,19 @@ class TimeSeries {
   TimeSeries(std::vector<std::string> channels, Time interval, std::size_t max_bins = 1 << 16);
 
   void add(std::size_t channel, Time at, std::uint64_t amount) {
-    std::size_t bin = static_cast<std::size_t>(at.as_ps() / interval_.as_ps());
-    while (bin >= max_bins_) {
-      coarsen();
-      bin = static_cast<std::size_t>(at.as_ps() / interval_.as_ps());
+    const std::int64_t ps = at.as_ps();
+    if (ps < from_ || ps >= to_) {  // not the bin of the last add (completions come in order)
+      std::size_t bin = static_cast<std::size_t>(ps / interval_.as_ps());
+      while (bin >= max_bins_) {
+        coarsen();
+        bin = static_cast<std::size_t>(ps / interval_.as_ps());
+      }
+      if (bin >= bins_) grow(bin + 1);
+      last_bin_ = bin;
+      from_ = static_cast<std::int64_t>(bin) * interval_.as_ps();
+      to_ = from_ + interval_.as_ps();
     }
-    if (bin >= bins_) grow(bin + 1);
-    values_[channel][bin] += amount;
+    values_[channel][last_bin_] += amount;
   }
 
   Time interval() const { return interval_; }
@@ -39,6 +45,9 @@ class TimeSeries {
   std::size_t max_bins_;
   std::size_t bins_ = 0;
   std::vector<std::vector<std::uint64_t>> values_;
+  // The bin of the last add, [from_, to_) in ps (empty after a coarsening).
+  std::size_t last_bin_ = 0;
+  std::int64_t from_ = 0, to_ = 0;
 };
 
 }  // namespace podsim

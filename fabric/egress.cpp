@@ -41,8 +41,11 @@ bool Egress::has_space(TrafficClass tc, std::uint64_t tl) const {
 
 void Egress::enqueue(tlm::tlm_generic_payload& gp) {
   const Access& a = access_of(gp);
-  const auto tc = static_cast<std::size_t>(traffic_class(a));
-  const std::uint64_t tl = costs_.tl_bytes(payload_bytes_on_wire(a));
+  enqueue(gp, traffic_class(a), costs_.tl_bytes(payload_bytes_on_wire(a)));
+}
+
+void Egress::enqueue(tlm::tlm_generic_payload& gp, TrafficClass cls, std::uint64_t tl) {
+  const auto tc = static_cast<std::size_t>(cls);
   occupancy_.record(queued_);
   queues_[tc].push_back(Queued{&gp, tl, sim_now()});
   ++queued_;

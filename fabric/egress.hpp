@@ -49,8 +49,10 @@ class Egress {
   // The receiver's buffer per class, in TL bytes: the credits we start with.
   void set_peer_buffer(Bytes per_class);
   bool has_space(TrafficClass tc, std::uint64_t tl) const;
-  // Queues a packet now and sends it as soon as the link and credits allow.
+  // Queues a packet now and sends it as soon as the link and credits allow (its class and TL
+  // size, if the caller knows them already).
   void enqueue(tlm::tlm_generic_payload& gp);
+  void enqueue(tlm::tlm_generic_payload& gp, TrafficClass tc, std::uint64_t tl);
   // Credits for `tl` bytes of class `tc` arrive at the sender at `at` (>= now).
   void return_credits(TrafficClass tc, std::uint64_t tl, Time at);
   // Called whenever queue space frees (a switch retries inputs waiting for this output).

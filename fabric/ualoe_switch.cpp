@@ -75,8 +75,11 @@ std::uint32_t UaloeSwitch::pick_output(const Access& a) const {
 }
 
 void UaloeSwitch::receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head) {
-  access_of(gp).stamp(HopKind::Switch, head);
-  arrivals_.push(head + cfg_.latency, Arrival{&gp, port}, order_key(gp));
+  Access& a = access_of(gp);
+  a.stamp(HopKind::Switch, head);
+  const Routed r{static_cast<std::uint16_t>(port), static_cast<std::uint16_t>(pick_output(a)),
+                 static_cast<std::uint8_t>(traffic_class(a)), static_cast<std::uint16_t>(tl_of(a))};
+  arrivals_.push(head + cfg_.latency, Arrival{&gp, r}, a.id);
 }
 
 // A credit return from the receiver on output `port`.
@@ -85,42 +88,38 @@ void UaloeSwitch::credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl,
 }
 
 void UaloeSwitch::arrive(const Arrival& arr) {
-  const Access& a = access_of(*arr.gp);
-  const std::uint32_t in = arr.input;
-  const std::uint32_t o = pick_output(a);
-  const auto tc = static_cast<std::size_t>(traffic_class(a));
-  auto& q = inputs_[in][tc];
-  if (q.empty() && outputs_[o]->has_space(traffic_class(a), tl_of(a))) {
-    move(in, *arr.gp, o);
+  const Routed& r = arr.r;
+  auto& q = inputs_[r.input][r.tc];
+  if (q.empty() && outputs_[r.out]->has_space(static_cast<TrafficClass>(r.tc), r.tl)) {
+    move(*arr.gp, r);
     return;
   }
   held_.inc();
   ++held_now_;
-  q.push_back(Waiting{arr.gp, o, sim_now()});
-  if (q.size() == 1) waiting_for_[o][tc].push_back(in);
+  q.push_back(Waiting{arr.gp, r, sim_now()});
+  if (q.size() == 1) waiting_for_[r.out][r.tc].push_back(r.input);
 }
 
-void UaloeSwitch::move(std::uint32_t in, tlm::tlm_generic_payload& gp, std::uint32_t o) {
+void UaloeSwitch::move(tlm::tlm_generic_payload& gp, const Routed& r) {
   forwarded_.inc();
   // The packet leaves the input buffer: its credits go back upstream (the link adds flight).
-  const Access& a = access_of(gp);
-  wires_[in].link->return_credits(wires_[in].side, traffic_class(a), tl_of(a), sim_now());
-  outputs_[o]->enqueue(gp);
+  const Wire& w = wires_[r.input];
+  w.link->return_credits(w.side, static_cast<TrafficClass>(r.tc), r.tl, sim_now());
+  outputs_[r.out]->enqueue(gp, static_cast<TrafficClass>(r.tc), r.tl);
 }
 
 void UaloeSwitch::drain_input(std::uint32_t in, std::size_t tc) {
   auto& q = inputs_[in][tc];
   while (!q.empty()) {
     const Waiting w = q.front();
-    const Access& a = access_of(*w.gp);
-    if (!outputs_[w.out]->has_space(traffic_class(a), tl_of(a))) {
-      waiting_for_[w.out][tc].push_back(in);
+    if (!outputs_[w.r.out]->has_space(static_cast<TrafficClass>(w.r.tc), w.r.tl)) {
+      waiting_for_[w.r.out][tc].push_back(in);
       return;
     }
     q.pop_front();
     --held_now_;
     input_wait_.record(sim_now() - w.since);
-    move(in, *w.gp, w.out);
+    move(*w.gp, w.r);
   }
 }
 

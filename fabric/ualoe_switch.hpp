@@ -58,14 +58,21 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
   struct Route {
     std::uint32_t first = UINT32_MAX, count = 0;
   };
+  // What the switch needs of a packet, read once as its head comes in (while it is in the
+  // cache): where it goes, its traffic class and its size.
+  struct Routed {
+    std::uint16_t input, out;
+    std::uint8_t tc;
+    std::uint16_t tl;
+  };
   struct Waiting {  // a packet held in its input buffer
     tlm::tlm_generic_payload* gp;
-    std::uint32_t out;
+    Routed r;
     Time since;
   };
   struct Arrival {
     tlm::tlm_generic_payload* gp;
-    std::uint32_t input;
+    Routed r;
   };
   struct Wire {  // what each port is attached to
     Link* link = nullptr;
@@ -79,7 +86,7 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
   std::uint32_t pick_output(const Access& a) const;
   // Moves input `in`'s waiting packets of class `tc` into their output queues while they fit.
   void drain_input(std::uint32_t in, std::size_t tc);
-  void move(std::uint32_t in, tlm::tlm_generic_payload& gp, std::uint32_t out);
+  void move(tlm::tlm_generic_payload& gp, const Routed& r);
   void output_has_space(std::uint32_t out);
   std::uint64_t tl_of(const Access& a) const { return costs_.tl_bytes(payload_bytes_on_wire(a)); }
 

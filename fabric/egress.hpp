@@ -9,9 +9,10 @@
 //  - link-level replay: each DL flit fails its CRC with the link's flit error probability; a
 //    failure costs the link a go-back-N replay (replay_penalty) and delays what was in it.
 //
-// Costs one SystemC event per packet only when the link is busy or out of credits when the
-// packet arrives (then it waits for a wake-up); a packet arriving at an idle link with
-// credits leaves at once. Credit returns are applied lazily, when next needed.
+// A packet arriving at an idle link with credits leaves at once; one arriving at a busy link,
+// or one out of credits, waits for the egress's wake-up (a dispatcher timer, not a SystemC
+// event), which sends what it can each time. Credit returns are applied lazily, when next
+// needed.
 #pragma once
 
 #include <array>

@@ -43,8 +43,11 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
   const Egress& output(std::uint32_t port) const { return *outputs_[port]; }
   const Distribution& output_queue_delay() const { return queue_delay_; }
   // The run is over: the all-outputs queueing delay is gathered from the outputs' own (the
-  // same samples, not recorded twice on the hot path). Call once, before stats are read.
+  // same samples, not recorded twice on the hot path). Before stats are read; once (later
+  // calls change nothing).
   void finalize() {
+    if (finalized_) return;
+    finalized_ = true;
     for (const auto& o : outputs_)
       queue_delay_.merge(o->queue_delay());
   }
@@ -55,6 +58,7 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
   const StatGroup& stat_group() const override { return stats_; }
 
  private:
+  bool finalized_ = false;
   struct Route {
     std::uint32_t first = UINT32_MAX, count = 0;
   };

@@ -117,7 +117,9 @@ void ComputeAgent::issue_more() {
   check_done();
 }
 
-std::uint64_t ComputeAgent::pick_address(std::uint64_t size) {
+std::uint64_t ComputeAgent::pick_address() {
+  // Accesses are of access_size (what slots_ counts per region).
+  const std::uint64_t size = traffic_.access_size.count();
   // Local or remote, by local_fraction (when both kinds of region exist).
   const std::vector<std::size_t>* pool = &remote_;
   if (local_.size() && (remote_.empty() || rng_.uniform() < traffic_.local_fraction))
@@ -147,7 +149,7 @@ std::uint64_t ComputeAgent::pick_address(std::uint64_t size) {
 
 void ComputeAgent::issue_one() {
   const std::uint64_t size = traffic_.access_size.count();
-  const std::uint64_t va = pick_address(size);
+  const std::uint64_t va = pick_address();
   AccessOp op = AccessOp::Write;
   if (rng_.uniform() < traffic_.atomic_fraction)
     op = AccessOp::Atomic;

@@ -91,7 +91,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   void issue_one();
   void issue(AccessOp op, std::uint64_t va, std::uint32_t size);
   // The next access's address, by pattern.
-  std::uint64_t pick_address(std::uint64_t size);
+  std::uint64_t pick_address();
   void send(tlm::tlm_generic_payload& gp, Time delay);
   bool may_issue() const;
   void check_done();

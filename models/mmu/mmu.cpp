@@ -4,6 +4,28 @@
 
 namespace podsim {
 
+void MmuCore::digest(Digest& d) const {
+  for (const Tlb<Cached>* tlb : {&l1_, &l2_}) {
+    d.add(tlb->valid_entries());
+    tlb->for_each_line([&](std::uint64_t tag, const Cached* c) {
+      d.add(tag);
+      if (!c) return;
+      d.add(static_cast<std::uint64_t>(c->pte.target))
+          .add(c->pte.writable)
+          .add(c->pte.retry)
+          .add(c->pte.fragment)
+          .add(c->pte.frame)
+          .add(c->pte.tag)
+          .add(static_cast<std::uint64_t>(c->ready.as_ps()));
+    });
+  }
+  for (std::size_t i = 0; i < pwc_tags_.size(); ++i)
+    d.add(pwc_tags_[i]).add(pwc_last_use_[i]);
+  d.add(pwc_clock_);
+  for (Time w : walker_free_)
+    d.add(static_cast<std::uint64_t>(w.as_ps()));
+}
+
 MmuCore::MmuCore(const MmuConfig& cfg, Rng rng)
     : cfg_(cfg),
       l1_(cfg.l1.entries, cfg.l1.ways, cfg.l1.replacement, Rng(rng.next())),

@@ -27,8 +27,10 @@ struct TlbConfig {
   template <class V>
   void visit(V& v) {
     v.field("entries", entries, "entries (0: no such TLB)", between<std::uint32_t>(0, 1u << 20));
-    v.field("ways", ways, "associativity (entries must be a multiple)",
-            between<std::uint32_t>(1, 1u << 20));
+    v.field("ways", ways,
+            "associativity (entries must be a multiple; at most 4,096, so a line's tag holds "
+            "its replacement rank and a 53-bit address's page)",
+            between<std::uint32_t>(1, 4096));
     v.field("latency", latency, "lookup time");
     v.choice("replacement", replacement, "which way a fill evicts",
              std::span<const EnumName<Replacement>>(kReplacementNames));
@@ -86,14 +88,9 @@ class MmuCore {
 
   MmuCore(const MmuConfig& cfg, Rng rng);
 
-  // Entries cached (TLBs and page-walk cache), and when each walker is next free.
-  void digest(Digest& d) const {
-    d.add(l1_.valid_entries()).add(l2_.valid_entries());
-    for (std::uint64_t t : pwc_tags_)
-      d.add(t);
-    for (Time w : walker_free_)
-      d.add(static_cast<std::uint64_t>(w.as_ps()));
-  }
+  // What is cached, line by line (the TLBs' tags, replacement order and entries; the page-walk
+  // cache's tags and use order), and when each walker is next free.
+  void digest(Digest& d) const;
   // Translates `page` of address space `space` at `now` through `table` (null: empty).
   Outcome translate(std::uint32_t space, std::uint64_t page, Time now, const PageTable* table);
   // Invalidates cached translations (of every space, or one; of a range of pages, or all).

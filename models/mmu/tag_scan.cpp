@@ -4,8 +4,6 @@
 
 namespace podsim::tag_scan {
 
-namespace {
-
 std::size_t find_plain(const std::uint64_t* tags, std::size_t n, std::uint64_t want,
                        std::uint64_t keep) {
   for (std::size_t i = 0; i < n; ++i)
@@ -50,9 +48,11 @@ __attribute__((target("avx2"))) void demote_avx2(std::uint64_t* tags, std::size_
     tags[i] += (tags[i] & mask) < rank ? 1 : 0;
 }
 
+namespace {
 const bool kAvx2 = __builtin_cpu_supports("avx2");
-
 }  // namespace
+
+bool avx2() { return kAvx2; }
 
 std::size_t find(const std::uint64_t* tags, std::size_t n, std::uint64_t want, std::uint64_t keep) {
   return kAvx2 ? find_avx2(tags, n, want, keep) : find_plain(tags, n, want, keep);

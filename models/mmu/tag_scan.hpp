@@ -14,6 +14,16 @@ std::size_t find(const std::uint64_t* tags, std::size_t n, std::uint64_t want, s
 // Every word whose rank (word & rank_mask) is below `rank` gets rank + 1.
 void demote_below(std::uint64_t* tags, std::size_t n, std::uint64_t rank, std::uint64_t rank_mask);
 
+// The kernels behind them, for tests that hold the two to the same answers: the plain loops,
+// and the AVX2 ones (call those only where avx2() is true).
+bool avx2();
+std::size_t find_plain(const std::uint64_t* tags, std::size_t n, std::uint64_t want,
+                       std::uint64_t keep);
+std::size_t find_avx2(const std::uint64_t* tags, std::size_t n, std::uint64_t want,
+                      std::uint64_t keep);
+void demote_plain(std::uint64_t* tags, std::size_t n, std::uint64_t rank, std::uint64_t rank_mask);
+void demote_avx2(std::uint64_t* tags, std::size_t n, std::uint64_t rank, std::uint64_t rank_mask);
+
 // Sets narrower than this run the plain loops inline.
 inline constexpr std::size_t kWide = 16;
 

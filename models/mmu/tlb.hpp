@@ -136,6 +136,14 @@ class Tlb {
     }
   }
 
+  // Every line in set order: its tag word (with its replacement rank) and, when valid, its
+  // value; `f(tag_word, const Value*)` gets null for an empty line.
+  template <class F>
+  void for_each_line(F&& f) const {
+    for (std::size_t i = 0; i < tags_.size(); ++i)
+      f(tags_[i], valid(tags_[i]) ? &values_[i] : nullptr);
+  }
+
   std::uint32_t sets() const { return sets_; }
   std::uint64_t valid_entries() const { return present_[0] + present_[1] + present_[2]; }
   std::uint32_t ways() const { return ways_; }

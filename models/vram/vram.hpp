@@ -47,7 +47,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   const VramPageAllocator& allocator() const { return alloc_; }
 
   // Functional (untimed) access for the driver model and tests (with functional_data off,
-  // reads give zeros and writes are dropped).
+  // these reads give zeros and writes are dropped; timed loads leave their buffer unfilled).
   void read_bytes(std::uint64_t pa, unsigned char* out, std::size_t n) const;
   void write_bytes(std::uint64_t pa, const unsigned char* in, std::size_t n);
   const VramDataStore& data() const { return data_; }

@@ -56,7 +56,8 @@ struct VramConfig {
             at_least(parse_bandwidth("1Gb/s")));
     v.field("functional_data", functional_data,
             "keep what stores write, so loads (and the exporter) read it back; off for speed "
-            "studies: loads then return zeros and every timing result is the same");
+            "studies: nothing is stored, a load's data is left unfilled (its bytes are "
+            "meaningless) and every timing result is the same");
   }
   template <class C>
   void check(C& c) const {

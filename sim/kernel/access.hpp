@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <string_view>
 #include <tlm>
@@ -134,7 +135,10 @@ struct Packet final : tlm::tlm_generic_payload {
   Access access;
 };
 
+// Every payload in podsim is a Packet (debug builds check: a foreign payload would be read
+// as one).
 inline Access& access_of(tlm::tlm_generic_payload& gp) {
+  assert(gp.get_extension<Access>() == &static_cast<Packet&>(gp).access);
   return static_cast<Packet&>(gp).access;
 }
 // The order key for TimedQueue ties: packets due at the same time are served by access ID.

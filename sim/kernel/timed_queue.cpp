@@ -51,13 +51,10 @@ constexpr auto kOverflowLater = [](const auto& a, const auto& b) { return a.due 
 }  // namespace
 
 void Dispatcher::run_insert(const Node& n) {
-  run_.push_back(n);
-  std::size_t i = run_.size() - 1;
-  while (i > 0 && before(run_[i - 1], n)) {
-    run_[i] = run_[i - 1];
-    --i;
-  }
-  run_[i] = n;
+  // run_ is sorted last-served first: everything served after n stays in front of it.
+  const auto at = std::partition_point(run_.begin(), run_.end(),
+                                       [&](const Node& x) { return !before(x, n); });
+  run_.insert(at, n);
 }
 
 std::uint32_t Dispatcher::new_chunk() {

@@ -1,9 +1,9 @@
 // Timed work for the hot path, and the dispatcher that serves it.
 //
 // Every module keeps its pending work in TimedQueues: items due at a time, each served by the
-// module's handler. One Dispatcher per simulation holds every queue's items in a single
-// priority queue and serves them from one SystemC process, in this order (the ordering
-// contract):
+// module's handler. One Dispatcher per simulation holds every queue's items (in a calendar of
+// 1.024 ns buckets, below) and serves them from one SystemC process, in this order (the
+// ordering contract):
 //   1. earlier due time first;
 //   2. at the same time, the queue created first (elaboration order) first;
 //   3. within a queue, the smaller order key first (packets pass their access ID);
@@ -21,8 +21,9 @@
 //    current time, as a plain SystemC process would);
 //  - code it runs notifies SystemC events only through podsim::notify_event (sc.hpp), which places
 //    the notification at the dispatcher's time, not the kernel's.
-// A served item costs one priority-queue pop, no SystemC event; pushing allocates nothing once
-// the queue has grown to its working size.
+// A served item costs no SystemC event: a push files a 16-byte node in its time's bucket, a
+// serve takes the next node of the bucket being served (sorted when it is reached); pushing
+// allocates nothing once the calendar has grown to its working size.
 #pragma once
 
 #include <cstdint>

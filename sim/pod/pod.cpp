@@ -1,5 +1,7 @@
 #include "sim/pod/pod.hpp"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "fabric/traffic.hpp"
@@ -167,6 +169,9 @@ std::vector<TraceEntry> Pod::access_log() const {
 }
 
 void Pod::run(const std::function<void()>& between, Time slice) {
+  // The end of a run gathers per-module samples into the pod's (finalize): once.
+  if (ran_) throw std::logic_error("Pod::run: a pod runs once");
+  ran_ = true;
   if (!between) {
     run_simulation(cfg_.sim.max_time);
   } else {

@@ -35,6 +35,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // Runs the workload to its end (or to sim.max_time), then the teardown and the checks.
   // `between` (optional) is called every `slice` of simulated time: the simulation runs in
   // slices, which changes nothing in it (each slice ends after all work due at its end).
+  // A pod runs once: a second call throws std::logic_error.
   void run(const std::function<void()>& between = {}, Time slice = Time::us(20));
   // Accesses completed so far, all GPUs (for progress reports).
   std::uint64_t accesses_completed() const;
@@ -111,6 +112,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::vector<std::vector<TraceEntry>> replay_;      // by GPU
   std::vector<std::vector<TraceEntry>> access_log_;  // by GPU
   bool finished_ = false;
+  bool ran_ = false;
   std::vector<std::string> own_failures_;
   Time phase_start_, phase_end_;
 

@@ -44,8 +44,9 @@ struct SimSection {
   template <class V>
   void visit(V& v) {
     v.field("max_time", max_time,
-            "simulated-time limit; a workload still running then is reported as unfinished",
-            at_least(Time::ns(1)));
+            "simulated-time limit; a workload still running then is reported as unfinished "
+            "(at most 20 hours: packets stamp their hops in 56 bits of picoseconds)",
+            between(Time::ns(1), Time::ms(72'000'000)));
     v.field("sample_interval", sample_interval,
             "bin width of the bandwidth-over-time series (timeseries.csv, the report); long runs "
             "double it as often as needed to stay within 65,536 bins",

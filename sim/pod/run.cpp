@@ -185,13 +185,11 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     // Where the host time went, and the kernel's work (deterministic counts) in the access
     // phases: what `podsim bench` reads.
     const HostPhases& h = pod.host();
-    struct rusage usage {};
-    ::getrusage(RUSAGE_SELF, &usage);
     boost::json::object host;
     host["setup_seconds"] = h.setup_seconds();
     host["access_seconds"] = h.access_seconds();
     host["teardown_seconds"] = h.teardown_seconds();
-    host["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+    host["peak_rss_bytes"] = 0;  // measured last, below, once every other output is written
     run["host"] = std::move(host);
     const KernelCounters& all = Dispatcher::get().counters();
     const KernelCounters& in = h.in_access_phases();
@@ -257,7 +255,6 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
 
   try {
     write_file(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
-    write_file(out_dir / "run.json", config::to_pretty_json(run));
     write_file(out_dir / "stats.json", config::to_pretty_json(stats));
     write_file(out_dir / "latency.csv", latency_csv(pod.latency_paths()));
     write_file(out_dir / "latency_histogram.csv", latency_histogram_csv(pod.latency_paths()));
@@ -276,6 +273,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                    "{} more sampled accesses were left out\n",
                    timeline->access_events(), timeline->dropped_accesses());
     }
+    // The process's peak memory, with everything else written (the timeline's JSON can be
+    // the largest thing a run holds).
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    run["host"].as_object()["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+    write_file(out_dir / "run.json", config::to_pretty_json(run));
   } catch (const std::exception& e) {
     fmt::print(err, "podsim: {}\n", e.what());
     return 1;

@@ -342,11 +342,20 @@ std::vector<StepConfig> ScenarioRunner::direct_setup(const std::vector<StepConfi
           const std::uint64_t pages = (s.size->count() + kPageSize - 1) / kPageSize;
           Vram::Pages got;
           bool answered = false;
-          node.vram.allocate(pages, [&](Vram::Pages v) {
+          const std::uint64_t id = node.vram.allocate(pages, [&](Vram::Pages v) {
             got = std::move(v);
             answered = true;
           });
-          if (!answered || !got) {
+          if (!answered) {
+            // Only freed pages still being cleared could hold it: the protocol would wait for
+            // the clearing engine, which direct setup (no simulated time) cannot. The request
+            // is withdrawn, so its callback (holding this frame's locals) never runs.
+            node.vram.cancel_allocation(id);
+            error(i, s, "VRAM has the pages only once the clearing engine has zeroed them; "
+                        "use workload.setup=protocol");
+            break;
+          }
+          if (!got) {
             error(i, s, "VRAM cannot hold the buffer (ENOMEM)");
             break;
           }

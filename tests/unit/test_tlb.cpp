@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "models/mmu/mmu.hpp"
+#include "models/mmu/tag_scan.hpp"
 #include "models/mmu/tlb.hpp"
 
 using namespace podsim;
@@ -213,8 +216,9 @@ struct ReferenceTlb {
   std::uint32_t ways, sets;
   std::vector<Line> lines;
   std::uint64_t clock = 0;
-  ReferenceTlb(std::uint32_t entries, std::uint32_t w)
-      : ways(w), sets(entries / w), lines(entries) {}
+  bool lru = true;  // false: FIFO (a hit leaves the order alone; a fill goes to the front)
+  ReferenceTlb(std::uint32_t entries, std::uint32_t w, bool by_use)
+      : ways(w), sets(entries / w), lines(entries), lru(by_use) {}
   std::size_t base(std::uint64_t key, std::uint8_t f) const {
     return ((key ^ (static_cast<std::uint64_t>(f) << 20)) % sets) * ways;
   }
@@ -224,7 +228,7 @@ struct ReferenceTlb {
       for (std::size_t i = b; i < b + ways; ++i)
         if (lines[i].valid && lines[i].space == space && lines[i].key == page >> f &&
             lines[i].f == f) {
-          lines[i].last_use = ++clock;
+          if (lru) lines[i].last_use = ++clock;
           return true;
         }
     }
@@ -254,33 +258,60 @@ struct ReferenceTlb {
 };
 }  // namespace
 
-TEST_CASE("a TLB's replacement is exact LRU, in narrow sets and in wide ones", "[tlb]") {
+TEST_CASE("a TLB's replacement is exact LRU or FIFO, in narrow sets and in wide ones", "[tlb]") {
   // 8-way sets take the plain loops; a 32-way (fully associative) and a 64-way set the
   // vector scans: every lookup must hit exactly when the reference hits.
-  for (auto [entries, ways] :
-       {std::pair<std::uint32_t, std::uint32_t>{64, 8}, {32, 32}, {128, 64}}) {
-    Tlb<int> tlb(entries, ways);
-    ReferenceTlb ref(entries, ways);
-    Rng rng(entries * 31 + ways);
-    std::uint64_t hits = 0;
-    for (int step = 0; step < 20000; ++step) {
-      const std::uint32_t space = static_cast<std::uint32_t>(rng.below(2));
-      const std::uint64_t page = rng.below(3 * entries);
-      const std::uint8_t f = rng.below(10) == 0 ? kFragment64K : 0;
-      const bool hit = tlb.lookup(space, page).value != nullptr;
-      INFO("entries " << entries << " ways " << ways << " step " << step);
-      REQUIRE(hit == ref.lookup(space, page));
-      hits += hit;
-      if (!hit) {
-        tlb.insert(space, page, f, 1);
-        ref.insert(space, page, f);
+  for (Replacement policy : {Replacement::Lru, Replacement::Fifo})
+    for (auto [entries, ways] :
+         {std::pair<std::uint32_t, std::uint32_t>{64, 8}, {32, 32}, {128, 64}}) {
+      Tlb<int> tlb(entries, ways, policy);
+      ReferenceTlb ref(entries, ways, policy == Replacement::Lru);
+      Rng rng(entries * 31 + ways);
+      std::uint64_t hits = 0;
+      for (int step = 0; step < 20000; ++step) {
+        const std::uint32_t space = static_cast<std::uint32_t>(rng.below(2));
+        const std::uint64_t page = rng.below(3 * entries);
+        const std::uint8_t f = rng.below(10) == 0 ? kFragment64K : 0;
+        const bool hit = tlb.lookup(space, page).value != nullptr;
+        INFO((policy == Replacement::Lru ? "LRU" : "FIFO")
+             << " entries " << entries << " ways " << ways << " step " << step);
+        REQUIRE(hit == ref.lookup(space, page));
+        hits += hit;
+        if (!hit) {
+          tlb.insert(space, page, f, 1);
+          ref.insert(space, page, f);
+        }
+        if (rng.below(500) == 0) {
+          const std::uint64_t first = rng.below(3 * entries);
+          tlb.invalidate_range(space, first, 8);
+          ref.invalidate_range(space, first, 8);
+        }
       }
-      if (rng.below(500) == 0) {
-        const std::uint64_t first = rng.below(3 * entries);
-        tlb.invalidate_range(space, first, 8);
-        ref.invalidate_range(space, first, 8);
-      }
+      CHECK(hits > 2000);  // the comparison covered hits as well as misses
     }
-    CHECK(hits > 2000);  // the comparison covered hits as well as misses
+}
+
+TEST_CASE("the vector tag scans give the plain loops' answers", "[tlb]") {
+  if (!tag_scan::avx2()) {
+    WARN("this CPU has no AVX2: only the plain loops run here");
+    return;
+  }
+  Rng rng(7);
+  for (std::size_t n : {0, 1, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 64, 67, 4096}) {
+    std::vector<std::uint64_t> tags(n);
+    const std::uint64_t rank_mask = 0x3F;
+    for (int round = 0; round < 200; ++round) {
+      for (auto& t : tags)  // few distinct values, so matches happen anywhere (or nowhere)
+        t = rng.below(4) << 6 | rng.below(64) | (rng.below(2) ? 1ull << 63 : 0);
+      const std::uint64_t want = rng.below(4) << 6, keep = ~rank_mask & ~(1ull << 63);
+      INFO("n " << n << " round " << round);
+      REQUIRE(tag_scan::find_avx2(tags.data(), n, want, keep) ==
+              tag_scan::find_plain(tags.data(), n, want, keep));
+      const std::uint64_t rank = rng.below(65);
+      std::vector<std::uint64_t> a = tags, b = tags;
+      tag_scan::demote_avx2(a.data(), n, rank, rank_mask);
+      tag_scan::demote_plain(b.data(), n, rank, rank_mask);
+      REQUIRE(a == b);
+    }
   }
 }

@@ -52,7 +52,9 @@ namespace {
 const bool kAvx2 = __builtin_cpu_supports("avx2");
 }  // namespace
 
-bool avx2() { return kAvx2; }
+bool avx2() {
+  return kAvx2;
+}
 
 std::size_t find(const std::uint64_t* tags, std::size_t n, std::uint64_t want, std::uint64_t keep) {
   return kAvx2 ? find_avx2(tags, n, want, keep) : find_plain(tags, n, want, keep);

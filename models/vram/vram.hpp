@@ -64,8 +64,8 @@ class Vram final : public sc_core::sc_module, public HasStats {
     const std::uint64_t n = pa >> interleave_shift_;
     if (n >> 32) return static_cast<unsigned>(n % channels_);
     // n % channels without a division (Lemire's fastmod; exact for 32-bit n and channels)
-    return static_cast<unsigned>(
-        (static_cast<unsigned __int128>(channel_magic_ * n) * channels_) >> 64);
+    return static_cast<unsigned>((static_cast<unsigned __int128>(channel_magic_ * n) * channels_) >>
+                                 64);
   }
   const StatGroup& stat_group() const override { return stats_; }
   const VramConfig& config() const { return cfg_; }

@@ -230,7 +230,10 @@ int cmd_bench(const std::vector<std::string>& args) {
       "remote accesses per point, spread over the GPUs")(
       "configs", po::value<std::string>()->default_value("configs"),
       "the folder holding helios-72.json and pod-1024.json (also measured)")(
-      "no-shipped", "measure only the default pod at each size")(
+      "no-shipped", "leave out helios-72.json and pod-1024.json")(
+      "no-all-peers",
+      "leave out the default all_to_all with every GPU importing from all others (sizes up "
+      "to 128, closed loop; and 8 initiators at the largest)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override one config value at every point (repeatable)")(
       "out,o", po::value<std::string>()->default_value("podsim-bench"),
@@ -271,6 +274,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   opt.accesses = vm["accesses"].as<std::uint64_t>();
   opt.configs_dir = vm["configs"].as<std::string>();
   opt.shipped = vm.count("no-shipped") == 0;
+  opt.all_peers = vm.count("no-all-peers") == 0;
   if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;

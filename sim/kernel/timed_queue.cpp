@@ -52,8 +52,8 @@ constexpr auto kOverflowLater = [](const auto& a, const auto& b) { return a.due 
 
 void Dispatcher::run_insert(const Node& n) {
   // run_ is sorted last-served first: everything served after n stays in front of it.
-  const auto at = std::partition_point(run_.begin(), run_.end(),
-                                       [&](const Node& x) { return !before(x, n); });
+  const auto at =
+      std::partition_point(run_.begin(), run_.end(), [&](const Node& x) { return !before(x, n); });
   run_.insert(at, n);
 }
 

@@ -107,8 +107,7 @@ class Dispatcher {
     }
     push_slow(due, rank, key, item);
   }
-  void push_slow(Time due, std::uint32_t rank, std::uint64_t key,
-                 const QueueBase::ItemBytes& item);
+  void push_slow(Time due, std::uint32_t rank, std::uint64_t key, const QueueBase::ItemBytes& item);
   void run();
   void arm();
   Time bound(Time kernel) const;

@@ -351,8 +351,9 @@ std::vector<StepConfig> ScenarioRunner::direct_setup(const std::vector<StepConfi
             // the clearing engine, which direct setup (no simulated time) cannot. The request
             // is withdrawn, so its callback (holding this frame's locals) never runs.
             node.vram.cancel_allocation(id);
-            error(i, s, "VRAM has the pages only once the clearing engine has zeroed them; "
-                        "use workload.setup=protocol");
+            error(i, s,
+                  "VRAM has the pages only once the clearing engine has zeroed them; "
+                  "use workload.setup=protocol");
             break;
           }
           if (!got) {

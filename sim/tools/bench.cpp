@@ -29,6 +29,7 @@ struct Point {
   std::vector<std::string> sets;
   std::uint32_t gpus = 0;
   std::string load;
+  std::string group;  // "vs smallest" compares with this group's smallest pod
 };
 
 struct Row {
@@ -85,6 +86,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
       p.name = fmt::format("default-{}gpu-{}", n, load);
       p.gpus = n;
       p.load = load;
+      p.group = load;
       const std::uint64_t per_gpu = (opt.accesses + n - 1) / n;
       p.sets = {fmt::format("pod.gpus={}", n),
                 fmt::format("fabric.switch.ports={}", std::max(n, 64u)),
@@ -94,6 +96,39 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
         p.sets.push_back(s);
       points.push_back(std::move(p));
     }
+  // The pod as a new user first runs it: the default all_to_all, every GPU importing from
+  // every other, on a 128-port switch, closed loop with 32 outstanding (the measurement that
+  // opened issue 9). At each size up to 128 GPUs (the imports grow as N squared), and at the
+  // largest of those with only 8 GPUs initiating (the others only serve).
+  const bool closed =
+      std::find(opt.loads.begin(), opt.loads.end(), std::string("closed")) != opt.loads.end();
+  if (opt.all_peers && closed) {
+    std::uint32_t largest = 0;
+    for (std::uint32_t n : opt.gpus) {
+      if (n > 128) continue;
+      largest = std::max(largest, n);
+      Point p;
+      p.name = fmt::format("all-peers-{}gpu", n);
+      p.gpus = n;
+      p.load = "closed";
+      p.group = "all-peers";
+      p.sets = {fmt::format("pod.gpus={}", n), "fabric.switch.ports=128",
+                "workload.traffic.outstanding=32",
+                fmt::format("workload.traffic.accesses={}", (opt.accesses + n - 1) / n)};
+      points.push_back(std::move(p));
+    }
+    if (largest > 8) {
+      Point p;
+      p.name = fmt::format("all-peers-{}gpu-8-initiators", largest);
+      p.gpus = largest;
+      p.load = "closed";
+      p.group = "all-peers";
+      p.sets = {fmt::format("pod.gpus={}", largest), "fabric.switch.ports=128",
+                "workload.traffic.outstanding=32", "workload.initiators=[0,1,2,3,4,5,6,7]",
+                fmt::format("workload.traffic.accesses={}", (opt.accesses + 7) / 8)};
+      points.push_back(std::move(p));
+    }
+  }
   // The shipped big pods as an architect runs them, with enough accesses to measure.
   if (opt.shipped && !opt.configs_dir.empty()) {
     for (auto [file, n] : {std::pair<const char*, std::uint32_t>{"helios-72.json", 72},
@@ -174,12 +209,15 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     row.notifications = number(k.at("access_phase_notifications")) / n;
   }
 
-  // The table: per-access host cost against the 8-GPU point of the same load.
-  std::map<std::string, double> base;  // load -> host us per access at the smallest pod
-  for (std::size_t i = 0; i < points.size(); ++i)
-    if (!points[i].config && rows[i].exit_code == 0 && rows[i].accesses &&
-        !base.count(points[i].load))
-      base[points[i].load] = rows[i].access_s * 1e6 / static_cast<double>(rows[i].accesses);
+  // The table: per-access host cost against the smallest pod of the same group (load).
+  std::map<std::string, std::pair<std::uint32_t, double>> base;  // group -> gpus, host us
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    if (p.group.empty() || rows[i].exit_code != 0 || rows[i].accesses == 0) continue;
+    const double us = rows[i].access_s * 1e6 / static_cast<double>(rows[i].accesses);
+    auto it = base.find(p.group);
+    if (it == base.end() || p.gpus < it->second.first) base[p.group] = {p.gpus, us};
+  }
   std::string md =
       "| point | GPUs | load | remote accesses | per host second (access phase) | host us per "
       "access | vs smallest | setup s | teardown s | peak RSS MiB | serves per access | "
@@ -207,9 +245,10 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     }
     const double us = r.access_s * 1e6 / static_cast<double>(r.accesses);
     const double rate = static_cast<double>(r.accesses) / r.access_s;
-    const auto b = base.find(p.load);
-    const std::string rel =
-        !p.config && b != base.end() && b->second > 0 ? fmt::format("{:.2f}x", us / b->second) : "";
+    const auto b = p.group.empty() ? base.end() : base.find(p.group);
+    const std::string rel = b != base.end() && b->second.second > 0
+                                ? fmt::format("{:.2f}x", us / b->second.second)
+                                : "";
     md += fmt::format(
         "| {} | {} | {} | {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {:.2f} | {:.2f} | "
         "{:.2f} |\n",

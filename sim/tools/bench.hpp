@@ -26,6 +26,9 @@ struct BenchOptions {
   // none.
   std::string configs_dir = "configs";
   bool shipped = true;
+  // Also the default all_to_all as a new user runs it (every GPU importing from all others,
+  // a 128-port switch), at each size up to 128, closed loop; and 8 initiators at the largest.
+  bool all_peers = true;
   std::vector<std::string> overrides;  // --set for every point (after the bench's own)
   std::string out_dir = "podsim-bench";
   bool quiet = false;

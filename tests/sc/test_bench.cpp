@@ -46,7 +46,7 @@ TEST_CASE("run.json says where the host time went and what the kernel did", "[be
 
 TEST_CASE("podsim bench measures each pod size and load and writes its table", "[bench]") {
   const std::string out = (fs::path(write_temp_file("x", "")).parent_path() / "bench").string();
-  auto r = run_podsim({"bench", "--gpus", "4,8", "--loads", "closed,poisson", "--accesses", "2000",
+  auto r = run_podsim({"bench", "--gpus", "4,12", "--loads", "closed,poisson", "--accesses", "2400",
                        "--no-shipped", "--quiet", "--out", out},
                       false);
   INFO(r.err);
@@ -54,19 +54,23 @@ TEST_CASE("podsim bench measures each pod size and load and writes its table", "
   CHECK(r.out == slurp((fs::path(out) / "bench.md").string()));
   const json::value doc = json::parse(slurp((fs::path(out) / "bench.json").string()));
   const json::array& points = doc.at("points").as_array();
-  REQUIRE(points.size() == 4);
+  REQUIRE(points.size() == 7);
   std::vector<std::string> names;
   for (const auto& p : points) {
     const json::object& o = p.as_object();
     names.emplace_back(o.at("point").as_string());
     CHECK(o.at("exit_code").as_int64() == 0);
-    CHECK(num(o.at("remote_accesses")) == 2000);
+    CHECK(num(o.at("remote_accesses")) == 2400);  // spread evenly over the initiating GPUs
     CHECK(num(o.at("remote_accesses_per_host_second")) > 0);
     CHECK(num(o.at("peak_rss_mib")) > 1);
     CHECK(num(o.at("serves_per_access")) >= 8);
   }
-  CHECK(names == std::vector<std::string>{"default-4gpu-closed", "default-8gpu-closed",
-                                          "default-4gpu-poisson", "default-8gpu-poisson"});
+  CHECK(names == std::vector<std::string>{"default-4gpu-closed", "default-12gpu-closed",
+                                          "default-4gpu-poisson", "default-12gpu-poisson",
+                                          "all-peers-4gpu", "all-peers-12gpu",
+                                          "all-peers-12gpu-8-initiators"});
+  // Each point's cost is compared with the smallest pod of its kind.
+  CHECK(r.out.find("| all-peers-12gpu-8-initiators | 12 | closed |") != std::string::npos);
   // A bad argument is a usage error, before anything runs.
   CHECK(run_podsim({"bench", "--loads", "bursty"}, false).exit_code == 2);
   CHECK(run_podsim({"bench", "--gpus", "8,4096"}, false).exit_code == 2);

@@ -239,7 +239,8 @@ TEST_CASE("functional VRAM data on or off: every file a run writes is the same",
   }
 }
 
-TEST_CASE("with functional data off, stores are not kept and functional reads give zeros", "[memory][data]") {
+TEST_CASE("with functional data off, stores are not kept and functional reads give zeros",
+          "[memory][data]") {
   Pod pod("pod", config_with({"pod.gpus=2", "workload.initiators=[0]", "workload.teardown=false",
                               "gpu.vram.functional_data=false", "workload.traffic.accesses=400",
                               "workload.traffic.read_fraction=0"}));

@@ -11,9 +11,17 @@ std::uint32_t VramDataStore::new_line() {
     free_.pop_back();
     return i;
   }
-  if ((used_ >> kChunkShift) == chunks_.size())
-    chunks_.push_back(std::make_unique<Line[]>(std::size_t{1} << kChunkShift));
+  if ((used_ >> kChunkShift) == chunks_.size()) {
+    chunks_.reserve(chunks_.size() + 1);  // nothing to give back if this throws
+    chunks_.push_back(static_cast<Line*>(huge_allocate(kChunkBytes)));
+  }
   return used_++;
+}
+
+void VramDataStore::release() {
+  for (Line* c : chunks_)
+    huge_deallocate(c, kChunkBytes);
+  chunks_.clear();
 }
 
 void VramDataStore::read(std::uint64_t pa, unsigned char* out, std::size_t n) const {
@@ -60,7 +68,7 @@ void VramDataStore::erase_page(std::uint64_t page) {
 
 void VramDataStore::clear() {
   index_.clear();
-  chunks_.clear();
+  release();
   free_.clear();
   used_ = 0;
 }

@@ -10,6 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include "sim/base/huge_pages.hpp"
+
 namespace podsim {
 
 class VramDataStore {
@@ -27,15 +29,31 @@ class VramDataStore {
 
  private:
   using Line = std::array<unsigned char, kLine>;
-  static constexpr unsigned kChunkShift = 12;  // 4,096 lines (256 KiB) per chunk
+  // Lines live in chunks of 1,024 (64 KiB), which the GPUs' stores share huge pages for
+  // (sim/base/huge_pages.hpp): a GPU that stores little holds little.
+  static constexpr unsigned kChunkShift = 10;
   Line& line(std::uint32_t i) { return chunks_[i >> kChunkShift][i & ((1u << kChunkShift) - 1)]; }
   const Line& line(std::uint32_t i) const {
     return chunks_[i >> kChunkShift][i & ((1u << kChunkShift) - 1)];
   }
   std::uint32_t new_line();
 
-  boost::unordered_flat_map<std::uint64_t, std::uint32_t> index_;  // line address -> slot
-  std::vector<std::unique_ptr<Line[]>> chunks_;
+  using Index =
+      boost::unordered_flat_map<std::uint64_t, std::uint32_t, boost::hash<std::uint64_t>,
+                                std::equal_to<std::uint64_t>,
+                                HugePageAllocator<std::pair<const std::uint64_t, std::uint32_t>>>;
+  Index index_;  // line address -> slot
+  static constexpr std::size_t kChunkBytes = sizeof(Line) << kChunkShift;
+  std::vector<Line*> chunks_;  // by chunk number: its first line
+  void release();
+
+ public:
+  VramDataStore() = default;
+  VramDataStore(const VramDataStore&) = delete;
+  VramDataStore& operator=(const VramDataStore&) = delete;
+  ~VramDataStore() { release(); }
+
+ private:
   std::uint32_t used_ = 0;  // slots handed out from the chunks
   std::vector<std::uint32_t> free_;
 };

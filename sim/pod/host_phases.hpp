@@ -2,12 +2,15 @@
 // first access phase starts), the access phases (while any GPU's compute agent is issuing or
 // waiting for accesses), and the teardown after the last one. Also the kernel's work done
 // inside the access phases, so a benchmark can say what one remote access costs without the
-// setup around it. Host clocks only: nothing here feeds back into the simulation.
+// setup around it. Host clocks only: nothing here feeds back into the simulation. When the
+// first access phase begins, the pod's state is moved onto huge pages (sim/base/huge_pages.hpp;
+// PODSIM_HUGE_PAGES=0 in the environment leaves it alone), which changes no result.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
+#include "sim/base/huge_pages.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
@@ -21,6 +24,8 @@ class HostPhases {
   // An access phase starts (a GPU's agent starts) or ends (its last access completed).
   void phase_begin() {
     if (active_++ > 0) return;
+    // The pod is built: its state goes onto huge pages (part of the setup's host time).
+    if (!any_) huge_pages_ = use_huge_pages_unless_disabled();
     const auto now = Clock::now();
     if (!any_) first_begin_ = now;
     any_ = true;
@@ -46,6 +51,8 @@ class HostPhases {
   double total_seconds() const { return seconds(end_ - start_); }
   // The kernel's work inside access phases.
   const KernelCounters& in_access_phases() const { return in_phases_; }
+  // What use_huge_pages did as the first access phase began.
+  const HugePageReport& huge_pages() const { return huge_pages_; }
 
  private:
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -54,6 +61,7 @@ class HostPhases {
   unsigned active_ = 0;
   bool any_ = false;
   KernelCounters at_begin_, in_phases_;
+  HugePageReport huge_pages_;
 };
 
 }  // namespace podsim

@@ -190,6 +190,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     host["access_seconds"] = h.access_seconds();
     host["teardown_seconds"] = h.teardown_seconds();
     host["peak_rss_bytes"] = 0;  // measured last, below, once every other output is written
+    // How much of the process was on huge pages as the first access phase began.
+    host["huge_page_bytes"] = h.huge_pages().on_huge;
     run["host"] = std::move(host);
     const KernelCounters& all = Dispatcher::get().counters();
     const KernelCounters& in = h.in_access_phases();

@@ -1,7 +1,8 @@
 // The speed guard (what CI checks instead of timing anything): a pod is run in the test's own
 // process, and over the middle of its access phase (a quarter to nine tenths of the accesses
-// done) the kernel's work and the calls to operator new are counted and divided by the remote
-// accesses completed. Each must stay within its budget in hot_path_budgets.json; the message
+// done) the kernel's work and the allocations (calls to operator new, and blocks from the
+// huge-page arena, sim/base/huge_pages.hpp) are counted and divided by the remote accesses
+// completed. Each must stay within its budget in hot_path_budgets.json; the message
 // names the counter that grew.
 #include <catch2/catch.hpp>
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "sim/base/huge_pages.hpp"
 #include "sim/config/config_io.hpp"
 #include "sim/kernel/timed_queue.hpp"
 #include "sim/pod/pod.hpp"
@@ -113,7 +115,7 @@ void check_budget(const std::string& name) {
       [&] {
         const KernelCounters& k = Dispatcher::get().counters();
         samples.push_back(Sample{pod.accesses_completed(), k.serves, k.activations, k.notifications,
-                                 g_allocations});
+                                 g_allocations + huge_allocations()});
         g_trace = std::getenv("HOT_PATH_TRACE") && pod.accesses_completed() > total / 3;
       },
       Time::us(1));

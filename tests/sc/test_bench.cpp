@@ -34,6 +34,7 @@ TEST_CASE("run.json says where the host time went and what the kernel did", "[be
   CHECK(teardown > 0);
   CHECK(setup + access + teardown <= total);
   CHECK(num(host.at("peak_rss_bytes")) > 1e6);
+  CHECK(num(host.at("huge_page_bytes")) <= num(host.at("peak_rss_bytes")));
   // Every remote access is a round trip of at least 8 served items (translation, port,
   // switch, NPA MMU, VRAM, port, switch, completion), all of them in the access phase.
   const json::object& k = r.run->at("kernel").as_object();

@@ -2,10 +2,14 @@
 // written 64-byte lines are kept.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
 #include <vector>
 
 #include "models/vram/data_store.hpp"
+#include "sim/base/rng.hpp"
 
+using podsim::Rng;
 using podsim::VramDataStore;
 
 TEST_CASE("written bytes read back, the rest of a line and untouched memory read zero", "[data]") {
@@ -39,6 +43,30 @@ TEST_CASE("erasing a page forgets its lines only, and freed lines are reused", "
   CHECK(y[0] == 1);
   s.write(4096 * 5, x, 64);
   CHECK(s.lines() == 2);
+  s.clear();
+  CHECK(s.lines() == 0);
+}
+
+TEST_CASE("a store holding many chunks of lines keeps every line it was given", "[data]") {
+  // 20,000 lines: many 1,024-line chunks, and an index grown past the huge-page sizes.
+  VramDataStore s;
+  std::map<std::uint64_t, unsigned char> want;  // line -> its fill byte
+  Rng rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint64_t line = rng.below(1u << 20);
+    const auto v = static_cast<unsigned char>(rng.below(255) + 1);
+    unsigned char in[64];
+    std::fill(std::begin(in), std::end(in), v);
+    s.write(line * 64, in, 64);
+    want[line] = v;
+  }
+  CHECK(s.lines() == want.size());
+  for (const auto& [line, v] : want) {
+    unsigned char out[64];
+    s.read(line * 64, out, 64);
+    INFO(line);
+    REQUIRE(std::all_of(std::begin(out), std::end(out), [&](unsigned char c) { return c == v; }));
+  }
   s.clear();
   CHECK(s.lines() == 0);
 }

@@ -148,6 +148,7 @@ class Dispatcher {
   // Loads the next non-empty bucket (calendar or overflow), if it is not past `limit`, into
   // the run.
   bool load_next(Time limit);
+  void sort_large_run();
   // The earliest due time waiting (max: nothing).
   Time next_due() const;
 
@@ -166,7 +167,11 @@ class Dispatcher {
   std::vector<std::uint64_t> bits_;  // per position: not empty
   std::int64_t current_ = 0;         // the bucket being (or last) served
   std::vector<Node> run_;            // its items, the next at the back
-  std::vector<Node> overflow_;       // a min-heap by due of items beyond the window
+  // sort_large_run's scratch: items per picosecond of the bucket, the sorted run.
+  std::vector<std::uint32_t> due_counts_ =
+      std::vector<std::uint32_t>(std::size_t{1} << kBucketShift);
+  std::vector<Node> sorted_;
+  std::vector<Node> overflow_;  // a min-heap by due of items beyond the window
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<QueueBase*> queues_;  // by rank

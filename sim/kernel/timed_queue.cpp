@@ -170,39 +170,39 @@ bool Dispatcher::load_next(Time limit) {
   return true;
 }
 
-// A big bucket (hundreds of items under heavy load in a big pod) is sorted by due time with a
-// counting sort over its 2^kBucketShift picoseconds (no comparisons, no look at the slots);
-// items due at the same picosecond, a few at most, are then put in the contract's order by
-// insertion sort.
+// A big bucket (up to hundreds of items under heavy load in a big pod) is put in order in two
+// passes without sorting: a counting sort by time into about as many bins as it has items
+// (bins of 2^shift ps), then an insertion sort over the whole run, which moves items only
+// within their bin (the contract's order among items of a bin, its slots read only on ties).
 void Dispatcher::sort_large_run() {
   const std::size_t n = run_.size();
   const std::int64_t base = current_ << kBucketShift;
-  std::fill(due_counts_.begin(), due_counts_.end(), 0u);
+  unsigned bits = 5;  // n > 32
+  while (bits < kBucketShift && (std::size_t{1} << bits) < n)
+    ++bits;
+  const unsigned shift = kBucketShift - bits;
+  const std::size_t bins = std::size_t{1} << bits;
+  auto bin = [&](const Node& x) { return static_cast<std::size_t>(x.due - base) >> shift; };
+  std::fill(due_counts_.begin(), due_counts_.begin() + static_cast<std::ptrdiff_t>(bins), 0u);
   for (const Node& x : run_)
-    ++due_counts_[static_cast<std::size_t>(x.due - base)];
-  // The run is served from its back: the latest time first in the vector.
+    ++due_counts_[bin(x)];
+  // The run is served from its back: the latest bin first in the vector.
   std::uint32_t at = 0;
-  for (std::size_t t = due_counts_.size(); t-- > 0;) {
-    const std::uint32_t c = due_counts_[t];
-    due_counts_[t] = at;
+  for (std::size_t b = bins; b-- > 0;) {
+    const std::uint32_t c = due_counts_[b];
+    due_counts_[b] = at;
     at += c;
   }
   sorted_.resize(n);
   for (const Node& x : run_)
-    sorted_[due_counts_[static_cast<std::size_t>(x.due - base)]++] = x;
+    sorted_[due_counts_[bin(x)]++] = x;
   auto later = [this](const Node& x, const Node& y) { return before(y, x); };
-  for (std::size_t i = 0; i < n;) {
-    std::size_t j = i + 1;
-    while (j < n && sorted_[j].due == sorted_[i].due)
-      ++j;
-    for (std::size_t k = i + 1; k < j; ++k) {
-      const Node x = sorted_[k];
-      std::size_t m = k;
-      for (; m > i && later(x, sorted_[m - 1]); --m)
-        sorted_[m] = sorted_[m - 1];
-      sorted_[m] = x;
-    }
-    i = j;
+  for (std::size_t k = 1; k < n; ++k) {
+    const Node x = sorted_[k];
+    std::size_t m = k;
+    for (; m > 0 && later(x, sorted_[m - 1]); --m)
+      sorted_[m] = sorted_[m - 1];
+    sorted_[m] = x;
   }
   run_.swap(sorted_);
 }

@@ -167,7 +167,7 @@ class Dispatcher {
   std::vector<std::uint64_t> bits_;  // per position: not empty
   std::int64_t current_ = 0;         // the bucket being (or last) served
   std::vector<Node> run_;            // its items, the next at the back
-  // sort_large_run's scratch: items per picosecond of the bucket, the sorted run.
+  // sort_large_run's scratch: items per bin of the bucket, the sorted run.
   std::vector<std::uint32_t> due_counts_ =
       std::vector<std::uint32_t>(std::size_t{1} << kBucketShift);
   std::vector<Node> sorted_;

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "sim/config/config_io.hpp"
+#include "sim/core/config_io.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"
 

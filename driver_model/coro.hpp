@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim::driver {
 

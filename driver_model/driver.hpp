@@ -29,9 +29,9 @@
 #include "driver_model/messages.hpp"
 #include "driver_model/npa_allocator.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
-#include "sim/base/digest.hpp"
-#include "sim/base/rng.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/digest.hpp"
+#include "sim/core/rng.hpp"
+#include "sim/core/stats.hpp"
 
 namespace podsim::driver {
 

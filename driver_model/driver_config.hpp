@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/base/params.hpp"
-#include "sim/base/units.hpp"
+#include "sim/core/params.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim::driver {
 

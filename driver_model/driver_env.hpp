@@ -14,8 +14,7 @@
 #include "driver_model/coro.hpp"
 #include "driver_model/errno.hpp"
 #include "driver_model/messages.hpp"
-#include "models/mmu/mmu.hpp"
-#include "models/mmu/page_table.hpp"
+#include "models/mmu/pte.hpp"
 
 namespace podsim::driver {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sim/base/ids.hpp"
+#include "sim/core/ids.hpp"
 
 namespace podsim::driver {
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <optional>
 
-#include "sim/base/digest.hpp"
+#include "sim/core/digest.hpp"
 
 namespace podsim::driver {
 

@@ -5,8 +5,8 @@
 #include <array>
 #include <string>
 
-#include "sim/base/params.hpp"
-#include "sim/base/units.hpp"
+#include "sim/core/params.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

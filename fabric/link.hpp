@@ -9,7 +9,7 @@
 
 #include "fabric/fabric_config.hpp"
 #include "fabric/link_end.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/sc.hpp"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "fabric/traffic.hpp"
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 namespace tlm {
 class tlm_generic_payload;

@@ -15,7 +15,7 @@
 
 #include "fabric/egress.hpp"
 #include "fabric/fabric_config.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
 

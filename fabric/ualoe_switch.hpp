@@ -21,8 +21,8 @@
 #include "fabric/egress.hpp"
 #include "fabric/fabric_config.hpp"
 #include "fabric/link.hpp"
-#include "sim/base/fifo.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/fifo.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
 

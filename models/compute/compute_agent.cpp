@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/base/time_series.hpp"
-#include "sim/base/timeline.hpp"
+#include "sim/core/time_series.hpp"
+#include "sim/core/timeline.hpp"
 
 #include <cmath>
 #include <cstring>

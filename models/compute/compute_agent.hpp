@@ -13,8 +13,8 @@
 
 #include "models/compute/compute_config.hpp"
 #include "models/compute/trace_entry.hpp"
-#include "sim/base/rng.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/rng.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
 

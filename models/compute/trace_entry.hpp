@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

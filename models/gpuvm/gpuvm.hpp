@@ -15,7 +15,7 @@
 #include "models/gpuvm/gpuvm_config.hpp"
 #include "models/mmu/mmu.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
 

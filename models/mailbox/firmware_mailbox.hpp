@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "models/mailbox/mailbox_config.hpp"
-#include "sim/base/digest.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/digest.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
 

@@ -13,8 +13,8 @@
 
 #include "models/mmu/page_table.hpp"
 #include "models/mmu/tlb.hpp"
-#include "sim/base/params.hpp"
-#include "sim/base/units.hpp"
+#include "sim/core/params.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 
@@ -40,8 +40,6 @@ struct TlbConfig {
     if (entries % ways != 0) c.fail("ways", "must divide entries");
   }
 };
-
-enum class FlushKind : std::uint8_t { Lightweight = 1, Heavyweight = 2 };
 
 struct MmuConfig {
   TlbConfig l1;

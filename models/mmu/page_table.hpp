@@ -2,9 +2,7 @@
 // each pointing at a local VRAM page, at an NPA page (remote memory), or nothing.
 //
 // It is walked as a radix tree of `levels` levels of 512 entries (9 bits each); what a walk
-// costs is decided by MmuCore. A PTE may carry a fragment: 2^fragment pages, aligned and
-// contiguous both in the address space and in memory, that one TLB entry can cover (64 KiB:
-// fragment 4; 2 MiB: fragment 9, which also ends the walk one level early, as a huge page).
+// costs is decided by MmuCore. Its entries are Ptes (models/mmu/pte.hpp).
 #pragma once
 
 #include <algorithm>
@@ -13,27 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "sim/base/digest.hpp"
+#include "models/mmu/pte.hpp"
+#include "sim/core/digest.hpp"
 
 namespace podsim {
-
-constexpr unsigned kPageShift = 12;
-constexpr std::uint64_t kPageSize = 1ull << kPageShift;
-constexpr unsigned kRadixBits = 9;  // entries per level: 512
-constexpr std::uint8_t kFragment64K = 4;
-constexpr std::uint8_t kFragment2M = 9;
-
-enum class PteTarget : std::uint8_t { Invalid, Vram, Npa };
-
-struct Pte {
-  PteTarget target = PteTarget::Invalid;
-  bool writable = false;
-  bool retry = false;         // PTE.X = 1 (NPA VM): accesses are answered "retry"
-  std::uint8_t fragment = 0;  // log2 of the pages one TLB entry may cover
-  std::uint64_t frame = 0;    // VRAM page number, or NPA page number (NPA byte address >> 12)
-  std::uint64_t tag = 0;      // NPA VM: the export this page belongs to
-  bool valid() const { return target != PteTarget::Invalid; }
-};
 
 class PageTable {
  public:
@@ -76,21 +57,5 @@ class PageTable {
   // not a bucket and a node.
   boost::unordered_flat_map<std::uint64_t, Pte> ptes_;
 };
-
-// The largest fragment (0, 4 or 9) with which pages [i, i + 2^f) of a mapping can be mapped:
-// `page(i)` and `frame(i)` both aligned to 2^f, all 2^f of them contiguous in both.
-template <class FrameOf>
-std::uint8_t best_fragment(std::uint64_t first_page, std::uint64_t i, std::uint64_t count,
-                           FrameOf&& frame) {
-  for (std::uint8_t f : {kFragment2M, kFragment64K}) {
-    const std::uint64_t n = 1ull << f;
-    if (i + n > count || (first_page + i) % n != 0 || frame(i) % n != 0) continue;
-    bool contiguous = true;
-    for (std::uint64_t k = 1; k < n && contiguous; ++k)
-      contiguous = frame(i + k) == frame(i) + k;
-    if (contiguous) return f;
-  }
-  return 0;
-}
 
 }  // namespace podsim

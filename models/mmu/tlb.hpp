@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "models/mmu/tag_scan.hpp"
-#include "sim/base/params.hpp"
-#include "sim/base/rng.hpp"
+#include "sim/core/params.hpp"
+#include "sim/core/rng.hpp"
 
 namespace podsim {
 

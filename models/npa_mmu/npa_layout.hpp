@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "sim/base/ids.hpp"
+#include "sim/core/ids.hpp"
 
 namespace podsim {
 

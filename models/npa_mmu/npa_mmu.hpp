@@ -17,8 +17,8 @@
 #include "models/mmu/mmu.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
 #include "models/npa_mmu/npa_mmu_config.hpp"
-#include "sim/base/invariants.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/invariants.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "sim/base/huge_pages.hpp"
+#include "sim/core/huge_pages.hpp"
 
 namespace podsim {
 
@@ -30,7 +30,7 @@ class VramDataStore {
  private:
   using Line = std::array<unsigned char, kLine>;
   // Lines live in chunks of 1,024 (64 KiB), which the GPUs' stores share huge pages for
-  // (sim/base/huge_pages.hpp): a GPU that stores little holds little.
+  // (sim/core/huge_pages.hpp): a GPU that stores little holds little.
   static constexpr unsigned kChunkShift = 10;
   Line& line(std::uint32_t i) { return chunks_[i >> kChunkShift][i & ((1u << kChunkShift) - 1)]; }
   const Line& line(std::uint32_t i) const {

@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/base/digest.hpp"
-#include "sim/base/rng.hpp"
+#include "sim/core/digest.hpp"
+#include "sim/core/rng.hpp"
 
 namespace podsim {
 

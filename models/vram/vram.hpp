@@ -21,7 +21,7 @@
 #include "models/vram/data_store.hpp"
 #include "models/vram/page_allocator.hpp"
 #include "models/vram/vram_config.hpp"
-#include "sim/base/stats.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/timed_queue.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/json_write.hpp"
+#include "sim/core/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/tools/bench.hpp"

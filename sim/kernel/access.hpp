@@ -11,8 +11,8 @@
 #include <tlm>
 #include <vector>
 
-#include "sim/base/ids.hpp"
-#include "sim/base/units.hpp"
+#include "sim/core/ids.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

@@ -4,7 +4,7 @@
 #include <systemc>
 #include <utility>
 
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

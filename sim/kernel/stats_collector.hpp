@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "sim/base/stats.hpp"
+#include "sim/core/stats.hpp"
 
 namespace podsim {
 

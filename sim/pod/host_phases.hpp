@@ -3,14 +3,14 @@
 // waiting for accesses), and the teardown after the last one. Also the kernel's work done
 // inside the access phases, so a benchmark can say what one remote access costs without the
 // setup around it. Host clocks only: nothing here feeds back into the simulation. When the
-// first access phase begins, the pod's state is moved onto huge pages (sim/base/huge_pages.hpp;
+// first access phase begins, the pod's state is moved onto huge pages (sim/core/huge_pages.hpp;
 // PODSIM_HUGE_PAGES=0 in the environment leaves it alone), which changes no result.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
-#include "sim/base/huge_pages.hpp"
+#include "sim/core/huge_pages.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "fabric/topology.hpp"
-#include "models/gpu_node.hpp"
-#include "sim/base/invariants.hpp"
-#include "sim/base/time_series.hpp"
+#include "sim/core/invariants.hpp"
+#include "sim/core/time_series.hpp"
+#include "sim/node/gpu_node.hpp"
 #include "sim/pod/host_phases.hpp"
 #include "sim/pod/pod_config.hpp"
 #include "sim/pod/scenario.hpp"

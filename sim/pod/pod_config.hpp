@@ -8,9 +8,9 @@
 
 #include "fabric/fabric_config.hpp"
 #include "models/compute/compute_config.hpp"
-#include "models/gpu_config.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
-#include "sim/base/params.hpp"
+#include "sim/core/params.hpp"
+#include "sim/node/gpu_config.hpp"
 #include "sim/pod/workload_config.hpp"
 
 namespace podsim {

@@ -4,7 +4,7 @@
 #include <boost/json/object.hpp>
 #include <string>
 
-#include "sim/config/config_io.hpp"
+#include "sim/core/config_io.hpp"
 #include "sim/pod/pod_config.hpp"
 
 namespace podsim {

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <ostream>
 
-#include "sim/base/timeline.hpp"
-#include "sim/config/json_write.hpp"
+#include "sim/core/json_write.hpp"
+#include "sim/core/timeline.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/stats_json.hpp"

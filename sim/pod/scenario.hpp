@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "driver_model/messages.hpp"
-#include "models/gpu_node.hpp"
+#include "sim/node/gpu_node.hpp"
 #include "sim/pod/host_phases.hpp"
 #include "sim/pod/pod_config.hpp"
 

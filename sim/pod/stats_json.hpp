@@ -3,7 +3,7 @@
 
 #include <boost/json/object.hpp>
 
-#include "sim/base/stats.hpp"
+#include "sim/core/stats.hpp"
 
 namespace podsim {
 

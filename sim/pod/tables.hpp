@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/base/stats.hpp"
-#include "sim/base/time_series.hpp"
+#include "sim/core/stats.hpp"
+#include "sim/core/time_series.hpp"
 
 namespace podsim {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "models/compute/compute_config.hpp"
-#include "sim/base/params.hpp"
-#include "sim/base/units.hpp"
+#include "sim/core/params.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

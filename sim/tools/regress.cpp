@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/config/json_write.hpp"
+#include "sim/core/json_write.hpp"
 #include "sim/tools/golden.hpp"
 #include "sim/tools/process_pool.hpp"
 

@@ -1,7 +1,7 @@
 // The speed guard (what CI checks instead of timing anything): a pod is run in the test's own
 // process, and over the middle of its access phase (a quarter to nine tenths of the accesses
 // done) the kernel's work and the allocations (calls to operator new, and blocks from the
-// huge-page arena, sim/base/huge_pages.hpp) are counted and divided by the remote accesses
+// huge-page arena, sim/core/huge_pages.hpp) are counted and divided by the remote accesses
 // completed. Each must stay within its budget in hot_path_budgets.json; the message
 // names the counter that grew.
 #include <catch2/catch.hpp>
@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "sim/base/huge_pages.hpp"
-#include "sim/config/config_io.hpp"
+#include "sim/core/config_io.hpp"
+#include "sim/core/huge_pages.hpp"
 #include "sim/kernel/timed_queue.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"

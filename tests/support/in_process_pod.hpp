@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/config_io.hpp"
+#include "sim/core/config_io.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"
 

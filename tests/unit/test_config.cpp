@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/config/config_io.hpp"
-#include "sim/config/json_write.hpp"
+#include "sim/core/config_io.hpp"
+#include "sim/core/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
 
 using namespace podsim;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "models/vram/data_store.hpp"
-#include "sim/base/rng.hpp"
+#include "sim/core/rng.hpp"
 
 using podsim::Rng;
 using podsim::VramDataStore;

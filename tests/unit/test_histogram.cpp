@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "sim/base/histogram.hpp"
-#include "sim/base/rng.hpp"
+#include "sim/core/histogram.hpp"
+#include "sim/core/rng.hpp"
 
 using namespace podsim;
 

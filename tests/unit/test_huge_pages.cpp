@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/base/huge_pages.hpp"
+#include "sim/core/huge_pages.hpp"
 
 using namespace podsim;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "sim/base/stats.hpp"
+#include "sim/core/stats.hpp"
 
 using namespace podsim;
 

@@ -1,7 +1,7 @@
 // Bandwidth over time: fixed bins, merged in pairs when a run outlasts them.
 #include <catch2/catch.hpp>
 
-#include "sim/base/time_series.hpp"
+#include "sim/core/time_series.hpp"
 
 using namespace podsim;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 using namespace podsim;
 

@@ -8,7 +8,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim::analysis {
 

@@ -19,7 +19,7 @@
 #include "models/mailbox/firmware_mailbox.hpp"
 #include "models/npa_mmu/npa_mmu.hpp"
 #include "models/vram/vram.hpp"
-#include "sim/base/invariants.hpp"
+#include "sim/core/invariants.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

@@ -1,4 +1,4 @@
-#include "sim/config/config_io.hpp"
+#include "sim/core/config_io.hpp"
 
 #include <fmt/format.h>
 #include <charconv>

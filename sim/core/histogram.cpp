@@ -1,4 +1,4 @@
-#include "sim/base/histogram.hpp"
+#include "sim/core/histogram.hpp"
 
 #include <algorithm>
 #include <cmath>

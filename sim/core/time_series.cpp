@@ -1,4 +1,4 @@
-#include "sim/base/time_series.hpp"
+#include "sim/core/time_series.hpp"
 
 #include <algorithm>
 #include <stdexcept>

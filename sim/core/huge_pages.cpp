@@ -1,4 +1,4 @@
-#include "sim/base/huge_pages.hpp"
+#include "sim/core/huge_pages.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "models/gpu_node.hpp"
+#include "sim/node/gpu_node.hpp"
 
 #include <string>
 

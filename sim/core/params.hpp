@@ -12,7 +12,7 @@
 //     }
 //   };
 //
-// sim/config supplies the visitors: a strict JSON reader, a writer of the resolved config
+// sim/core/config_io supplies the visitors: a strict JSON reader, a writer of the resolved config
 // and a generator of the reference documentation. The same declaration serves all three.
 #pragma once
 

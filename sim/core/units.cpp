@@ -1,4 +1,4 @@
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 #include <fmt/format.h>
 #include <array>

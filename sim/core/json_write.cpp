@@ -1,4 +1,4 @@
-#include "sim/config/json_write.hpp"
+#include "sim/core/json_write.hpp"
 
 #include <fmt/format.h>
 #include <boost/json.hpp>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

@@ -1,5 +1,5 @@
 // Strict configuration I/O: the visitors that read, write and document the config structs
-// declared in sim/base/params.hpp style.
+// declared in sim/core/params.hpp style.
 //
 // Reading is strict. Any unknown key, wrong JSON type, bad unit or out-of-range value throws
 // a ConfigError naming the source (file or --set), the key path and what was expected.
@@ -16,8 +16,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "sim/base/params.hpp"
-#include "sim/base/units.hpp"
+#include "sim/core/params.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim::config {
 

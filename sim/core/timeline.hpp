@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/base/units.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

@@ -1,4 +1,4 @@
-#include "sim/base/stats.hpp"
+#include "sim/core/stats.hpp"
 
 #include <set>
 #include <stdexcept>

@@ -8,16 +8,16 @@
 //   DriverShell programs GpuVm, NpaMmu, Vram and talks through the mailbox.
 #pragma once
 
-#include "driver_model/sc/driver_shell.hpp"
 #include "fabric/fabric_config.hpp"
 #include "fabric/ualink_port.hpp"
 #include "models/compute/compute_agent.hpp"
-#include "models/gpu_config.hpp"
 #include "models/gpuvm/gpuvm.hpp"
 #include "models/mailbox/firmware_mailbox.hpp"
 #include "models/npa_mmu/npa_mmu.hpp"
 #include "models/vram/vram.hpp"
-#include "sim/base/invariants.hpp"
+#include "sim/core/invariants.hpp"
+#include "sim/node/driver_shell.hpp"
+#include "sim/node/gpu_config.hpp"
 
 #include <memory>
 #include <vector>

@@ -1,8 +1,8 @@
-#include "driver_model/sc/driver_shell.hpp"
+#include "sim/node/driver_shell.hpp"
 
 #include <fmt/format.h>
 
-#include "sim/base/timeline.hpp"
+#include "sim/core/timeline.hpp"
 
 namespace podsim::driver {
 

@@ -1,4 +1,4 @@
-#include "sim/base/timeline.hpp"
+#include "sim/core/timeline.hpp"
 
 #include <fmt/format.h>
 

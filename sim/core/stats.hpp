@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/base/histogram.hpp"
-#include "sim/base/units.hpp"
+#include "sim/core/histogram.hpp"
+#include "sim/core/units.hpp"
 
 namespace podsim {
 

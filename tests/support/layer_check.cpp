@@ -1,0 +1,175 @@
+#include "tests/support/layer_check.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace podsim::layers {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool under(const std::string& path, const std::string& prefix) {
+  if (path.compare(0, prefix.size(), prefix) != 0) return false;
+  // A folder matches its files; a path prefix ("models/vram/page_allocator") its .hpp/.cpp.
+  return path.size() == prefix.size() || prefix.back() == '/' || path[prefix.size()] == '/' ||
+         path[prefix.size()] == '.';
+}
+
+struct Place {
+  std::size_t layer;
+  std::string folder;  // the layer's folder the file is in (its component)
+};
+
+std::optional<Place> place_of(const Rules& rules, const std::string& path) {
+  std::optional<Place> best;
+  std::size_t best_len = 0;
+  for (std::size_t l = 0; l < rules.layers.size(); ++l)
+    for (const std::string& f : rules.layers[l].folders)
+      if (under(path, f) && f.size() > best_len) {
+        best = Place{l, f};
+        best_len = f.size();
+      }
+  return best;
+}
+
+struct Include {
+  int line;
+  std::string target;  // as written
+  bool system;         // <...>
+};
+
+std::vector<Include> includes_of(const fs::path& file) {
+  static const std::regex re(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
+  std::vector<Include> out;
+  std::ifstream in(file);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    std::smatch m;
+    if (std::regex_search(line, m, re)) out.push_back({n, m[2].str(), m[1].str() == "<"});
+  }
+  return out;
+}
+
+bool systemc_header(const std::string& h) {
+  return h == "systemc" || h == "systemc.h" || h == "tlm" || h == "tlm.h" ||
+         h.rfind("tlm_utils/", 0) == 0 || h.rfind("sysc/", 0) == 0 || h.rfind("tlm_core/", 0) == 0;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;)
+    w.push_back(x);
+  return w;
+}
+
+}  // namespace
+
+Rules parse_rules(const std::string& text, const std::string& file_name) {
+  Rules r;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const std::vector<std::string> w = split(line);
+    if (w.empty()) continue;
+    auto bad = [&](const std::string& what) {
+      return std::runtime_error(file_name + ":" + std::to_string(n) + ": " + what);
+    };
+    if (w[0] == "layer" || w[0] == "components") {
+      if (w.size() < 3) throw bad("expected '" + w[0] + " NAME FOLDER...'");
+      r.layers.push_back({w[1], {w.begin() + 2, w.end()}, w[0] == "components"});
+    } else if (w[0] == "interface") {
+      if (w.size() != 2) throw bad("expected 'interface PATH'");
+      r.interfaces.push_back(w[1]);
+    } else if (w[0] == "plain") {
+      if (w.size() < 2) throw bad("expected 'plain PREFIX...'");
+      r.plain.insert(r.plain.end(), w.begin() + 1, w.end());
+    } else {
+      throw bad("unknown directive '" + w[0] +
+                "' (expected layer, components, interface or plain)");
+    }
+  }
+  if (r.layers.empty()) throw std::runtime_error(file_name + ": no layers declared");
+  return r;
+}
+
+std::vector<std::string> check(const std::string& root, const Rules& rules) {
+  // Every source file of every layer, by path relative to root.
+  std::map<std::string, std::vector<Include>> files;
+  for (const auto& layer : rules.layers)
+    for (const std::string& folder : layer.folders) {
+      const fs::path dir = fs::path(root) / folder;
+      if (!fs::exists(dir)) continue;
+      for (const auto& e : fs::recursive_directory_iterator(dir)) {
+        const std::string ext = e.path().extension().string();
+        if (!e.is_regular_file() || (ext != ".hpp" && ext != ".cpp" && ext != ".h")) continue;
+        files[fs::relative(e.path(), root).generic_string()] = includes_of(e.path());
+      }
+    }
+
+  // SystemC-ness, through includes (memoised; a cycle counts as not SystemC).
+  std::map<std::string, bool> sc;
+  std::set<std::string> visiting;
+  auto is_sc = [&](auto&& self, const std::string& f) -> bool {
+    if (auto it = sc.find(f); it != sc.end()) return it->second;
+    if (!visiting.insert(f).second) return false;
+    bool v = false;
+    if (auto it = files.find(f); it != files.end())
+      for (const Include& inc : it->second)
+        if (inc.system ? systemc_header(inc.target) : self(self, inc.target)) {
+          v = true;
+          break;
+        }
+    visiting.erase(f);
+    return sc[f] = v;
+  };
+
+  std::vector<std::string> out;
+  for (const auto& [file, incs] : files) {
+    const auto from = place_of(rules, file);
+    const bool plain = std::any_of(rules.plain.begin(), rules.plain.end(),
+                                   [&](const std::string& p) { return under(file, p); });
+    for (const Include& inc : incs) {
+      const std::string where = file + ":" + std::to_string(inc.line) + ": includes " +
+                                (inc.system ? "<" + inc.target + ">" : inc.target) + ": ";
+      if (inc.system) {
+        if (plain && systemc_header(inc.target))
+          out.push_back(where + "a plain C++ file must not use SystemC");
+        continue;
+      }
+      const auto to = place_of(rules, inc.target);
+      if (from && to) {
+        const auto& lf = rules.layers[from->layer];
+        const auto& lt = rules.layers[to->layer];
+        if (to->layer > from->layer) {
+          out.push_back(where + "layer " + lf.name + " must not include layer " + lt.name +
+                        " (above it)");
+        } else if (to->layer == from->layer && lf.components && to->folder != from->folder &&
+                   std::find(rules.interfaces.begin(), rules.interfaces.end(), inc.target) ==
+                       rules.interfaces.end()) {
+          out.push_back(where + "component " + from->folder + " must not include component " +
+                        to->folder + " except through a declared interface (tests/layers.txt)");
+        }
+      }
+      if (plain && is_sc(is_sc, inc.target))
+        out.push_back(where + "a plain C++ file must not include SystemC code (" + inc.target +
+                      " uses SystemC)");
+    }
+  }
+  return out;
+}
+
+}  // namespace podsim::layers

@@ -1,0 +1,37 @@
+// The layer check: every `#include "..."` of the source tree against the layers declared in
+// tests/layers.txt (plain C++; tests/unit/test_layers.cpp runs it in CI).
+//
+// A file belongs to the layer whose folder is the longest prefix of its path. It may include
+// files of a lower layer, or of its own layer; in the components' layer (the one declared
+// with `components`), only of its own component (the folder listed), or a header declared as
+// an `interface`. A file under a `plain` prefix must not be SystemC: it may not include
+// <systemc>, <tlm>, <tlm_utils/...>, nor, directly or through what it includes, a file that
+// does. Files under no layer (tests, scripts) are not checked.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace podsim::layers {
+
+struct Rules {
+  struct Layer {
+    std::string name;
+    std::vector<std::string> folders;
+    bool components = false;  // each folder is a component: they include each other only
+                              // through interfaces
+  };
+  std::vector<Layer> layers;  // bottom up
+  std::vector<std::string> interfaces;
+  std::vector<std::string> plain;
+};
+
+// Reads the rules (`layer NAME FOLDER...`, `components NAME FOLDER...`, `interface PATH`,
+// `plain PREFIX...`; `#` comments). Throws std::runtime_error naming the line on a bad one.
+Rules parse_rules(const std::string& text, const std::string& file_name);
+
+// Every violation under `root` (the source tree), one line each: "FILE:LINE: includes X:
+// why". Files are read from `root`/FOLDER for every layer's folders.
+std::vector<std::string> check(const std::string& root, const Rules& rules);
+
+}  // namespace podsim::layers

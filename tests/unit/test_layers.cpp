@@ -1,0 +1,104 @@
+// The layers in the folders (tests/layers.txt): the source tree follows them, and the check
+// catches an include that crosses a layer the wrong way.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/layer_check.hpp"
+
+using namespace podsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write(const fs::path& root, const std::string& path, const std::string& text) {
+  fs::create_directories((root / path).parent_path());
+  std::ofstream(root / path) << text;
+}
+
+const char* kRules = R"(
+layer core sim/core
+layer kernel sim/kernel
+components component models fabric driver_model
+layer top sim/pod
+interface models/mmu/pte.hpp
+plain sim/core driver_model models/mmu
+)";
+
+}  // namespace
+
+TEST_CASE("every include of the source tree follows the layers in tests/layers.txt", "[layers]") {
+  const fs::path root = PODSIM_SOURCE_DIR;
+  const auto rules = layers::parse_rules(read(root / "tests/layers.txt"), "tests/layers.txt");
+  REQUIRE(rules.layers.size() >= 4);
+  const auto violations = layers::check(root.string(), rules);
+  std::string all;
+  for (const auto& v : violations)
+    all += v + "\n";
+  INFO(all);
+  CHECK(violations.empty());
+}
+
+TEST_CASE("the layer check names each include that crosses a layer the wrong way", "[layers]") {
+  const fs::path root = fs::temp_directory_path() / "podsim-layer-check";
+  fs::remove_all(root);
+  write(root, "sim/core/units.hpp", "#include <cstdint>\n");
+  write(root, "sim/kernel/queue.hpp", "#include <systemc>\n#include \"sim/core/units.hpp\"\n");
+  // Allowed: down a layer, within a component, a declared interface.
+  write(root, "models/mmu/pte.hpp", "#include \"sim/core/units.hpp\"\n");
+  write(root, "models/vram/vram.hpp",
+        "#include \"sim/kernel/queue.hpp\"\n#include \"models/mmu/pte.hpp\"\n");
+  write(root, "driver_model/env.hpp", "#include \"models/mmu/pte.hpp\"\n");
+  write(root, "sim/pod/pod.hpp", "#include \"models/vram/vram.hpp\"\n#include \"fabric/x.hpp\"\n");
+  write(root, "fabric/x.hpp", "#include \"sim/kernel/queue.hpp\"\n");
+  // Not allowed:
+  write(root, "sim/core/bad_up.hpp", "\n#include \"sim/kernel/queue.hpp\"\n");  // up
+  write(root, "fabric/bad_across.hpp", "#include \"models/vram/vram.hpp\"\n");  // across
+  write(root, "driver_model/bad_sc.cpp", "#include \"fabric/x.hpp\"\n");        // across, SC
+  write(root, "models/mmu/bad_plain.hpp", "#include <tlm>\n");                  // plain
+  write(root, "sim/kernel/bad_top.cpp", "#include \"sim/pod/pod.hpp\"\n");      // up
+
+  const auto v = layers::check(root.string(), layers::parse_rules(kRules, "rules"));
+  std::string all;
+  for (const auto& x : v)
+    all += x + "\n";
+  INFO(all);
+  CHECK(v.size() == 7);
+  auto has = [&](const std::string& s) { return all.find(s) != std::string::npos; };
+  CHECK(
+      has("sim/core/bad_up.hpp:2: includes sim/kernel/queue.hpp: layer core must not include "
+          "layer kernel (above it)"));
+  CHECK(
+      has("sim/core/bad_up.hpp:2: includes sim/kernel/queue.hpp: a plain C++ file must not "
+          "include SystemC code"));
+  CHECK(
+      has("fabric/bad_across.hpp:1: includes models/vram/vram.hpp: component fabric must not "
+          "include component models except through a declared interface"));
+  CHECK(
+      has("driver_model/bad_sc.cpp:1: includes fabric/x.hpp: component driver_model must not "
+          "include component fabric"));
+  CHECK(
+      has("driver_model/bad_sc.cpp:1: includes fabric/x.hpp: a plain C++ file must not "
+          "include SystemC code"));
+  CHECK(has("models/mmu/bad_plain.hpp:1: includes <tlm>: a plain C++ file must not use SystemC"));
+  CHECK(
+      has("sim/kernel/bad_top.cpp:1: includes sim/pod/pod.hpp: layer kernel must not include "
+          "layer top"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("a malformed layers file is an error naming the line", "[layers]") {
+  CHECK_THROWS_WITH(layers::parse_rules("layer core sim/core\nlayers x y\n", "L"),
+                    Catch::Contains("L:2: unknown directive 'layers'"));
+  CHECK_THROWS_WITH(layers::parse_rules("layer core\n", "L"), Catch::Contains("L:1: expected"));
+  CHECK_THROWS_WITH(layers::parse_rules("# nothing\n", "L"), Catch::Contains("no layers"));
+}

@@ -5,7 +5,8 @@
 namespace podsim {
 
 Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig& link,
-               Time tx_delay, Bytes queue_capacity, Rng rng)
+               Time tx_delay, Bytes queue_capacity, Dispatcher& events,
+               const std::string& wake_name, Rng rng)
     : port_(port),
       costs_(port),
       tx_delay_(tx_delay),
@@ -13,6 +14,7 @@ Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig
       rng_(rng),
       flit_error_(flit_error_probability(link, port)),
       replay_penalty_(replay_penalty(link, port)),
+      wake_(events, wake_name, [this] { pump(); }),
       stats_(name),
       utilisation_(stats_, "utilisation", "ratio",
                    "fraction of simulated time the link was sending (replays included)",

@@ -37,8 +37,9 @@ class Egress {
   // `tx_delay`: added to the head's departure (a GPU port's pipeline and SerDes; 0 for a
   // switch output, whose port-to-port latency includes it). `queue_capacity` bounds each
   // class's queue in TL bytes (0: unbounded).
+  // `events` serves its wake-ups (a queue named `wake_name`).
   Egress(const std::string& name, const PortConfig& port, const LinkConfig& link, Time tx_delay,
-         Bytes queue_capacity, Rng rng);
+         Bytes queue_capacity, Dispatcher& events, const std::string& wake_name, Rng rng);
   // Packets committed to the wire leave on end `side` of `link`.
   void connect(Link& link, Link::Side side) {
     link_ = &link;
@@ -113,7 +114,7 @@ class Egress {
   Time stalled_since_ = Time::max();
   std::uint64_t tl_sent_ = 0;        // for DL flit boundaries
   std::size_t next_data_class_ = 1;  // round robin: the data class whose turn it is
-  Timer wake_{[this] { pump(); }};
+  Timer wake_;
 
   StatGroup stats_;
   Counter packets_{stats_, "packets", "count", "packets sent"};

@@ -7,13 +7,13 @@
 namespace podsim {
 
 FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
-                         std::uint32_t plane, std::uint64_t seed)
+                         std::uint32_t plane, Dispatcher& events, std::uint64_t seed)
     : sc_module(name), cfg_(cfg), gpus_per_leaf_(gpus), gpu_links_(gpus, nullptr) {
   const std::string prefix = std::string(this->name());
   const std::uint64_t plane_seed = seed ^ (0x9E3779B97F4A7C15ull * (plane + 1));
   if (cfg.topology == Topology::SingleSwitch) {
     switches_.push_back(std::make_unique<UaloeSwitch>("switch0", cfg.switch_, cfg.port, cfg.link,
-                                                      gpus, plane_seed));
+                                                      gpus, events, plane_seed));
     UaloeSwitch& sw = *switches_.back();
     for (std::uint32_t g = 0; g < gpus; ++g) {
       Link& l = make_link(fmt::format("link{}", g));
@@ -33,13 +33,13 @@ FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, 
   for (std::uint32_t l = 0; l < leaves; ++l) {
     const std::uint32_t down = std::min(gpus_per_leaf_, gpus - l * gpus_per_leaf_);
     switches_.push_back(std::make_unique<UaloeSwitch>(fmt::format("leaf{}", l).c_str(), cfg.switch_,
-                                                      cfg.port, cfg.link, down + spines,
+                                                      cfg.port, cfg.link, down + spines, events,
                                                       plane_seed + l));
   }
   for (std::uint32_t s = 0; s < spines; ++s)
     switches_.push_back(std::make_unique<UaloeSwitch>(fmt::format("spine{}", s).c_str(),
                                                       cfg.switch_, cfg.port, cfg.link, leaves,
-                                                      plane_seed + 1000 + s));
+                                                      events, plane_seed + 1000 + s));
   for (std::uint32_t l = 0; l < leaves; ++l) {
     UaloeSwitch& leaf = *switches_[l];
     const std::uint32_t first = l * gpus_per_leaf_;
@@ -86,11 +86,11 @@ std::uint32_t FabricPlane::switch_hops(AccelId src, AccelId dst) const {
 }
 
 Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
-               std::uint64_t seed)
+               Dispatcher& events, std::uint64_t seed)
     : sc_module(name) {
   for (std::uint32_t p = 0; p < cfg.planes; ++p)
-    planes_.push_back(
-        std::make_unique<FabricPlane>(fmt::format("plane{}", p).c_str(), cfg, gpus, p, seed));
+    planes_.push_back(std::make_unique<FabricPlane>(fmt::format("plane{}", p).c_str(), cfg, gpus, p,
+                                                    events, seed));
 }
 
 void Fabric::attach(UalinkPort& port, AccelId id, std::uint32_t plane) {

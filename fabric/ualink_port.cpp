@@ -8,12 +8,14 @@
 namespace podsim {
 
 UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, const LinkConfig& link,
-                       AccelId self, std::uint64_t seed)
+                       AccelId self, Dispatcher& events, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
       self_(self),
-      egress_("tx", cfg, link, cfg.tx_latency(), Bytes(0),
-              Rng::for_component(seed, std::string(this->name()) + ".tx")) {
+      egress_("tx", cfg, link, cfg.tx_latency(), Bytes(0), events, queue_name(*this, "tx.wake"),
+              Rng::for_component(seed, std::string(this->name()) + ".tx")),
+      tx_queue_(events, queue_name(*this, "tx_queue"),
+                [this](tlm::tlm_generic_payload* gp) { transmit(gp); }) {
   stats_.add_child(egress_.stats());
   from_gpuvm.register_nb_transport_fw(this, &UalinkPort::outgoing);
   from_mailbox.register_nb_transport_fw(this, &UalinkPort::outgoing_control);

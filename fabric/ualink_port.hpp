@@ -34,7 +34,7 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
                                                 sc_core::SC_ZERO_OR_MORE_BOUND>
       to_mailbox{"to_mailbox"};
   UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, const LinkConfig& link,
-             AccelId self, std::uint64_t seed);
+             AccelId self, Dispatcher& events, std::uint64_t seed);
 
   // The fabric side: end `side` of `link`.
   void connect(Link& link, Link::Side side);
@@ -69,8 +69,7 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   bool down_ = false;
   StatGroup stats_;
   Egress egress_;
-  TimedQueue<tlm::tlm_generic_payload*> tx_queue_{
-      [this](tlm::tlm_generic_payload* gp) { transmit(gp); }};
+  TimedQueue<tlm::tlm_generic_payload*> tx_queue_;
 
   Counter rx_packets_{stats_, "rx_packets", "count", "packets received"};
   Counter rx_tl_bytes_{stats_, "rx_tl_bytes", "bytes", "transaction-layer bytes received"};

@@ -9,7 +9,7 @@ namespace podsim {
 
 UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
                          const PortConfig& port_cfg, const LinkConfig& link_cfg,
-                         std::uint32_t used_ports, std::uint64_t seed)
+                         std::uint32_t used_ports, Dispatcher& events, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
       port_cfg_(port_cfg),
@@ -18,7 +18,8 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
       wires_(used_ports),
       inputs_(used_ports),
       waiting_for_(used_ports),
-      arrivals_([this](const Arrival& a) { arrive(a); }, 256) {
+      arrivals_(
+          events, queue_name(*this, "arrivals"), [this](const Arrival& a) { arrive(a); }, 256) {
   if (used_ports > cfg.ports)
     throw std::logic_error(std::string(this->name()) + ": more links than switch ports");
   for (std::size_t tc = 0; tc < kTrafficClasses; ++tc)
@@ -28,7 +29,8 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
   for (std::uint32_t i = 0; i < used_ports; ++i) {
     const std::string port = "port" + std::to_string(i);
     outputs_.push_back(
-        std::make_unique<Egress>(port, port_cfg, link_cfg, Time{}, cfg.output_buffer,
+        std::make_unique<Egress>(port, port_cfg, link_cfg, Time{}, cfg.output_buffer, events,
+                                 queue_name(*this, (port + ".wake").c_str()),
                                  Rng::for_component(seed, std::string(this->name()) + "." + port)));
     outputs_.back()->set_on_space([this, i] { output_has_space(i); });
     outputs_.back()->also_record_delay(&class_delay_);

@@ -31,7 +31,8 @@ namespace podsim {
 class UaloeSwitch final : public sc_core::sc_module, public HasStats, public LinkEnd {
  public:
   UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg, const PortConfig& port_cfg,
-              const LinkConfig& link_cfg, std::uint32_t used_ports, std::uint64_t seed);
+              const LinkConfig& link_cfg, std::uint32_t used_ports, Dispatcher& events,
+              std::uint64_t seed);
 
   // Port `port` is end `side` of `link` (packets arrive on it and leave through it).
   void connect(std::uint32_t port, Link& link, Link::Side side);

@@ -19,7 +19,7 @@ std::vector<std::string> ComputeAgent::breakdown_parts() {
 }
 
 ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cfg, AccelId self,
-                           PacketPool& pool, Rng rng)
+                           PacketPool& pool, Dispatcher& events, Rng rng)
     : sc_module(name),
       self_(self),
       issue_latency_(cfg.issue_latency),
@@ -29,7 +29,10 @@ ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cf
                  "mean time of a remote access spent in each hop (req. = request, resp. = "
                  "response); the parts add up to the mean remote latency",
                  breakdown_parts(), kPsPerNs),
-      cfg_(cfg) {
+      cfg_(cfg),
+      issue_timer_(events, queue_name(*this, "issue"), [this] { issue_more(); }),
+      completions_(events, queue_name(*this, "completions"),
+                   [this](tlm::tlm_generic_payload* gp) { complete(gp); }) {
   to_gpuvm.register_nb_transport_bw(this, &ComputeAgent::bw);
 }
 

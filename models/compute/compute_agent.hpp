@@ -35,7 +35,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   tlm_utils::simple_initiator_socket<ComputeAgent, 32, PodProtocol> to_gpuvm{"to_gpuvm"};
 
   ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cfg, AccelId self,
-               PacketPool& pool, Rng rng);
+               PacketPool& pool, Dispatcher& events, Rng rng);
 
   // Starts an access phase now in address space `vmid`. `done()` fires when it has ended and
   // every access it issued has completed. Poisson injection issues one access every
@@ -157,9 +157,8 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Time mean_interarrival_;
   Time phase_end_;
   sc_core::sc_event done_ev_;
-  Timer issue_timer_{[this] { issue_more(); }};
-  TimedQueue<tlm::tlm_generic_payload*> completions_{
-      [this](tlm::tlm_generic_payload* gp) { complete(gp); }};
+  Timer issue_timer_;
+  TimedQueue<tlm::tlm_generic_payload*> completions_;
   void note_access(const Access& a, Time now);
   Distribution& latency_via(std::size_t switches);
 };

@@ -6,13 +6,15 @@
 namespace podsim {
 
 GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
-             std::uint32_t planes, Bytes plane_interleave, std::uint64_t seed)
+             std::uint32_t planes, Bytes plane_interleave, Dispatcher& events, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
       self_(self),
       planes_(planes),
       interleave_shift_(static_cast<unsigned>(std::countr_zero(plane_interleave.count()))),
-      mmu_(cfg, Rng::for_component(seed, std::string(this->name()))) {
+      mmu_(cfg, Rng::for_component(seed, std::string(this->name()))),
+      arrivals_(events, queue_name(*this, "arrivals"),
+                [this](tlm::tlm_generic_payload* gp) { translate(gp); }) {
   from_agent.register_nb_transport_fw(this, &GpuVm::fw);
   to_vram.register_nb_transport_bw(this, &GpuVm::bw);
   to_ports.register_nb_transport_bw(this, &GpuVm::bw_port);

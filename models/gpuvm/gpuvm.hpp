@@ -36,7 +36,7 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   tlm_utils::multi_passthrough_initiator_socket<GpuVm, 32, PodProtocol> to_ports{"to_ports"};
 
   GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self, std::uint32_t planes,
-        Bytes plane_interleave, std::uint64_t seed);
+        Bytes plane_interleave, Dispatcher& events, std::uint64_t seed);
 
   // The plane (port) an access to NPA byte address `npa` takes.
   std::uint32_t plane_of(std::uint64_t npa) const;
@@ -76,8 +76,7 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   MmuCore mmu_;
   std::vector<std::unique_ptr<PageTable>> tables_;  // by VMID (null: none yet)
   std::vector<FaultRecord> fault_log_;
-  TimedQueue<tlm::tlm_generic_payload*> arrivals_{
-      [this](tlm::tlm_generic_payload* gp) { translate(gp); }};
+  TimedQueue<tlm::tlm_generic_payload*> arrivals_;
 
   StatGroup stats_;
   Counter translations_{stats_, "translations", "count", "accesses translated"};

@@ -13,8 +13,17 @@ constexpr std::uint32_t kSmallWriteBytes = 8;  // a write pointer + doorbell, or
 }  // namespace
 
 FirmwareMailbox::FirmwareMailbox(sc_core::sc_module_name name, const MailboxConfig& cfg,
-                                 AccelId self, PacketPool& pool)
-    : sc_module(name), cfg_(cfg), self_(self), pool_(pool), tx_(kMaxAccels), rx_(kMaxAccels) {
+                                 AccelId self, PacketPool& pool, Dispatcher& events)
+    : sc_module(name),
+      cfg_(cfg),
+      self_(self),
+      pool_(pool),
+      tx_(kMaxAccels),
+      rx_(kMaxAccels),
+      arrivals_(events, queue_name(*this, "arrivals"),
+                [this](tlm::tlm_generic_payload* gp) { arrive(gp); }),
+      firmware_(events, queue_name(*this, "firmware"),
+                [](std::function<void()>& work) { work(); }) {
   from_port.register_nb_transport_fw(this, &FirmwareMailbox::fw);
 }
 

@@ -49,7 +49,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
       std::function<void(AccelId receiver, unsigned ring, std::uint32_t seq, std::uint32_t status)>;
 
   FirmwareMailbox(sc_core::sc_module_name name, const MailboxConfig& cfg, AccelId self,
-                  PacketPool& pool);
+                  PacketPool& pool, Dispatcher& events);
 
   // Writes `cmd` into `dst`'s ring now and rings the doorbell. Its sequence number, or
   // nothing when the ring is full (-ENOSPC). Command kind picks the ring.
@@ -103,9 +103,8 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   PeerRings tx_;  // by receiver
   PeerRings rx_;  // by sender
   Time firmware_free_;
-  TimedQueue<tlm::tlm_generic_payload*> arrivals_{
-      [this](tlm::tlm_generic_payload* gp) { arrive(gp); }};
-  TimedQueue<std::function<void()>> firmware_{[](std::function<void()>& work) { work(); }};
+  TimedQueue<tlm::tlm_generic_payload*> arrivals_;
+  TimedQueue<std::function<void()>> firmware_;
 
   StatGroup stats_;
   Counter sent_{stats_, "commands_sent", "count", "commands written into remote rings"};

@@ -9,13 +9,15 @@
 namespace podsim {
 
 NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode,
-               AccelId self, InvariantLog* invariants, std::uint64_t seed)
+               AccelId self, InvariantLog* invariants, Dispatcher& events, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
       mode_(mode),
       self_(self),
       invariants_(invariants),
-      mmu_(cfg, Rng::for_component(seed, std::string(this->name()))) {
+      mmu_(cfg, Rng::for_component(seed, std::string(this->name()))),
+      arrivals_(events, queue_name(*this, "arrivals"),
+                [this](tlm::tlm_generic_payload* gp) { translate(gp); }) {
   from_ports.register_nb_transport_fw(this, &NpaMmu::fw);
   to_vram.register_nb_transport_bw(this, &NpaMmu::bw);
 }

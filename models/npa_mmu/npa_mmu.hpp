@@ -31,7 +31,7 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   tlm_utils::simple_initiator_socket<NpaMmu, 32, PodProtocol> to_vram{"to_vram"};
 
   NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode, AccelId self,
-         InvariantLog* invariants, std::uint64_t seed = 1);
+         InvariantLog* invariants, Dispatcher& events, std::uint64_t seed = 1);
 
   // -- programming interface. `key` is the NPA page as this exporter sees it: the window
   // page (ID stripped) in source-aliasing mode, requester<<29 | window page otherwise.
@@ -68,8 +68,7 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   MmuCore mmu_;
   PageTable table_;
   std::unordered_map<std::uint64_t, std::vector<bool>> released_;  // by tag, by importer
-  TimedQueue<tlm::tlm_generic_payload*> arrivals_{
-      [this](tlm::tlm_generic_payload* gp) { translate(gp); }};
+  TimedQueue<tlm::tlm_generic_payload*> arrivals_;
 
   StatGroup stats_;
   Counter translations_{stats_, "translations", "count", "incoming NPA accesses translated"};

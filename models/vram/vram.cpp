@@ -6,7 +6,8 @@
 
 namespace podsim {
 
-Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t seed)
+Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& events,
+           std::uint64_t seed)
     : sc_module(name),
       channels_(cfg.channels()),
       channel_magic_(~std::uint64_t{0} / cfg.channels() + 1),
@@ -22,6 +23,11 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t se
                                                          : VramPageAllocator::Policy::FirstFit,
              cfg.scatter_run.count() / 4096, cfg.clear_on_free,
              Rng::for_component(seed, std::string(this->name()))),
+      arrivals_(events, queue_name(*this, "arrivals"), [this](const Arrival& a) { serve(a); }),
+      cleared_(events, queue_name(*this, "cleared"),
+               [this](const Cleared& c) {
+                 if (c.epoch == epoch_) page_cleared(c.page);
+               }),
       seed_(seed),
       utilisation_(stats_, "channel_utilisation", "ratio",
                    "mean fraction of simulated time the channels spent transferring data",

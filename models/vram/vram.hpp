@@ -35,7 +35,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   using Pages = std::optional<std::vector<std::uint64_t>>;
   using AllocDone = std::function<void(Pages)>;
 
-  Vram(sc_core::sc_module_name name, const VramConfig& cfg, std::uint64_t seed);
+  Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& events, std::uint64_t seed);
 
   // `n` clean pages through `done`: now if there are enough, later when the clearing engine
   // has zeroed enough; nothing (at once) when fewer than `n` are free at all. Returns an ID
@@ -118,13 +118,11 @@ class Vram final : public sc_core::sc_module, public HasStats {
   VramConfig cfg_;
   VramPageAllocator alloc_;
   VramDataStore data_;
-  TimedQueue<Arrival> arrivals_{[this](const Arrival& a) { serve(a); }};
+  TimedQueue<Arrival> arrivals_;
   struct Cleared {
     std::uint64_t page, epoch;
   };
-  TimedQueue<Cleared> cleared_{[this](const Cleared& c) {
-    if (c.epoch == epoch_) page_cleared(c.page);
-  }};
+  TimedQueue<Cleared> cleared_;
   bool clearing_ = false;
   std::uint64_t epoch_ = 0;  // clearing work from before a reset is dropped
   std::uint64_t seed_;

@@ -1,6 +1,8 @@
 #include "sim/kernel/timed_queue.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <stdexcept>
 
 namespace podsim {
 
@@ -10,6 +12,42 @@ Time dispatch_now;
 bool kernel_touched = false;
 }  // namespace kernel_detail
 
+namespace {
+std::uint64_t g_notifications = 0;  // SystemC event notifications (the process's)
+
+// Natural order: digit runs compare as numbers ("gpu2" before "gpu10").
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = std::isdigit(static_cast<unsigned char>(a[i])) != 0;
+    const bool db = std::isdigit(static_cast<unsigned char>(b[j])) != 0;
+    if (da && db) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei])))
+        ++ei;
+      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej])))
+        ++ej;
+      // Without leading zeros, the longer run is the larger number.
+      std::size_t zi = i, zj = j;
+      while (zi + 1 < ei && a[zi] == '0')
+        ++zi;
+      while (zj + 1 < ej && b[zj] == '0')
+        ++zj;
+      if (ei - zi != ej - zj) return ei - zi < ej - zj;
+      if (const int c = a.compare(zi, ei - zi, b, zj, ej - zj); c != 0) return c < 0;
+      if (ei - i != ej - j) return ei - i < ej - j;  // same number: fewer zeros first
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+}  // namespace
+
 void notify_event(sc_core::sc_event& ev, Time delay) {
   const Time at = sim_now() + delay;
   const Time k = kernel_now();
@@ -18,32 +56,74 @@ void notify_event(sc_core::sc_event& ev, Time delay) {
   else
     ev.notify(to_sc(at - k));
   if (kernel_detail::dispatching) kernel_detail::kernel_touched = true;
-  Dispatcher::get().count_notification();
+  ++g_notifications;
 }
 
-Dispatcher* Dispatcher::instance_ = nullptr;
-
-void Dispatcher::create() {
-  // Never destroyed: queues of modules torn down at exit may still unregister.
-  instance_ = new Dispatcher;
+QueueBase::QueueBase(Dispatcher& dispatcher, std::string name) : dispatcher_(&dispatcher) {
+  rank_ = dispatcher_->add(this, std::move(name));
 }
-
-QueueBase::QueueBase() : rank_(Dispatcher::get().add(this)) {}
 QueueBase::~QueueBase() {
-  Dispatcher::get().remove(rank_);
+  if (dispatcher_) dispatcher_->remove(this);
+}
+const std::string& QueueBase::name() const {
+  return dispatcher_->names_[rank_];
 }
 
-Dispatcher::Dispatcher() : buckets_(kBuckets, kNoChunk), bits_(kBuckets / 64, 0) {
-  sc_core::sc_spawn_options opt;
-  opt.spawn_method();
-  opt.set_sensitivity(&ev_);
-  opt.dont_initialize();
-  sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("podsim_dispatcher"), &opt);
+Dispatcher::Dispatcher(sc_core::sc_module_name name)
+    : sc_module(name), buckets_(kBuckets, kNoChunk), bits_(kBuckets / 64, 0) {
+  spawn_method("dispatch", ev_, [this] { run(); });
 }
 
-std::uint32_t Dispatcher::add(QueueBase* q) {
+Dispatcher::~Dispatcher() {
+  // Queues that outlive it (a module destroyed after the pod's dispatcher) may not push again.
+  for (QueueBase* q : queues_)
+    if (q) q->dispatcher_ = nullptr;
+}
+
+KernelCounters Dispatcher::counters() const {
+  KernelCounters c = counters_;
+  c.notifications = g_notifications;
+  return c;
+}
+
+std::uint32_t Dispatcher::add(QueueBase* q, std::string name) {
+  if (!taken_.insert(name).second) throw std::logic_error("two event queues named " + name);
   queues_.push_back(q);
+  names_.push_back(std::move(name));
   return static_cast<std::uint32_t>(queues_.size() - 1);
+}
+
+void Dispatcher::remove(const QueueBase* q) {
+  if (q->rank_ < queues_.size() && queues_[q->rank_] == q) {
+    queues_[q->rank_] = nullptr;
+    taken_.erase(names_[q->rank_]);
+  }
+}
+
+void Dispatcher::freeze() {
+  if (frozen_) return;
+  frozen_ = true;
+  std::vector<std::size_t> live;
+  for (std::size_t i = 0; i < queues_.size(); ++i)
+    if (queues_[i]) live.push_back(i);
+  std::sort(live.begin(), live.end(),
+            [&](std::size_t a, std::size_t b) { return natural_less(names_[a], names_[b]); });
+  std::vector<QueueBase*> queues;
+  std::vector<std::string> names;
+  for (const std::size_t i : live) {
+    queues_[i]->rank_ = static_cast<std::uint32_t>(queues.size());
+    queues.push_back(queues_[i]);
+    names.push_back(std::move(names_[i]));
+  }
+  queues_ = std::move(queues);
+  names_ = std::move(names);
+}
+
+std::vector<std::string> Dispatcher::queue_order() const {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < queues_.size(); ++i)
+    if (queues_[i]) names.push_back(names_[i]);
+  return names;
 }
 
 namespace {
@@ -89,8 +169,9 @@ void Dispatcher::file(const Node& n) {
   }
 }
 
-void Dispatcher::push_slow(Time due, std::uint32_t rank, std::uint64_t key,
+void Dispatcher::push_slow(Time due, const QueueBase& q, std::uint64_t key,
                            const QueueBase::ItemBytes& item) {
+  if (!frozen_) freeze();
   std::uint32_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<std::uint32_t>(slots_.size());
@@ -104,7 +185,7 @@ void Dispatcher::push_slow(Time due, std::uint32_t rank, std::uint64_t key,
   s.seq = seq_++;
   s.item = item;
   ++pending_;
-  file(Node{due.as_ps(), rank, slot});
+  file(Node{due.as_ps(), q.rank_, slot});
   // While serving, the loop picks up what is due; anything later is armed when it ends.
   if (!running_ && due < armed_) arm();
 }
@@ -236,7 +317,7 @@ void Dispatcher::arm() {
   if (due >= armed_) return;
   armed_ = due;
   const Time k = kernel_now();
-  ++counters_.notifications;
+  ++g_notifications;
   ev_.notify(to_sc(due > k ? due - k : Time{}));
 }
 
@@ -269,11 +350,11 @@ void Dispatcher::run() {
   arm();
 }
 
-void run_simulation(Time duration) {
-  Dispatcher& d = Dispatcher::get();
-  d.set_horizon(kernel_now() + duration);
+void Dispatcher::run_for(Time duration) {
+  horizon_ = kernel_now() + duration;
+  has_horizon_ = true;
   sc_core::sc_start(to_sc(duration));
-  d.clear_horizon();
+  has_horizon_ = false;
 }
 
 }  // namespace podsim

@@ -1,15 +1,20 @@
-// Timed work for the hot path, and the dispatcher that serves it.
+// Timed work for the hot path, and the dispatcher that serves it: the pod's event queue.
 //
 // Every module keeps its pending work in TimedQueues: items due at a time, each served by the
-// module's handler. One Dispatcher per simulation holds every queue's items (in a calendar of
-// 1.024 ns buckets, below) and serves them from one SystemC process, in this order (the
-// ordering contract):
+// module's handler. A Dispatcher (a module the pod owns, "pod.events"; every queue is given it
+// by reference and a name, its owner's hierarchical name and what it holds) holds every
+// queue's items (in a calendar of 1.024 ns buckets, below) and serves them from one SystemC
+// process, in this order (the ordering contract):
 //   1. earlier due time first;
-//   2. at the same time, the queue created first (elaboration order) first;
+//   2. at the same time, the queue whose name comes first, in natural order (digit runs
+//      compared as numbers: pod.gpu2 before pod.gpu10; queues created once the simulation has
+//      started come after all others, in creation order);
 //   3. within a queue, the smaller order key first (packets pass their access ID);
 //   4. then the item pushed first.
-// So work at the same simulated time happens in an order that depends on the model alone,
-// never on SystemC's scheduling of processes (a replayed trace gives identical results).
+// So work at the same simulated time happens in an order that depends on the model alone:
+// never on SystemC's scheduling of processes (a replayed trace gives identical results), nor
+// on the order modules or their members are declared or built (names decide), nor on which
+// part of a pod a process simulates.
 //
 // Running ahead. The SystemC kernel is needed only when something other than queued work must
 // happen (a SystemC thread or method waking: a scenario step, the pod's control thread). While
@@ -17,8 +22,8 @@
 // item at once, at its own time, without a trip through the kernel: sim_now() is then the
 // dispatcher's time, ahead of sc_time_stamp(). Two rules keep that exact:
 //  - it never passes the kernel's next pending activity, nor the end of the current run
-//    (run_simulation sets it; a bare sc_start lets the dispatcher serve only the kernel's
-//    current time, as a plain SystemC process would);
+//    (run_for sets it; a bare sc_start lets the dispatcher serve only the kernel's current
+//    time, as a plain SystemC process would);
 //  - code it runs notifies SystemC events only through podsim::notify_event (sc.hpp), which places
 //    the notification at the dispatcher's time, not the kernel's.
 // A served item costs no SystemC event: a push files a 16-byte node in its time's bucket, a
@@ -29,7 +34,9 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/kernel/sc.hpp"
@@ -38,20 +45,24 @@ namespace podsim {
 
 // Deterministic counts of the kernel's work (for benchmarks and the speed guard in CI).
 struct KernelCounters {
-  std::uint64_t serves = 0;         // queue items (and wake-ups) served
-  std::uint64_t activations = 0;    // times the SystemC kernel ran the dispatcher
-  std::uint64_t notifications = 0;  // SystemC event notifications (the dispatcher's own, and
-                                    // every notify_event)
+  std::uint64_t serves = 0;       // queue items (and wake-ups) served
+  std::uint64_t activations = 0;  // times the SystemC kernel ran the dispatcher
+  // SystemC event notifications in the process (the dispatcher's own, and every notify_event).
+  std::uint64_t notifications = 0;
 };
+
+class Dispatcher;
 
 class QueueBase {
  public:
   virtual ~QueueBase();
   QueueBase(const QueueBase&) = delete;
   QueueBase& operator=(const QueueBase&) = delete;
+  const std::string& name() const;
 
  protected:
-  QueueBase();
+  // `name`: unique in the pod (the owner's hierarchical name, then what the queue holds).
+  QueueBase(Dispatcher& dispatcher, std::string name);
   friend class Dispatcher;
   static constexpr std::size_t kInlineBytes = 16;
   struct ItemBytes {
@@ -60,37 +71,35 @@ class QueueBase {
   // Serves one item (the bytes it was pushed with), due now.
   virtual void serve(const unsigned char* item) = 0;
   void push_raw(Time due, std::uint64_t key, const ItemBytes& item);
-  std::uint32_t rank_;  // creation order: the tie-break between queues
+  Dispatcher* dispatcher_;  // none once the dispatcher is gone
+  std::uint32_t rank_ = 0;  // the tie-break between queues (see the ordering contract)
 };
 
-class Dispatcher {
+class Dispatcher final : public sc_core::sc_module {
  public:
-  static Dispatcher& get() {
-    if (!instance_) create();
-    return *instance_;
-  }
-  const KernelCounters& counters() const { return counters_; }
-  void count_notification() { ++counters_.notifications; }
+  explicit Dispatcher(sc_core::sc_module_name name = "events");
+  ~Dispatcher() override;
+  // The dispatcher's serves and activations, and the process's SystemC notifications.
+  KernelCounters counters() const;
   // Items waiting, all queues.
   std::size_t pending() const { return pending_; }
-
-  // The latest simulated time the dispatcher may serve in the current run (see above); none:
-  // only the kernel's current time.
-  void set_horizon(Time t) {
-    horizon_ = t;
-    has_horizon_ = true;
-  }
-  void clear_horizon() { has_horizon_ = false; }
+  // Runs the simulation for `duration` with the dispatcher allowed to run ahead up to its end
+  // (sc_start for podsim: use it instead of a bare sc_start).
+  void run_for(Time duration);
+  // The queues in the contract's order (by name; see above), once the first item was pushed
+  // or the simulation started.
+  std::vector<std::string> queue_order() const;
 
  private:
   friend class QueueBase;
-  Dispatcher();
-  static void create();
-  std::uint32_t add(QueueBase* q);
-  void remove(std::uint32_t rank) { queues_[rank] = nullptr; }
+  void start_of_simulation() override { freeze(); }
+  std::uint32_t add(QueueBase* q, std::string name);
+  void remove(const QueueBase* q);
+  // Ranks the queues by name (the first push, or the simulation's start, does it).
+  void freeze();
   // The common case inline (a slot free, the item's bucket in the window with room in its
   // newest chunk, the dispatcher serving); everything else in push_slow.
-  void push(Time due, std::uint32_t rank, std::uint64_t key, const QueueBase::ItemBytes& item) {
+  void push(Time due, const QueueBase& q, std::uint64_t key, const QueueBase::ItemBytes& item) {
     const std::int64_t b = bucket_of(due.as_ps());
     if (running_ && !free_slots_.empty() && b > current_ &&
         b < current_ + static_cast<std::int64_t>(kBuckets)) {
@@ -101,13 +110,13 @@ class Dispatcher {
         slots_[slot] = Slot{key, seq_++, item};
         ++pending_;
         Chunk& chunk = chunks_[head];  // not empty: its bucket's bit is set
-        chunk.nodes[chunk.count++] = Node{due.as_ps(), rank, slot};
+        chunk.nodes[chunk.count++] = Node{due.as_ps(), q.rank_, slot};
         return;
       }
     }
-    push_slow(due, rank, key, item);
+    push_slow(due, q, key, item);
   }
-  void push_slow(Time due, std::uint32_t rank, std::uint64_t key, const QueueBase::ItemBytes& item);
+  void push_slow(Time due, const QueueBase& q, std::uint64_t key, const QueueBase::ItemBytes& item);
   void run();
   void arm();
   Time bound(Time kernel) const;
@@ -152,7 +161,6 @@ class Dispatcher {
   // The earliest due time waiting (max: nothing).
   Time next_due() const;
 
-  static Dispatcher* instance_;
   struct Chunk {
     static constexpr std::uint32_t kNodes = 15;
     Node nodes[kNodes];
@@ -174,24 +182,28 @@ class Dispatcher {
   std::vector<Node> overflow_;  // a min-heap by due of items beyond the window
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
-  std::vector<QueueBase*> queues_;  // by rank
+  std::vector<QueueBase*> queues_;  // by rank (before freeze: by creation)
+  std::vector<std::string> names_;  // theirs (kept here: a queue stays small)
+  std::unordered_set<std::string> taken_;
+  bool frozen_ = false;
   std::size_t pending_ = 0;
   std::uint64_t seq_ = 0;
   sc_core::sc_event ev_;
   Time armed_ = Time::max();  // when ev_ is due (max: not armed)
-  Time horizon_;
+  Time horizon_;  // the latest time it may serve in the current run (none: the kernel's)
   bool has_horizon_ = false;
   bool running_ = false;
   KernelCounters counters_;
 };
 
 inline void QueueBase::push_raw(Time due, std::uint64_t key, const ItemBytes& item) {
-  Dispatcher::get().push(due, rank_, key, item);
+  dispatcher_->push(due, *this, key, item);
 }
 
-// Runs the simulation for `duration` with the dispatcher allowed to run ahead up to its end
-// (sc_start for podsim: use it instead of a bare sc_start).
-void run_simulation(Time duration);
+// A queue's name: its owner's hierarchical name, then what it holds ("pod.gpu3.vram.arrivals").
+inline std::string queue_name(const sc_core::sc_object& owner, const char* what) {
+  return std::string(owner.name()) + "." + what;
+}
 
 template <class Item>
 class TimedQueue final : public QueueBase {
@@ -202,7 +214,8 @@ class TimedQueue final : public QueueBase {
 
  public:
   using Handler = std::function<void(Item&)>;
-  explicit TimedQueue(Handler handler, std::size_t reserve = 0) : handler_(std::move(handler)) {
+  TimedQueue(Dispatcher& dispatcher, std::string name, Handler handler, std::size_t reserve = 0)
+      : QueueBase(dispatcher, std::move(name)), handler_(std::move(handler)) {
     if constexpr (!kInline) store_.reserve(reserve);
   }
 
@@ -259,7 +272,8 @@ class TimedQueue final : public QueueBase {
 // wake-up asked for while one is pending earlier is covered by it).
 class Timer final : public QueueBase {
  public:
-  explicit Timer(std::function<void()> fn) : fn_(std::move(fn)) {}
+  Timer(Dispatcher& dispatcher, std::string name, std::function<void()> fn)
+      : QueueBase(dispatcher, std::move(name)), fn_(std::move(fn)) {}
   void at(Time t) {
     if (t >= pending_) return;
     pending_ = t;

@@ -9,7 +9,7 @@ namespace podsim::driver {
 DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, AccelId self,
                          VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed, GpuVm& gpuvm,
                          NpaMmu& npa_mmu, Vram& vram, FirmwareMailbox& mailbox,
-                         InvariantLog* invariants)
+                         InvariantLog* invariants, Dispatcher& events)
     : sc_module(name),
       cfg_(cfg),
       self_(self),
@@ -20,6 +20,7 @@ DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, 
       invariants_(invariants),
       poll_rng_(Rng::for_component(seed, std::string(this->name()) + ".poll")),
       timers_(
+          events, queue_name(*this, "timers"),
           [this](Callback& c) {
             if (cancelled_.erase(c.id)) return;
             c.fn();

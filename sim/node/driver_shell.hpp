@@ -40,7 +40,7 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
  public:
   DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, AccelId self, VpodInfo vpod,
               NpaAddrMode mode, std::uint64_t seed, GpuVm& gpuvm, NpaMmu& npa_mmu, Vram& vram,
-              FirmwareMailbox& mailbox, InvariantLog* invariants);
+              FirmwareMailbox& mailbox, InvariantLog* invariants, Dispatcher& events);
   ~DriverShell() override;
 
   // Starts a driver call now; `done(result)` runs in simulated time when it finishes. A

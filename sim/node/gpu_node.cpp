@@ -6,20 +6,20 @@ namespace podsim {
 
 GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
                  AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed,
-                 PacketPool& pool, InvariantLog* invariants)
+                 PacketPool& pool, Dispatcher& events, InvariantLog* invariants)
     : sc_module(name),
-      vram("vram", cfg.vram, seed),
-      gpuvm("gpuvm", cfg.gpuvm, id, fabric.planes, fabric.plane_interleave, seed),
-      npa_mmu("npa_mmu", cfg.npa_mmu, mode, id, invariants, seed),
-      mailbox("mailbox", cfg.mailbox, id, pool),
-      agent("agent", cfg.compute, id, pool,
+      vram("vram", cfg.vram, events, seed),
+      gpuvm("gpuvm", cfg.gpuvm, id, fabric.planes, fabric.plane_interleave, events, seed),
+      npa_mmu("npa_mmu", cfg.npa_mmu, mode, id, invariants, events, seed),
+      mailbox("mailbox", cfg.mailbox, id, pool, events),
+      agent("agent", cfg.compute, id, pool, events,
             Rng::for_component(seed, std::string(this->name()) + ".agent")),
       driver("driver", cfg.driver, id, std::move(vpod), mode, seed, gpuvm, npa_mmu, vram, mailbox,
-             invariants),
+             invariants, events),
       id_(id) {
   for (std::uint32_t p = 0; p < fabric.planes; ++p) {
     ports.push_back(std::make_unique<UalinkPort>(("port" + std::to_string(p)).c_str(), fabric.port,
-                                                 fabric.link, id, seed));
+                                                 fabric.link, id, events, seed));
     UalinkPort& port = *ports.back();
     gpuvm.to_ports.bind(port.from_gpuvm);
     port.to_npa_mmu.bind(npa_mmu.from_ports);

@@ -28,7 +28,7 @@ class GpuNode final : public sc_core::sc_module {
  public:
   GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
           AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed, PacketPool& pool,
-          InvariantLog* invariants);
+          Dispatcher& events, InvariantLog* invariants);
 
   AccelId id() const { return id_; }
 

@@ -20,6 +20,8 @@ class HostPhases {
   using Clock = std::chrono::steady_clock;
 
   HostPhases() : start_(Clock::now()) {}
+  // Whose kernel work to count (the pod's dispatcher, before the first phase begins).
+  void count(const Dispatcher& events) { events_ = &events; }
 
   // An access phase starts (a GPU's agent starts) or ends (its last access completed).
   void phase_begin() {
@@ -30,14 +32,14 @@ class HostPhases {
     if (!any_) first_begin_ = now;
     any_ = true;
     begin_ = now;
-    at_begin_ = Dispatcher::get().counters();
+    at_begin_ = events_ ? events_->counters() : KernelCounters{};
   }
   void phase_end() {
     if (active_ == 0 || --active_ > 0) return;
     const auto now = Clock::now();
     access_ += now - begin_;
     last_end_ = now;
-    const KernelCounters& c = Dispatcher::get().counters();
+    const KernelCounters c = events_ ? events_->counters() : KernelCounters{};
     in_phases_.serves += c.serves - at_begin_.serves;
     in_phases_.activations += c.activations - at_begin_.activations;
     in_phases_.notifications += c.notifications - at_begin_.notifications;
@@ -60,6 +62,7 @@ class HostPhases {
   Clock::duration access_{};
   unsigned active_ = 0;
   bool any_ = false;
+  const Dispatcher* events_ = nullptr;
   KernelCounters at_begin_, in_phases_;
   HugePageReport huge_pages_;
 };

@@ -52,13 +52,14 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
     messages_.push_back(std::make_unique<Counter>(stats_, "messages." + n, "count",
                                                   "protocol messages of this type sent, all GPUs"));
   }
-  fabric_ = std::make_unique<Fabric>("fabric", cfg.fabric, cfg.pod.gpus, cfg.seed);
+  host_.count(events_);
+  fabric_ = std::make_unique<Fabric>("fabric", cfg.fabric, cfg.pod.gpus, events_, cfg.seed);
   std::vector<GpuNode*> nodes;
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g) {
     auto id = static_cast<AccelId>(g);
     gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu, cfg.fabric,
                                               id, vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed,
-                                              pool_, &invariants_));
+                                              pool_, events_, &invariants_));
     gpus_.back()->agent.set_series(&series_);
     for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
       fabric_->attach(gpus_.back()->port(p), id, p);
@@ -173,10 +174,10 @@ void Pod::run(const std::function<void()>& between, Time slice) {
   if (ran_) throw std::logic_error("Pod::run: a pod runs once");
   ran_ = true;
   if (!between) {
-    run_simulation(cfg_.sim.max_time);
+    events_.run_for(cfg_.sim.max_time);
   } else {
     while (sc_core::sc_get_status() != sc_core::SC_STOPPED && sim_now() < cfg_.sim.max_time) {
-      run_simulation(std::min(slice, cfg_.sim.max_time - sim_now()));
+      events_.run_for(std::min(slice, cfg_.sim.max_time - sim_now()));
       between();
     }
   }

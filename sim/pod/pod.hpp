@@ -68,6 +68,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
 
   // Where the host time went (setup, access phases, teardown), and the kernel's work.
   const HostPhases& host() const { return host_; }
+  // The pod's event queue ("pod.events"): every module's timed work.
+  Dispatcher& events() { return events_; }
+  const Dispatcher& events() const { return events_; }
 
   // Headline results.
   const Distribution& remote_latency() const { return latency_; }
@@ -104,6 +107,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
 
   HostPhases host_;  // first: its clock starts when the pod starts being built
   PodConfig cfg_;
+  Dispatcher events_{"events"};  // declared before the modules that queue work: outlives them
   InvariantLog invariants_;
   PacketPool pool_;
   std::unique_ptr<Fabric> fabric_;

@@ -193,7 +193,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     // How much of the process was on huge pages as the first access phase began.
     host["huge_page_bytes"] = h.huge_pages().on_huge;
     run["host"] = std::move(host);
-    const KernelCounters& all = Dispatcher::get().counters();
+    const KernelCounters all = pod.events().counters();
     const KernelCounters& in = h.in_access_phases();
     boost::json::object kernel;
     kernel["serves"] = all.serves;

@@ -113,7 +113,7 @@ void check_budget(const std::string& name) {
   std::vector<Sample> samples;
   pod.run(
       [&] {
-        const KernelCounters& k = Dispatcher::get().counters();
+        const KernelCounters k = pod.events().counters();
         samples.push_back(Sample{pod.accesses_completed(), k.serves, k.activations, k.notifications,
                                  g_allocations + huge_allocations()});
         g_trace = std::getenv("HOT_PATH_TRACE") && pod.accesses_completed() > total / 3;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/kernel/timed_queue.hpp"
+#include "tests/support/in_process_pod.hpp"
 
 using namespace podsim;
 
@@ -68,16 +69,19 @@ TEST_CASE(
     "hundreds of items, with items pushed while their bucket is served",
     "[kernel][dispatcher]") {
   std::vector<Served> served;
+  Dispatcher events("events");
   std::array<std::unique_ptr<TimedQueue<Item>>, kQueues> queues;
-  for (int q = 0; q < kQueues; ++q)
-    queues[static_cast<std::size_t>(q)] = std::make_unique<TimedQueue<Item>>([&, q](Item& it) {
-      served.emplace_back(sim_now().as_ps(), q, it.id);
-      if (follows(it.id)) {
-        const Ref r{sim_now().as_ps(), q, 0, 0, it.id};
-        const Ref f = follow_up(r, 0);
-        queues[static_cast<std::size_t>(f.queue)]->push(Time::ps(f.due), Item{f.id}, f.key);
-      }
-    });
+  // Created in the reverse of their names' order: names decide the order, not creation.
+  for (int q = kQueues; q-- > 0;)
+    queues[static_cast<std::size_t>(q)] =
+        std::make_unique<TimedQueue<Item>>(events, "bench.q" + std::to_string(q), [&, q](Item& it) {
+          served.emplace_back(sim_now().as_ps(), q, it.id);
+          if (follows(it.id)) {
+            const Ref r{sim_now().as_ps(), q, 0, 0, it.id};
+            const Ref f = follow_up(r, 0);
+            queues[static_cast<std::size_t>(f.queue)]->push(Time::ps(f.due), Item{f.id}, f.key);
+          }
+        });
 
   // Buckets are 1.024 ns: 1,500 items within [10 ns, 11 ns) (a big bucket, many ties in
   // time and queue), 20 within [50 ns, 51 ns) (a small one), and 300 spread over 40 us
@@ -99,7 +103,7 @@ TEST_CASE(
   for (const Ref& r : initial)
     queues[static_cast<std::size_t>(r.queue)]->push(Time::ps(r.due), Item{r.id}, r.key);
 
-  run_simulation(Time::us(100));
+  events.run_for(Time::us(100));
 
   const std::vector<Served> expected = reference(initial);
   REQUIRE(served.size() == expected.size());
@@ -108,4 +112,46 @@ TEST_CASE(
     INFO("item " << i << " served");
     REQUIRE(served[i] == expected[i]);
   }
+}
+
+TEST_CASE(
+    "queues at the same time are served in their names' natural order, whatever order they "
+    "were created in, and two queues may not share a name",
+    "[kernel][dispatcher]") {
+  Dispatcher events("events");
+  std::vector<std::string> served;
+  std::vector<std::unique_ptr<TimedQueue<Item>>> queues;
+  for (const char* name : {"pod.gpu10.vram.arrivals", "pod.gpu2.vram.arrivals",
+                           "pod.fabric.plane0.switch0.arrivals", "pod.gpu2.agent.completions"})
+    queues.push_back(std::make_unique<TimedQueue<Item>>(
+        events, name, [&served, name](Item&) { served.emplace_back(name); }));
+  CHECK_THROWS_WITH(TimedQueue<Item>(events, "pod.gpu2.vram.arrivals", [](Item&) {}),
+                    Catch::Contains("two event queues named pod.gpu2.vram.arrivals"));
+  for (auto& q : queues)
+    q->push(Time::ns(5), Item{0});
+  events.run_for(Time::us(1));
+  const std::vector<std::string> expected{"pod.fabric.plane0.switch0.arrivals",
+                                          "pod.gpu2.agent.completions", "pod.gpu2.vram.arrivals",
+                                          "pod.gpu10.vram.arrivals"};
+  CHECK(served == expected);
+  CHECK(events.queue_order() == expected);
+}
+
+TEST_CASE("the pod owns its event queue: pod.events, with every module's queues by name",
+          "[kernel][dispatcher][pod]") {
+  Pod pod("pod", test::config_with({"pod.gpus=2"}));
+  CHECK(dynamic_cast<Dispatcher*>(sc_core::sc_find_object("pod.events")) == &pod.events());
+  CHECK(sc_core::sc_find_object("pod.events.dispatch") != nullptr);
+  pod.run();
+  REQUIRE(pod.ok());
+  const std::vector<std::string> order = pod.events().queue_order();
+  REQUIRE(!order.empty());
+  CHECK(order.front().rfind("pod.fabric.", 0) == 0);
+  for (const char* q : {"pod.gpu0.vram.arrivals", "pod.gpu1.npa_mmu.arrivals",
+                        "pod.gpu1.port0.tx_queue", "pod.fabric.plane0.switch0.arrivals"})
+    CHECK(std::find(order.begin(), order.end(), q) != order.end());
+  // Every queue of gpu0 before any of gpu1.
+  CHECK(std::is_sorted(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.rfind("pod.gpu0.", 0) == 0 && b.rfind("pod.gpu1.", 0) == 0;
+  }));
 }

@@ -45,8 +45,9 @@ TEST_CASE("NPA MMU: served, retried, refused, served after release is reported",
           "[sc][npa_mmu][invariants]") {
   InvariantLog log;
   VramConfig vcfg;
-  Vram vram("vram", vcfg, 1);
-  NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, 7, &log);
+  Dispatcher events("events");
+  Vram vram("vram", vcfg, events, 1);
+  NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, 7, &log, events);
   Requester req("req");
   req.out.bind(mmu.from_ports);
   mmu.to_vram.bind(vram.in);

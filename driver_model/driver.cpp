@@ -28,6 +28,7 @@ Errno errno_of(FailReason r) {
 Driver::Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode mode, Rng rng,
                DriverEnv& env)
     : cfg_(cfg),
+      bugs_(cfg.bugs()),
       self_(self),
       vpod_(std::move(vpod)),
       mode_(mode),
@@ -425,7 +426,7 @@ void Driver::pin(Bo& bo) {
 Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   if (conns_[from].state != ConnState::Established) {
     dropped_.inc();
-    co_await setup(from, cfg_.bug("B7"));  // and drop the request: the importer will time out
+    co_await setup(from, bug(Bug::B7));  // and drop the request: the importer will time out
     co_return;
   }
   auto fail = [&](FailReason r) {
@@ -562,7 +563,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
   if (orig.empty()) {
     // No importers: drop the buffer and free the node (B3: the dma-buf, and with it the
     // buffer, leak).
-    release_bo(cfg_.bug("B3"));
+    release_bo(bug(Bug::B3));
     invalid_.erase(tag);
     revoke_time_.record(env_.now() - node->revoke_started);
     env_.note_call("revoke", node->revoke_started, "{\"importers\": 0}");
@@ -610,7 +611,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
   // 3. Unmap (no-retry invalid PTEs) and flush. B6: importers dropped as stale keep theirs.
   std::vector<std::uint64_t> unmapped;
   for (AccelId i : orig) {
-    if (cfg_.bug("B6") && !node->importers[i]) continue;
+    if (bug(Bug::B6) && !node->importers[i]) continue;
     auto key = range_of(i);
     if (!key || std::find(unmapped.begin(), unmapped.end(), *key) != unmapped.end()) continue;
     unmapped.push_back(*key);
@@ -628,11 +629,11 @@ Task<void> Driver::cleanup(ExportPtr node) {
   std::vector<AccelId> notify;
   for (AccelId i : orig)
     if (node->importers[i]) notify.push_back(i);
-  if (!cfg_.bug("B4"))
+  if (!bug(Bug::B4))
     for (AccelId i : notify)
       node->pending[i] = true;
   for (AccelId i : notify) {
-    if (cfg_.bug("B4")) node->pending[i] = true;
+    if (bug(Bug::B4)) node->pending[i] = true;
     Message rv;
     rv.type = MsgType::NpaRevoke;
     rv.handle = node->handle;
@@ -645,11 +646,11 @@ Task<void> Driver::cleanup(ExportPtr node) {
       if (node->pending[i]) return true;
     return false;
   };
-  if (any_pending() || cfg_.bug("B4")) {
+  if (any_pending() || bug(Bug::B4)) {
     const Time deadline = env_.now() + cfg_.release_timeout;
     while (any_pending() && env_.now() < deadline)
       co_await node->released.wait(env_, deadline - env_.now());
-    if (!any_pending() && cfg_.bug("B4") && env_.now() < deadline)
+    if (!any_pending() && bug(Bug::B4) && env_.now() < deadline)
       co_await sleep(deadline - env_.now());
   }
   revoke_time_.record(env_.now() - node->revoke_started);
@@ -715,7 +716,7 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
 
   if (auto it = imports_.find(h.lo); it != imports_.end()) {
     const ImportNode& node = *it->second;
-    if (!cfg_.bug("B5") && node.handle.hi != h.hi) co_return failed(Errno::Inval);
+    if (!bug(Bug::B5) && node.handle.hi != h.hi) co_return failed(Errno::Inval);
     switch (node.state) {
       case ImportState::NotReady:
       case ImportState::Pending: co_return failed(Errno::Again);
@@ -792,7 +793,7 @@ void Driver::on_npa_rsp(AccelId from, const Message& m) {
   ImportNode& node = *it->second;
   if (node.state != ImportState::NotReady) {
     unsolicited_.inc();  // the snapshot overwrites the fields anyway (B5)
-    if (!cfg_.bug("B5")) return;
+    if (!bug(Bug::B5)) return;
   }
   node.npa_page = m.npa_page | (static_cast<std::uint64_t>(from) << kNpaWindowPageBits);
   node.size_pages = m.size_pages;
@@ -967,7 +968,7 @@ Task<void> Driver::on_hello(AccelId from, const Message& m) {
   if (c.state == ConnState::Established) {
     // The peer was reset: what we held with it is gone. B1: PENDING is set first, so the
     // reset (which needs ESTABLISHED) never runs.
-    if (!cfg_.bug("B1")) co_await reset_connection(from, ConnState::Pending, c.generation);
+    if (!bug(Bug::B1)) co_await reset_connection(from, ConnState::Pending, c.generation);
     c.state = ConnState::Pending;
   } else if (c.state == ConnState::NotReady) {
     c.state = ConnState::Pending;
@@ -1031,7 +1032,7 @@ Task<void> Driver::handle(AccelId from, Dwords dw) {
       m.type == MsgType::NpaRsp || m.type == MsgType::NpaFail;  // REQ checks for itself
   if (needs_connection && conns_[from].state != ConnState::Established) {
     dropped_.inc();
-    co_await setup(from, cfg_.bug("B7"));
+    co_await setup(from, bug(Bug::B7));
     co_return;
   }
   switch (m.type) {

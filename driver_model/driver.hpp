@@ -266,6 +266,8 @@ class Driver {
   std::string describe(const Bo& bo) const;
 
   DriverConfig cfg_;
+  Bugs bugs_;  // cfg_.reintroduce_bugs, read once
+  bool bug(Bug b) const { return bugs_.test(static_cast<std::size_t>(b)); }
   AccelId self_;
   VpodInfo vpod_;
   NpaAddrMode mode_;

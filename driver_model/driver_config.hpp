@@ -1,7 +1,10 @@
 #pragma once
 
 #include <array>
+#include <bitset>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/params.hpp"
@@ -33,6 +36,33 @@ struct MigrationConfig {
 };
 
 // The kernel driver's own costs and limits. Timeouts follow the amdgpu snapshot (§10).
+// The snapshot's apparent bugs (protocol reference, "Apparent bugs") that podsim can put back
+// in for study. B2 (ring indexing in identification mode) and B8 (unlocked handle check,
+// wrong uniqueness check) are not modelled.
+enum class Bug : std::uint8_t { B1, B3, B4, B5, B6, B7 };
+inline constexpr std::array<EnumName<Bug>, 6> kBugNames{{
+    {"B1", Bug::B1, "HELLO sets PENDING before the reset that needs ESTABLISHED: no cleanup"},
+    {"B3", Bug::B3, "cleanup without importers leaks the dma-buf and its BO"},
+    {"B4", Bug::B4, "pending bits set while sending: an early RELEASE ends the wait too soon"},
+    {"B5", Bug::B5,
+     "a cached import skips the handle's hi half; an unsolicited NPA_RSP overwrites"},
+    {"B6", Bug::B6, "stale-generation importers' ranges freed with their PTEs still live"},
+    {"B7", Bug::B7, "interrupt processing blocks in setup() for up to the response timeout"},
+}};
+using Bugs = std::bitset<kBugNames.size()>;
+inline std::optional<Bug> bug_named(std::string_view name) {
+  for (const auto& b : kBugNames)
+    if (b.name == name) return b.value;
+  return std::nullopt;
+}
+// "B1, B3, ..." (for messages and docs).
+inline std::string bug_list() {
+  std::string s;
+  for (const auto& b : kBugNames)
+    s += (s.empty() ? "" : ", ") + std::string(b.name);
+  return s;
+}
+
 struct DriverConfig {
   Time ioctl_latency = Time::us(2);
   Time alloc_latency = Time::ns(500);
@@ -47,8 +77,8 @@ struct DriverConfig {
   Bytes npa_window = Bytes(2ull << 40);
   ExportedMemory exported_memory = ExportedMemory::Pinned;
   MigrationConfig migration;
-  // Apparent bugs of the snapshot (protocol reference, "Apparent bugs") to put back in; by
-  // default podsim runs the protocol with them fixed. Known: B1, B3, B4, B5, B6, B7.
+  // Apparent bugs of the snapshot (protocol reference, "Apparent bugs") to put back in, by
+  // name (kBugNames); by default podsim runs the protocol with them fixed.
   std::vector<std::string> reintroduce_bugs;
 
   template <class V>
@@ -88,24 +118,24 @@ struct DriverConfig {
              std::span<const EnumName<ExportedMemory>>(kExportedMemoryNames));
     v.section("migration", migration, "page migration of the unpinned design");
     v.field("reintroduce_bugs", reintroduce_bugs,
-            "snapshot flaws to put back in for study (B1, B3, B4, B5, B6, B7); none by default");
+            "snapshot flaws to put back in for study (" + bug_list() + "); none by default");
   }
   template <class C>
   void check(C& c) const {
     if (npa_window.count() % (2ull << 20) != 0) c.fail("npa_window", "must be a multiple of 2 MiB");
     if (poll_interval_max < poll_interval_min)
       c.fail("poll_interval_max", "must not be below poll_interval_min");
-    for (std::size_t i = 0; i < reintroduce_bugs.size(); ++i) {
-      const std::string& b = reintroduce_bugs[i];
-      if (b != "B1" && b != "B3" && b != "B4" && b != "B5" && b != "B6" && b != "B7")
+    for (std::size_t i = 0; i < reintroduce_bugs.size(); ++i)
+      if (!bug_named(reintroduce_bugs[i]))
         c.fail("reintroduce_bugs." + std::to_string(i),
-               "\"" + b + "\" is not one of B1, B3, B4, B5, B6, B7");
-    }
+               "\"" + reintroduce_bugs[i] + "\" is not one of " + bug_list());
   }
-  bool bug(const char* id) const {
-    for (const auto& b : reintroduce_bugs)
-      if (b == id) return true;
-    return false;
+  // The bugs put back in (names checked above; unknown ones are ignored here).
+  Bugs bugs() const {
+    Bugs b;
+    for (const auto& name : reintroduce_bugs)
+      if (const auto bug = bug_named(name)) b.set(static_cast<std::size_t>(*bug));
+    return b;
   }
 };
 

@@ -40,7 +40,6 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
   void set_route(AccelId dst, std::uint32_t first, std::uint32_t count = 1);
   // The receiver on port `port` has `per_class` bytes of buffer per traffic class.
   void set_peer_buffer(std::uint32_t port, Bytes per_class);
-  std::uint32_t ports_used() const { return static_cast<std::uint32_t>(outputs_.size()); }
   const Egress& output(std::uint32_t port) const { return *outputs_[port]; }
   const Distribution& output_queue_delay() const { return queue_delay_; }
   // The run is over: the all-outputs queueing delay is gathered from the outputs' own (the

@@ -57,8 +57,8 @@ void VramDataStore::write(std::uint64_t pa, const unsigned char* in, std::size_t
 
 void VramDataStore::erase_page(std::uint64_t page) {
   if (index_.empty()) return;
-  const std::uint64_t first = page << (12 - kLineShift);
-  for (std::uint64_t k = first; k < first + (4096 >> kLineShift); ++k) {
+  const std::uint64_t first = page << (kPageShift - kLineShift);
+  for (std::uint64_t k = first; k < first + (kPageSize >> kLineShift); ++k) {
     auto it = index_.find(k);
     if (it == index_.end()) continue;
     free_.push_back(it->second);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/mmu/pte.hpp"
 #include "sim/core/huge_pages.hpp"
 
 namespace podsim {

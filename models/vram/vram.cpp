@@ -18,10 +18,10 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
                      "bytes each channel moved (requests and clearing)", channels_),
       functional_data_(cfg.functional_data),
       cfg_(cfg),
-      alloc_(cfg.capacity.count() / 4096,
+      alloc_(cfg.capacity.count() / kPageSize,
              cfg.allocation == VramAllocation::Scattered ? VramPageAllocator::Policy::Scattered
                                                          : VramPageAllocator::Policy::FirstFit,
-             cfg.scatter_run.count() / 4096, cfg.clear_on_free,
+             cfg.scatter_run.count() / kPageSize, cfg.clear_on_free,
              Rng::for_component(seed, std::string(this->name()))),
       arrivals_(events, queue_name(*this, "arrivals"), [this](const Arrival& a) { serve(a); }),
       cleared_(events, queue_name(*this, "cleared"),
@@ -157,12 +157,12 @@ void Vram::clear_next() {
   clearing_ = true;
   const Time now = sim_now();
   const Time start = std::max(now, engine_free_);
-  engine_free_ = start + cfg_.clear_bandwidth.transfer_time(Bytes(4096));
+  engine_free_ = start + cfg_.clear_bandwidth.transfer_time(Bytes(kPageSize));
   Time done = engine_free_;
-  const std::uint64_t granule = std::min<std::uint64_t>(cfg_.interleave.count(), 4096);
-  for (std::uint64_t off = 0; off < 4096; off += granule)
-    done = std::max(done, occupy(*page * 4096 + off, granule, start));
-  bytes_cleared_.inc(4096);
+  const std::uint64_t granule = std::min<std::uint64_t>(cfg_.interleave.count(), kPageSize);
+  for (std::uint64_t off = 0; off < kPageSize; off += granule)
+    done = std::max(done, occupy(*page * kPageSize + off, granule, start));
+  bytes_cleared_.inc(kPageSize);
   cleared_.push(done, Cleared{*page, epoch_});
 }
 
@@ -187,11 +187,11 @@ void Vram::serve_waiters() {
 }
 
 void Vram::reset() {
-  alloc_ = VramPageAllocator(cfg_.capacity.count() / 4096,
+  alloc_ = VramPageAllocator(cfg_.capacity.count() / kPageSize,
                              cfg_.allocation == VramAllocation::Scattered
                                  ? VramPageAllocator::Policy::Scattered
                                  : VramPageAllocator::Policy::FirstFit,
-                             cfg_.scatter_run.count() / 4096, cfg_.clear_on_free,
+                             cfg_.scatter_run.count() / kPageSize, cfg_.clear_on_free,
                              Rng::for_component(seed_ + ++epoch_, std::string(name())));
   data_.clear();
   waiters_.clear();

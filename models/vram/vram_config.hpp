@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "models/mmu/pte.hpp"
 #include "sim/core/params.hpp"
 #include "sim/core/units.hpp"
 
@@ -48,7 +49,7 @@ struct VramConfig {
     v.choice("allocation", allocation, "where new buffers' pages come from",
              std::span<const EnumName<VramAllocation>>(kVramAllocationNames));
     v.field("scatter_run", scatter_run, "scattered: mean length of a contiguous run of pages",
-            between(Bytes(4096), Bytes::MiB(64)));
+            between(Bytes(kPageSize), Bytes::MiB(64)));
     v.field("clear_on_free", clear_on_free,
             "freed pages are zeroed by a clearing engine before they can be allocated again");
     v.field("clear_bandwidth", clear_bandwidth,
@@ -63,7 +64,7 @@ struct VramConfig {
   void check(C& c) const {
     std::uint64_t n = interleave.count();
     if ((n & (n - 1)) != 0) c.fail("interleave", "must be a power of two");
-    if (scatter_run.count() % 4096 != 0) c.fail("scatter_run", "must be whole 4 KiB pages");
+    if (scatter_run.count() % kPageSize != 0) c.fail("scatter_run", "must be whole 4 KiB pages");
   }
 };
 

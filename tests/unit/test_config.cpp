@@ -111,6 +111,19 @@ TEST_CASE("checks across sections name the key at fault", "[config]") {
         "workload.initiators.1");
 }
 
+TEST_CASE("reintroduced bugs are read by name into the driver's set, and other names are errors",
+          "[config][driver]") {
+  const PodConfig c = read(R"({"gpu": {"driver": {"reintroduce_bugs": ["B7", "B1"]}}})");
+  const driver::Bugs bugs = c.gpu.driver.bugs();
+  CHECK(bugs.count() == 2);
+  CHECK(bugs.test(static_cast<std::size_t>(driver::Bug::B1)));
+  CHECK(bugs.test(static_cast<std::size_t>(driver::Bug::B7)));
+  CHECK_FALSE(bugs.test(static_cast<std::size_t>(driver::Bug::B3)));
+  auto e = error_of(R"({"gpu": {"driver": {"reintroduce_bugs": ["B1", "B2"]}}})");
+  CHECK(e.path() == "gpu.driver.reintroduce_bugs.1");
+  CHECK_THAT(e.message(), Catch::Contains("\"B2\" is not one of B1, B3, B4, B5, B6, B7"));
+}
+
 TEST_CASE("JSON syntax errors give line and column", "[config]") {
   try {
     ConfigDoc::from_text("{\n  \"pod\": {\"gpus\": 8,,}\n}", "bad.json");

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fabric/traffic.hpp"
+#include "sim/kernel/queue_arrival.hpp"
 
 namespace podsim {
 
@@ -31,14 +32,12 @@ void UalinkPort::connect(Link& link, Link::Side side) {
 
 tlm::tlm_sync_enum UalinkPort::outgoing(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                         sc_core::sc_time& d) {
-  tx_queue_.push(sim_now() + from_sc(d), &gp, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  return queue_arrival(tx_queue_, gp, d);
 }
 
 tlm::tlm_sync_enum UalinkPort::outgoing_control(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                                 sc_core::sc_time& d) {
-  tx_queue_.push(sim_now() + from_sc(d), &gp, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  return queue_arrival(tx_queue_, gp, d);
 }
 
 // Memory answered a remote request: it goes back to the requester as a response packet.
@@ -51,8 +50,7 @@ tlm::tlm_sync_enum UalinkPort::response_from_memory(tlm::tlm_generic_payload& gp
   }
   a.kind = PacketKind::Response;
   a.route_to = a.src;
-  tx_queue_.push(sim_now() + from_sc(d), &gp, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  return queue_arrival(tx_queue_, gp, d);
 }
 
 void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {

@@ -4,6 +4,7 @@
 
 #include "sim/core/time_series.hpp"
 #include "sim/core/timeline.hpp"
+#include "sim/kernel/queue_arrival.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -214,8 +215,7 @@ void ComputeAgent::send(tlm::tlm_generic_payload& gp, Time delay) {
 
 tlm::tlm_sync_enum ComputeAgent::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                     sc_core::sc_time& d) {
-  completions_.push(sim_now() + from_sc(d), &gp, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  return queue_arrival(completions_, gp, d);
 }
 
 void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {

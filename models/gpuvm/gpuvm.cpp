@@ -3,6 +3,8 @@
 #include <bit>
 #include <string>
 
+#include "sim/kernel/queue_arrival.hpp"
+
 namespace podsim {
 
 GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
@@ -21,8 +23,7 @@ GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
 }
 
 tlm::tlm_sync_enum GpuVm::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), &gp, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  return queue_arrival(arrivals_, gp, d);
 }
 
 // Responses pass straight back to the agent.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sim/kernel/queue_arrival.hpp"
+
 namespace podsim {
 
 namespace {
@@ -82,8 +84,7 @@ void FirmwareMailbox::emit(AccelId dst, Packet kind, unsigned ring, std::uint32_
 
 tlm::tlm_sync_enum FirmwareMailbox::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                                        sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), &gp, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  return queue_arrival(arrivals_, gp, d);
 }
 
 void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/kernel/queue_arrival.hpp"
+
 #include <algorithm>
 
 #include <string>
@@ -31,8 +33,7 @@ std::uint64_t NpaMmu::key_of(std::uint64_t npa, AccelId requester) const {
 
 tlm::tlm_sync_enum NpaMmu::fw(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                               sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), &gp, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  return queue_arrival(arrivals_, gp, d);
 }
 
 tlm::tlm_sync_enum NpaMmu::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "sim/kernel/queue_arrival.hpp"
+
 namespace podsim {
 
 Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& events,
@@ -51,8 +53,7 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
 
 tlm::tlm_sync_enum Vram::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
                             sc_core::sc_time& d) {
-  arrivals_.push(sim_now() + from_sc(d), Arrival{&gp, id}, order_key(gp));
-  return tlm::TLM_ACCEPTED;
+  return queue_arrival(arrivals_, gp, d, Arrival{&gp, id});
 }
 
 Time Vram::occupy(std::uint64_t pa, std::uint64_t bytes, Time earliest) {

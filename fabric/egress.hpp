@@ -4,7 +4,8 @@
 //  - credit-based flow control: a packet leaves only when the receiver has advertised room
 //    for it in that class; the receiver returns credits when it frees its buffer, and they
 //    arrive one link flight later. Nothing is ever dropped: a full receiver stops the sender;
-//  - strict priority between classes (control, then responses, then requests), FIFO within;
+//  - control first; responses and requests by strict priority or in turns (port.arbitration),
+//    FIFO within a class;
 //  - serialization at the port's rate with DL framing (fabric/framing.hpp);
 //  - link-level replay: each DL flit fails its CRC with the link's flit error probability; a
 //    failure costs the link a go-back-N replay (replay_penalty) and delays what was in it.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "fabric/egress.hpp"
@@ -86,8 +87,9 @@ struct PacketMaker {
 // Hands packets to `deliver` at chosen simulated times (same-time ones in access-ID order).
 class Injector {
  public:
-  Injector(Dispatcher& events, std::function<void(tlm::tlm_generic_payload&)> deliver)
-      : queue_(events, "testbench.inject", [this](tlm::tlm_generic_payload* gp) { deliver_(*gp); }),
+  Injector(Dispatcher& events, std::function<void(tlm::tlm_generic_payload&)> deliver,
+           std::string name = "testbench.inject")
+      : queue_(events, std::move(name), [this](tlm::tlm_generic_payload* gp) { deliver_(*gp); }),
         deliver_(std::move(deliver)) {}
   void at(Time t, tlm::tlm_generic_payload& gp) { queue_.push(t, &gp, access_of(gp).id); }
 

@@ -4,36 +4,16 @@
 #include <utility>
 
 namespace podsim::driver {
-namespace {
-constexpr std::array<std::pair<Errno, std::string_view>, 15> kNames{{
-    {Errno::Ok, "OK"},
-    {Errno::NoEnt, "ENOENT"},
-    {Errno::Io, "EIO"},
-    {Errno::NoDev, "ENODEV"},
-    {Errno::Again, "EAGAIN"},
-    {Errno::NoMem, "ENOMEM"},
-    {Errno::Fault, "EFAULT"},
-    {Errno::Busy, "EBUSY"},
-    {Errno::Inval, "EINVAL"},
-    {Errno::NoSpc, "ENOSPC"},
-    {Errno::Time, "ETIME"},
-    {Errno::Comm, "ECOMM"},
-    {Errno::OpNotSupp, "EOPNOTSUPP"},
-    {Errno::TimedOut, "ETIMEDOUT"},
-    {Errno::RestartSys, "ERESTARTSYS"},
-}};
-}  // namespace
-
 std::string_view errno_name(Errno e) {
-  for (const auto& [v, n] : kNames)
-    if (v == e) return n;
+  for (const auto& n : kErrnoNames)
+    if (n.value == e) return n.name;
   return "E?";
 }
 
 bool errno_from_name(std::string_view name, Errno& out) {
-  for (const auto& [v, n] : kNames)
-    if (n == name) {
-      out = v;
+  for (const auto& n : kErrnoNames)
+    if (n.name == name) {
+      out = n.value;
       return true;
     }
   return false;

@@ -1,7 +1,10 @@
 // Linux errno values the driver's user API and protocol return (negated in the kernel).
 #pragma once
 
+#include <array>
 #include <string_view>
+
+#include "sim/core/params.hpp"
 
 namespace podsim::driver {
 
@@ -22,6 +25,25 @@ enum class Errno : int {
   TimedOut = 110,
   RestartSys = 512,
 };
+
+// Their names, as scenarios write them (a step's "expect").
+inline constexpr std::array<EnumName<Errno>, 15> kErrnoNames{{
+    {"OK", Errno::Ok, "success"},
+    {"ENOENT", Errno::NoEnt, "no such object"},
+    {"EIO", Errno::Io, "I/O error"},
+    {"ENODEV", Errno::NoDev, "the device was reset during the call"},
+    {"EAGAIN", Errno::Again, "try again"},
+    {"ENOMEM", Errno::NoMem, "out of memory"},
+    {"EFAULT", Errno::Fault, "bad address"},
+    {"EBUSY", Errno::Busy, "busy"},
+    {"EINVAL", Errno::Inval, "invalid argument"},
+    {"ENOSPC", Errno::NoSpc, "no space (a full ring)"},
+    {"ETIME", Errno::Time, "timer expired (write-back not seen)"},
+    {"ECOMM", Errno::Comm, "communication error (firmware status)"},
+    {"EOPNOTSUPP", Errno::OpNotSupp, "not supported"},
+    {"ETIMEDOUT", Errno::TimedOut, "timed out (no response)"},
+    {"ERESTARTSYS", Errno::RestartSys, "interrupted by a signal"},
+}};
 
 std::string_view errno_name(Errno e);
 // Parses a name such as "ENOENT" (or "OK"); false if unknown.

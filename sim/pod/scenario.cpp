@@ -152,9 +152,10 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
                        pretty(rec.started), detail));
       return;
     }
-    if (rec.result != s.expect) {
+    if (e != s.expect) {
       fail(fmt::format("step {} ({} on gpu{} process {}) at {}: returned {}, expected {}", i,
-                       rec.op, s.gpu, s.process, pretty(rec.started), rec.result, s.expect));
+                       rec.op, s.gpu, s.process, pretty(rec.started), rec.result,
+                       driver::errno_name(s.expect)));
       return;
     }
   }
@@ -178,7 +179,7 @@ Errno ScenarioRunner::run_step(const StepConfig& s, ProcessState& ps, std::strin
 
   switch (*s.op) {
     case StepOp::Alloc: {
-      const Domain dom = s.domain && *s.domain == "gtt" ? Domain::Gtt : Domain::Vram;
+      const Domain dom = s.domain == AllocDomain::Gtt ? Domain::Gtt : Domain::Vram;
       auto r = drv.call(d.gem_create(p, *s.size, dom));
       if (r.ok()) ps.buffers[*s.name] = r.value;
       return r.err;

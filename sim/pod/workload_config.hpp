@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "driver_model/errno.hpp"
 #include "models/compute/compute_config.hpp"
 #include "sim/core/params.hpp"
 #include "sim/core/units.hpp"
@@ -49,12 +50,20 @@ inline constexpr std::array<EnumName<StepOp>, 14> kStepOpNames{{
     {"reset_node", StepOp::ResetNode, "reset a GPU (pod-level)"},
 }};
 
+// Where an alloc step's buffer lives.
+enum class AllocDomain : std::uint8_t { Vram, Gtt };
+inline constexpr std::array<EnumName<AllocDomain>, 2> kAllocDomainNames{{
+    {"vram", AllocDomain::Vram, "the GPU's VRAM (exportable)"},
+    {"gtt", AllocDomain::Gtt, "system memory (not exportable)"},
+}};
+
 struct StepConfig {
   std::optional<StepOp> op;
   std::optional<Time> at;
   std::uint32_t gpu = 0;
   std::uint32_t process = 1;
-  std::optional<std::string> name, buffer, handle, fd, mapping, as, domain;
+  std::optional<std::string> name, buffer, handle, fd, mapping, as;
+  std::optional<AllocDomain> domain;
   std::optional<std::vector<std::string>> mappings;
   std::optional<std::uint32_t> to;
   std::optional<Bytes> size;
@@ -65,7 +74,7 @@ struct StepConfig {
   std::optional<std::uint32_t> outstanding;
   std::optional<double> read_fraction;
   std::optional<Bytes> access_size;
-  std::string expect = "OK";
+  driver::Errno expect = driver::Errno::Ok;
   std::uint32_t retries = 0;
   Time retry_interval = Time::us(10);
 
@@ -84,7 +93,8 @@ struct StepConfig {
     v.field("mapping", mapping, "a mapping this process made");
     v.field("mappings", mappings, "the mappings an access phase loads from and stores to");
     v.field("as", as, "name of the handle at the receiving GPU (send_handle; default: same)");
-    v.field("domain", domain, "alloc: \"vram\" (default) or \"gtt\" (system memory)");
+    v.choice("domain", domain, "alloc: where the buffer lives (default vram)",
+             std::span<const EnumName<AllocDomain>>(kAllocDomainNames));
     v.field("to", to, "send_handle: the receiving GPU", between<std::uint32_t>(0, 1023));
     v.field("size", size, "alloc: bytes", at_least(Bytes(1)));
     v.field("for", for_, "wait: how long");
@@ -96,9 +106,8 @@ struct StepConfig {
     v.field("read_fraction", read_fraction, "access: fraction of loads", between(0.0, 1.0));
     v.field("access_size", access_size, "access: bytes per access (64..256, multiple of 64)",
             between(Bytes(64), Bytes(256)));
-    v.field("expect", expect,
-            "the errno the step must return (OK, EAGAIN, EINVAL, ENOENT, ...); anything else "
-            "fails the run");
+    v.choice("expect", expect, "the errno the step must return; anything else fails the run",
+             std::span<const EnumName<driver::Errno>>(driver::kErrnoNames));
     v.field("retries", retries, "times to retry on EAGAIN or EBUSY before giving that result",
             between<std::uint32_t>(0, 1'000'000));
     v.field("retry_interval", retry_interval, "wait between retries");
@@ -163,8 +172,6 @@ struct StepConfig {
     }
     if (*op == StepOp::Map && fd.has_value() == buffer.has_value())
       c.fail("op", "a \"map\" step needs either \"fd\" or \"buffer\"");
-    if (domain && *domain != "vram" && *domain != "gtt")
-      c.fail("domain", "\"" + *domain + "\" is not \"vram\" or \"gtt\"");
     if (access_size && access_size->count() % 64 != 0)
       c.fail("access_size", "must be a multiple of 64 bytes");
   }

@@ -124,6 +124,22 @@ TEST_CASE("reintroduced bugs are read by name into the driver's set, and other n
   CHECK_THAT(e.message(), Catch::Contains("\"B2\" is not one of B1, B3, B4, B5, B6, B7"));
 }
 
+TEST_CASE("a scenario step's expected errno and alloc domain are names checked when read",
+          "[config][scenario]") {
+  auto e = error_of(R"({"workload": {"kind": "scenario", "steps": [{"op": "alloc", "size": "4KiB",)"
+                    R"( "name": "b", "expect": "EAGIAN"}]}})");
+  CHECK(e.path() == "workload.steps.0.expect");
+  CHECK_THAT(e.message(), Catch::Contains("\"EAGIAN\" is not one of \"OK\""));
+  e = error_of(R"({"workload": {"kind": "scenario", "steps": [{"op": "alloc", "size": "4KiB",)"
+               R"( "name": "b", "domain": "npa"}]}})");
+  CHECK(e.path() == "workload.steps.0.domain");
+  const PodConfig c =
+      read(R"({"workload": {"kind": "scenario", "steps": [{"op": "alloc", "size": "4KiB",)"
+           R"( "name": "b", "domain": "gtt", "expect": "EOPNOTSUPP"}]}})");
+  CHECK(c.workload.steps.at(0).expect == driver::Errno::OpNotSupp);
+  CHECK(c.workload.steps.at(0).domain == AllocDomain::Gtt);
+}
+
 TEST_CASE("JSON syntax errors give line and column", "[config]") {
   try {
     ConfigDoc::from_text("{\n  \"pod\": {\"gpus\": 8,,}\n}", "bad.json");

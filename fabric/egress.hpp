@@ -72,6 +72,7 @@ class Egress {
   std::uint64_t queued_packets() const { return queued_; }
   const WireCosts& costs() const { return costs_; }
   std::uint64_t wire_bytes_sent() const { return wire_bytes_.value(); }
+  std::uint64_t payload_bytes_sent() const { return payload_bytes_.value(); }
   std::uint64_t wire_bytes_sent(TrafficClass tc) const {
     return class_wire_bytes_[static_cast<std::size_t>(tc)];
   }

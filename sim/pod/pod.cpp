@@ -24,34 +24,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
     : sc_module(name),
       cfg_(cfg),
       pool_(static_cast<std::size_t>(cfg.pod.gpus) * (cfg.workload.traffic.outstanding + 8)),
-      breakdown_(stats_, "remote_breakdown", "ns",
-                 "mean time of a remote access in each hop, all GPUs (parts add up to the mean "
-                 "remote latency)",
-                 ComputeAgent::breakdown_parts(), kPsPerNs),
-      bandwidth_(stats_, "achieved_bandwidth", "GB/s",
-                 "remote payload bytes per second over the access phases, all GPUs",
-                 [this] { return achieved_bandwidth() / 1e9; }),
-      phase_time_(stats_, "access_phase_time", "ns",
-                  "from the first access issued to the last completed",
-                  [this] { return access_phase().as_ns(); }),
-      plane_balance_(stats_, "plane_balance", "ratio",
-                     "least over most data bytes the GPUs sent on any switch plane (1: even)",
-                     [this] { return plane_balance(); }),
-      efficiency_(stats_, "payload_efficiency", "ratio",
-                  "data bytes per wire byte over every GPU port (headers, granules, DL "
-                  "framing and Ethernet overhead)",
-                  [this] { return payload_efficiency(); }),
-      series_({"remote", "local"}, cfg.sim.sample_interval) {
-  stats_.add_child(paths_);
-  for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
-    plane_bytes_.push_back(std::make_unique<Counter>(
-        stats_, fmt::format("plane{}.wire_bytes", p), "bytes",
-        "wire bytes of data traffic (requests and responses) the GPUs sent on this plane"));
-  for (std::size_t t = 1; t < driver::kMsgTypes; ++t) {
-    const std::string n(driver::msg_name(static_cast<driver::MsgType>(t)));
-    messages_.push_back(std::make_unique<Counter>(stats_, "messages." + n, "count",
-                                                  "protocol messages of this type sent, all GPUs"));
-  }
+      summary_(cfg.fabric.planes, cfg.sim.sample_interval) {
   host_.count(events_);
   fabric_ = std::make_unique<Fabric>("fabric", cfg.fabric, cfg.pod.gpus, events_, cfg.seed);
   std::vector<GpuNode*> nodes;
@@ -60,7 +33,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
     gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu, cfg.fabric,
                                               id, vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed,
                                               pool_, events_, &invariants_));
-    gpus_.back()->agent.set_series(&series_);
+    gpus_.back()->agent.set_series(&summary_.series());
     for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
@@ -192,89 +165,9 @@ std::uint64_t Pod::accesses_completed() const {
   return n;
 }
 
-double Pod::achieved_bandwidth() const {
-  const double t = access_phase().as_seconds();
-  return t > 0 ? static_cast<double>(bytes_.value()) / t : 0.0;
-}
-
-double Pod::plane_balance() const {
-  std::uint64_t lo = UINT64_MAX, hi = 0;
-  for (const auto& c : plane_bytes_) {
-    lo = std::min(lo, c->value());
-    hi = std::max(hi, c->value());
-  }
-  return hi ? static_cast<double>(lo) / static_cast<double>(hi) : 1.0;
-}
-
-double Pod::payload_efficiency() const {
-  double payload = 0, wire = 0;
-  for (const auto& g : gpus_)
-    for (const auto& p : g->ports) {
-      for (const Stat* s : p->egress().stats().stats()) {
-        if (s->name() == "payload_bytes") payload += s->as<Counter>()->value();
-        if (s->name() == "wire_bytes") wire += s->as<Counter>()->value();
-      }
-    }
-  return wire > 0 ? payload / wire : 0.0;
-}
-
-std::uint64_t Pod::messages(driver::MsgType t) const {
-  return messages_[static_cast<std::size_t>(t) - 1]->value();
-}
-
 void Pod::finalize() {
   fabric_->finalize();
-  phase_start_ = Time::max();
-  for (auto& g : gpus_) {
-    const driver::Driver& d = g->driver.driver();
-    import_time_.merge(d.import_time());
-    import_repeat_time_.merge(d.import_repeat_time());
-    export_time_.merge(d.export_time());
-    revoke_time_.merge(d.revoke_time());
-    send_time_.merge(g->driver.send_time());
-    for (std::size_t t = 1; t < driver::kMsgTypes; ++t)
-      messages_[t - 1]->inc(d.messages_sent(static_cast<driver::MsgType>(t)));
-    const ComputeAgent& a = g->agent;
-    faults_.inc(a.faults());
-    retries_.inc(a.retries());
-    if (a.issued() == 0) continue;
-    latency_.merge(a.remote_latency());
-    path_local_.merge(a.local_latency());
-    path_remote_.merge(a.remote_latency());
-    const auto& by = a.remote_latency_by_switches();
-    if (path_switches_.size() < by.size()) path_switches_.resize(by.size());
-    for (std::size_t n = 0; n < by.size(); ++n) {
-      if (!by[n]) continue;
-      if (!path_switches_[n])
-        path_switches_[n] = std::make_unique<Distribution>(
-            paths_, "remote_" + ComputeAgent::switches_name(n), "ns",
-            "latency of remote accesses whose request crossed this many switches, all GPUs",
-            kPsPerNs);
-      path_switches_[n]->merge(*by[n]);
-    }
-    breakdown_.merge(a.remote_breakdown());
-    bytes_.inc(a.remote_bytes());
-    reads_.inc(a.remote_reads());
-    writes_.inc(a.remote_writes());
-    phase_start_ = std::min(phase_start_, a.first_issue());
-    phase_end_ = std::max(phase_end_, a.last_complete());
-  }
-  if (phase_start_ == Time::max()) phase_start_ = phase_end_ = Time{};
-  for (auto& g : gpus_)
-    for (std::uint32_t p = 0; p < g->ports.size(); ++p)
-      plane_bytes_[p]->inc(g->ports[p]->egress().wire_bytes_sent(TrafficClass::Request) +
-                           g->ports[p]->egress().wire_bytes_sent(TrafficClass::Response));
-  accesses_.inc(latency_.histogram().count());
-  violations_.inc(invariants_.violations().size());
-}
-
-std::vector<std::pair<std::string, const Distribution*>> Pod::latency_paths() const {
-  std::vector<std::pair<std::string, const Distribution*>> out = {{"local", &path_local_},
-                                                                  {"remote", &path_remote_}};
-  for (std::size_t n = 0; n < path_switches_.size(); ++n)
-    if (path_switches_[n])
-      out.emplace_back("remote_" + ComputeAgent::switches_name(n), path_switches_[n].get());
-  return out;
+  summary_.gather(gpus_, invariants_);
 }
 
 std::map<std::string, std::uint64_t> Pod::cache_digests() const {

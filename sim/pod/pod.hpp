@@ -14,6 +14,7 @@
 #include "sim/node/gpu_node.hpp"
 #include "sim/pod/host_phases.hpp"
 #include "sim/pod/pod_config.hpp"
+#include "sim/pod/pod_summary.hpp"
 #include "sim/pod/scenario.hpp"
 
 namespace podsim {
@@ -49,7 +50,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   const PodConfig& config() const { return cfg_; }
   GpuNode& gpu(std::size_t i) { return *gpus_[i]; }
   std::size_t gpu_count() const { return gpus_.size(); }
-  const StatGroup& stat_group() const override { return stats_; }
+  const StatGroup& stat_group() const override { return summary_.group(); }
 
   // Digests of every GPU's state ("gpu3.driver", "gpu3.gpuvm", "gpu3.npa_mmu", "gpu3.vram",
   // "gpu3.mailbox"): equal digests, equal state (see each component's digest()); and of its
@@ -72,31 +73,35 @@ class Pod final : public sc_core::sc_module, public HasStats {
   Dispatcher& events() { return events_; }
   const Dispatcher& events() const { return events_; }
 
-  // Headline results.
-  const Distribution& remote_latency() const { return latency_; }
-  const Breakdown& remote_breakdown() const { return breakdown_; }
+  // Headline results (the summary, gathered when the run ends).
+  const PodSummary& summary() const { return summary_; }
+  const Distribution& remote_latency() const { return summary_.remote_latency(); }
+  const Breakdown& remote_breakdown() const { return summary_.remote_breakdown(); }
   // Latency by path, all GPUs: "local", "remote", then "remote_via_N_switch(es)" for each
   // number of switches a request crossed.
-  std::vector<std::pair<std::string, const Distribution*>> latency_paths() const;
+  std::vector<std::pair<std::string, const Distribution*>> latency_paths() const {
+    return summary_.latency_paths();
+  }
   // Payload bytes completed over time, all GPUs: channel "remote" and "local".
-  const TimeSeries& bandwidth_series() const { return series_; }
-  std::uint64_t remote_accesses() const { return accesses_.value(); }
-  std::uint64_t remote_reads() const { return reads_.value(); }
-  std::uint64_t remote_writes() const { return writes_.value(); }
-  std::uint64_t faults() const { return faults_.value(); }
-  std::uint64_t retries() const { return retries_.value(); }
-  double achieved_bandwidth() const;  // bytes/s of remote payload in the access phases
-  Time access_phase() const { return phase_end_ - phase_start_; }
-  const Distribution& import_time() const { return import_time_; }
-  const Distribution& import_repeat_time() const { return import_repeat_time_; }
-  const Distribution& export_time() const { return export_time_; }
-  const Distribution& revoke_time() const { return revoke_time_; }
-  const Distribution& send_time() const { return send_time_; }
-  std::uint64_t messages(driver::MsgType t) const;
+  const TimeSeries& bandwidth_series() const { return summary_.series(); }
+  std::uint64_t remote_accesses() const { return summary_.remote_accesses(); }
+  std::uint64_t remote_reads() const { return summary_.remote_reads(); }
+  std::uint64_t remote_writes() const { return summary_.remote_writes(); }
+  std::uint64_t faults() const { return summary_.faults(); }
+  std::uint64_t retries() const { return summary_.retries(); }
+  // Bytes/s of remote payload in the access phases.
+  double achieved_bandwidth() const { return summary_.achieved_bandwidth(); }
+  Time access_phase() const { return summary_.access_phase(); }
+  const Distribution& import_time() const { return summary_.import_time(); }
+  const Distribution& import_repeat_time() const { return summary_.import_repeat_time(); }
+  const Distribution& export_time() const { return summary_.export_time(); }
+  const Distribution& revoke_time() const { return summary_.revoke_time(); }
+  const Distribution& send_time() const { return summary_.send_time(); }
+  std::uint64_t messages(driver::MsgType t) const { return summary_.messages(t); }
   // Least over most bytes the GPUs sent on any plane (1: perfectly even).
-  double plane_balance() const;
+  double plane_balance() const { return summary_.plane_balance(); }
   // Data bytes per wire byte, over every GPU port.
-  double payload_efficiency() const;
+  double payload_efficiency() const { return summary_.payload_efficiency(); }
 
  private:
   void control();  // the pod's own thread: waits for the workload, tears down, checks
@@ -118,44 +123,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   bool finished_ = false;
   bool ran_ = false;
   std::vector<std::string> own_failures_;
-  Time phase_start_, phase_end_;
-
-  StatGroup stats_{"summary"};
-  Counter accesses_{stats_, "remote_accesses", "count", "remote loads and stores completed"};
-  Counter reads_{stats_, "remote_reads", "count", "remote loads completed"};
-  Counter writes_{stats_, "remote_writes", "count", "remote stores completed"};
-  Counter faults_{stats_, "faults", "count",
-                  "accesses completed without being served (faults, remote faults, unreachable)"};
-  Counter retries_{stats_, "retries", "count", "accesses re-issued after a retry answer"};
-  Counter bytes_{stats_, "remote_bytes", "bytes", "payload bytes of remote accesses"};
-  Distribution latency_{stats_, "remote_latency", "ns", "latency of remote accesses, all GPUs",
-                        kPsPerNs};
-  Breakdown breakdown_;
-  Formula bandwidth_;
-  Formula phase_time_;
-  Distribution export_time_{stats_, "export_time", "ns", "export calls, all GPUs", kPsPerNs};
-  Distribution import_time_{stats_, "import_time", "ns",
-                            "first imports, all GPUs: from the ioctl to the dma-buf fd", kPsPerNs};
-  Distribution import_repeat_time_{stats_, "import_repeat_time", "ns", "repeated imports, all GPUs",
-                                   kPsPerNs};
-  Distribution revoke_time_{stats_, "revoke_time", "ns",
-                            "revokes, all GPUs: from the last handle's close to the last release",
-                            kPsPerNs};
-  Distribution send_time_{stats_, "send_time", "ns",
-                          "control messages, all GPUs: the sender's cost (write to consumed)",
-                          kPsPerNs};
-  std::vector<std::unique_ptr<Counter>> messages_;
-  std::vector<std::unique_ptr<Counter>> plane_bytes_;
-  Formula plane_balance_;
-  Formula efficiency_;
-  Counter violations_{stats_, "invariant_violations", "count", "broken protocol promises"};
-  StatGroup paths_{"latency"};
-  Distribution path_local_{paths_, "local", "ns", "latency of local VRAM accesses, all GPUs",
-                           kPsPerNs};
-  Distribution path_remote_{paths_, "remote", "ns", "latency of remote accesses, all GPUs",
-                            kPsPerNs};
-  std::vector<std::unique_ptr<Distribution>> path_switches_;  // by switches crossed
-  TimeSeries series_;
+  PodSummary summary_;
 };
 
 }  // namespace podsim

@@ -1,0 +1,94 @@
+// The pod's summary: its own stats component ("pod.summary"), gathered from every GPU once a
+// run is over: remote accesses and their latency (by path, and broken down by hop), bandwidth,
+// the control path's call and message figures, balance over planes and the wire's efficiency.
+// During the run only the bandwidth series is fed (by the agents).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/core/invariants.hpp"
+#include "sim/core/stats.hpp"
+#include "sim/core/time_series.hpp"
+#include "sim/node/gpu_node.hpp"
+
+namespace podsim {
+
+class PodSummary {
+ public:
+  PodSummary(std::uint32_t planes, Time sample_interval);
+
+  // Gathers every GPU's figures and the invariant log's count. Once, after the run.
+  void gather(const std::vector<std::unique_ptr<GpuNode>>& gpus, const InvariantLog& invariants);
+
+  const StatGroup& group() const { return stats_; }
+  // Payload bytes completed over time, all GPUs: channel "remote" and "local" (the agents add
+  // to it as they complete accesses).
+  TimeSeries& series() { return series_; }
+  const TimeSeries& series() const { return series_; }
+
+  const Distribution& remote_latency() const { return latency_; }
+  const Breakdown& remote_breakdown() const { return breakdown_; }
+  // "local", "remote", then "remote_via_N_switch(es)" for each number of switches crossed.
+  std::vector<std::pair<std::string, const Distribution*>> latency_paths() const;
+  std::uint64_t remote_accesses() const { return accesses_.value(); }
+  std::uint64_t remote_reads() const { return reads_.value(); }
+  std::uint64_t remote_writes() const { return writes_.value(); }
+  std::uint64_t faults() const { return faults_.value(); }
+  std::uint64_t retries() const { return retries_.value(); }
+  double achieved_bandwidth() const;  // bytes/s of remote payload in the access phases
+  Time access_phase() const { return phase_end_ - phase_start_; }
+  const Distribution& import_time() const { return import_time_; }
+  const Distribution& import_repeat_time() const { return import_repeat_time_; }
+  const Distribution& export_time() const { return export_time_; }
+  const Distribution& revoke_time() const { return revoke_time_; }
+  const Distribution& send_time() const { return send_time_; }
+  std::uint64_t messages(driver::MsgType t) const;
+  double plane_balance() const;
+  double payload_efficiency() const { return wire_ > 0 ? payload_ / wire_ : 0.0; }
+
+ private:
+  Time phase_start_, phase_end_;
+  double payload_ = 0, wire_ = 0;  // bytes over every GPU port
+
+  StatGroup stats_{"summary"};
+  Counter accesses_{stats_, "remote_accesses", "count", "remote loads and stores completed"};
+  Counter reads_{stats_, "remote_reads", "count", "remote loads completed"};
+  Counter writes_{stats_, "remote_writes", "count", "remote stores completed"};
+  Counter faults_{stats_, "faults", "count",
+                  "accesses completed without being served (faults, remote faults, unreachable)"};
+  Counter retries_{stats_, "retries", "count", "accesses re-issued after a retry answer"};
+  Counter bytes_{stats_, "remote_bytes", "bytes", "payload bytes of remote accesses"};
+  Distribution latency_{stats_, "remote_latency", "ns", "latency of remote accesses, all GPUs",
+                        kPsPerNs};
+  Breakdown breakdown_;
+  Formula bandwidth_;
+  Formula phase_time_;
+  Distribution export_time_{stats_, "export_time", "ns", "export calls, all GPUs", kPsPerNs};
+  Distribution import_time_{stats_, "import_time", "ns",
+                            "first imports, all GPUs: from the ioctl to the dma-buf fd", kPsPerNs};
+  Distribution import_repeat_time_{stats_, "import_repeat_time", "ns", "repeated imports, all GPUs",
+                                   kPsPerNs};
+  Distribution revoke_time_{stats_, "revoke_time", "ns",
+                            "revokes, all GPUs: from the last handle's close to the last release",
+                            kPsPerNs};
+  Distribution send_time_{stats_, "send_time", "ns",
+                          "control messages, all GPUs: the sender's cost (write to consumed)",
+                          kPsPerNs};
+  std::vector<std::unique_ptr<Counter>> messages_;
+  std::vector<std::unique_ptr<Counter>> plane_bytes_;
+  Formula plane_balance_;
+  Formula efficiency_;
+  Counter violations_{stats_, "invariant_violations", "count", "broken protocol promises"};
+  StatGroup paths_{"latency"};
+  Distribution path_local_{paths_, "local", "ns", "latency of local VRAM accesses, all GPUs",
+                           kPsPerNs};
+  Distribution path_remote_{paths_, "remote", "ns", "latency of remote accesses, all GPUs",
+                            kPsPerNs};
+  std::vector<std::unique_ptr<Distribution>> path_switches_;  // by switches crossed
+  TimeSeries series_;
+};
+
+}  // namespace podsim

@@ -1,29 +1,37 @@
 #include "driver_model/npa_allocator.hpp"
 
-#include <iterator>
+#include <boost/icl/interval_set.hpp>
+#include <boost/icl/right_open_interval.hpp>
 #include <stdexcept>
 #include <string>
 
 namespace podsim::driver {
 
-NpaRangeAllocator::NpaRangeAllocator(std::uint64_t first, std::uint64_t end) {
+// Free pages as right-open intervals [start, end); the set merges touching ones itself.
+struct NpaRangeAllocator::Free {
+  using Interval = boost::icl::right_open_interval<std::uint64_t>;
+  boost::icl::interval_set<std::uint64_t, std::less, Interval> set;
+};
+
+NpaRangeAllocator::NpaRangeAllocator(std::uint64_t first, std::uint64_t end)
+    : free_(std::make_unique<Free>()) {
   if (end > first) {
-    free_.emplace(first, end - first);
+    free_->set += Free::Interval(first, end);
     free_pages_ = end - first;
   }
 }
 
+NpaRangeAllocator::~NpaRangeAllocator() = default;
+NpaRangeAllocator::NpaRangeAllocator(NpaRangeAllocator&&) noexcept = default;
+NpaRangeAllocator& NpaRangeAllocator::operator=(NpaRangeAllocator&&) noexcept = default;
+
 std::optional<std::uint64_t> NpaRangeAllocator::allocate(std::uint64_t pages) {
   if (pages == 0) return std::nullopt;
   const std::uint64_t align = pages >= kLargeAlign ? kLargeAlign : 1;
-  for (auto it = free_.begin(); it != free_.end(); ++it) {
-    const std::uint64_t start = it->first, len = it->second;
-    const std::uint64_t aligned = (start + align - 1) / align * align;
-    if (aligned - start + pages > len) continue;
-    free_.erase(it);
-    if (aligned > start) free_.emplace(start, aligned - start);
-    const std::uint64_t tail = start + len - (aligned + pages);
-    if (tail) free_.emplace(aligned + pages, tail);
+  for (const Free::Interval& iv : free_->set) {
+    const std::uint64_t aligned = (iv.lower() + align - 1) / align * align;
+    if (aligned + pages > iv.upper()) continue;
+    free_->set -= Free::Interval(aligned, aligned + pages);
     allocated_.emplace(aligned, pages);
     free_pages_ -= pages;
     return aligned;
@@ -38,21 +46,15 @@ void NpaRangeAllocator::free(std::uint64_t start, std::uint64_t pages) {
                            std::to_string(pages) + " pages) was not allocated");
   allocated_.erase(a);
   free_pages_ += pages;
-  std::uint64_t s = start, len = pages;
-  auto next = free_.lower_bound(s);
-  if (next != free_.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second == s) {
-      s = prev->first;
-      len += prev->second;
-      free_.erase(prev);
-    }
-  }
-  if (next != free_.end() && s + len == next->first) {
-    len += next->second;
-    free_.erase(next);
-  }
-  free_.emplace(s, len);
+  free_->set += Free::Interval(start, start + pages);
+}
+
+void NpaRangeAllocator::digest(Digest& d) const {
+  for (const Free::Interval& iv : free_->set)
+    d.add(iv.lower()).add(iv.upper() - iv.lower());
+  d.add(allocated_.size());
+  for (const auto& [start, len] : allocated_)
+    d.add(start).add(len);
 }
 
 }  // namespace podsim::driver

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "sim/core/digest.hpp"
@@ -18,24 +19,22 @@ class NpaRangeAllocator {
   static constexpr std::uint64_t kLargeAlign = 512;
 
   NpaRangeAllocator(std::uint64_t first, std::uint64_t end);
-
-  // First page of a free range of `pages` pages, or nothing if none fits.
+  ~NpaRangeAllocator();
+  NpaRangeAllocator(NpaRangeAllocator&&) noexcept;
+  NpaRangeAllocator& operator=(NpaRangeAllocator&&) noexcept;
+  // First page of a free range of `pages` pages (the lowest that fits), or nothing if none
+  // fits.
   std::optional<std::uint64_t> allocate(std::uint64_t pages);
   // Returns a range allocate() gave out. Throws std::logic_error for a range it did not.
   void free(std::uint64_t start, std::uint64_t pages);
-
   std::uint64_t free_pages() const { return free_pages_; }
   std::uint64_t allocated_ranges() const { return allocated_.size(); }
-  void digest(Digest& d) const {
-    for (const auto& [start, len] : free_)
-      d.add(start).add(len);
-    d.add(allocated_.size());
-    for (const auto& [start, len] : allocated_)
-      d.add(start).add(len);
-  }
+  // The free extents (each once, merged with its neighbours), then the ranges given out.
+  void digest(Digest& d) const;
 
  private:
-  std::map<std::uint64_t, std::uint64_t> free_;       // start -> length
+  struct Free;                  // the free pages: a Boost.ICL interval set (in the .cpp)
+  std::unique_ptr<Free> free_;  // (kept out of this header: ICL is heavy to compile)
   std::map<std::uint64_t, std::uint64_t> allocated_;  // start -> length
   std::uint64_t free_pages_ = 0;
 };

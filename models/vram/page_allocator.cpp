@@ -1,11 +1,18 @@
 #include "models/vram/page_allocator.hpp"
 
 #include <algorithm>
-#include <iterator>
+#include <boost/icl/interval_set.hpp>
+#include <boost/icl/right_open_interval.hpp>
 #include <stdexcept>
 #include <string>
 
 namespace podsim {
+
+// Clean pages as right-open intervals [start, end); the set merges touching ones itself.
+struct VramPageAllocator::Free {
+  using Interval = boost::icl::right_open_interval<std::uint64_t>;
+  boost::icl::interval_set<std::uint64_t, std::less, Interval> set;
+};
 
 VramPageAllocator::VramPageAllocator(std::uint64_t pages, Policy policy, std::uint64_t scatter_run,
                                      bool clear_on_free, Rng rng)
@@ -14,17 +21,20 @@ VramPageAllocator::VramPageAllocator(std::uint64_t pages, Policy policy, std::ui
       scatter_run_(std::max<std::uint64_t>(1, scatter_run)),
       clear_on_free_(clear_on_free),
       rng_(rng),
-      clean_(pages) {
-  if (pages) free_.emplace(0, pages);
+      clean_(pages),
+      free_(std::make_unique<Free>()) {
+  if (pages) free_->set += Free::Interval(0, pages);
 }
 
-void VramPageAllocator::take(std::map<std::uint64_t, std::uint64_t>::iterator it, std::uint64_t n,
+VramPageAllocator::~VramPageAllocator() = default;
+VramPageAllocator::VramPageAllocator(VramPageAllocator&&) noexcept = default;
+VramPageAllocator& VramPageAllocator::operator=(VramPageAllocator&&) noexcept = default;
+
+void VramPageAllocator::take(std::uint64_t start, std::uint64_t n,
                              std::vector<std::uint64_t>& out) {
-  const std::uint64_t start = it->first, len = it->second;
   for (std::uint64_t i = 0; i < n; ++i)
     out.push_back(start + i);
-  free_.erase(it);
-  if (len > n) free_.emplace(start + n, len - n);
+  free_->set -= Free::Interval(start, start + n);
   clean_ -= n;
 }
 
@@ -32,53 +42,34 @@ std::optional<std::vector<std::uint64_t>> VramPageAllocator::allocate(std::uint6
   if (n > clean_) return std::nullopt;
   std::vector<std::uint64_t> out;
   out.reserve(n);
+  auto& set = free_->set;
   while (out.size() < n) {
     const std::uint64_t need = n - out.size();
     if (policy_ == Policy::FirstFit) {
-      auto it = free_.begin();
-      take(it, std::min(it->second, need), out);
+      const Free::Interval first = *set.begin();
+      take(first.lower(), std::min(first.upper() - first.lower(), need), out);
       continue;
     }
-    // Scattered: a run of about scatter_run pages at a random free page.
+    // Scattered: a run of about scatter_run pages from a random free page (or, if that page
+    // is not free, from the start of the next free extent, wrapping around).
     const std::uint64_t run = 1 + rng_.below(2 * scatter_run_ - 1);
     std::uint64_t at = rng_.below(total_);
-    auto it = free_.upper_bound(at);  // the extent holding `at`, or the next one
-    if (it != free_.begin() && std::prev(it)->first + std::prev(it)->second > at) {
-      --it;
-    } else {
-      if (it == free_.end()) it = free_.begin();
-      at = it->first;
+    auto it = set.find(at);  // the extent holding `at`
+    if (it == set.end()) {
+      it = set.lower_bound(Free::Interval(at, at + 1));  // the next one
+      if (it == set.end()) it = set.begin();
+      at = it->lower();
     }
-    // Split off the pages before `at`, then take the run from its start.
-    if (at > it->first) {
-      const std::uint64_t start = it->first, len = it->second;
-      it->second = at - start;
-      it = free_.emplace(at, start + len - at).first;
-    }
-    take(it, std::min({it->second, need, run}), out);
+    take(at, std::min({it->upper() - at, need, run}), out);
   }
   return out;
 }
 
 void VramPageAllocator::insert_free(std::uint64_t start, std::uint64_t len) {
-  auto next = free_.lower_bound(start);
-  if (next != free_.end() && next->first < start + len)
+  const Free::Interval pages(start, start + len);
+  if (boost::icl::intersects(free_->set, pages))
     throw std::logic_error("VRAM page " + std::to_string(start) + " freed twice");
-  if (next != free_.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second > start)
-      throw std::logic_error("VRAM page " + std::to_string(start) + " freed twice");
-    if (prev->first + prev->second == start) {
-      start = prev->first;
-      len += prev->second;
-      free_.erase(prev);
-    }
-  }
-  if (next != free_.end() && start + len == next->first) {
-    len += next->second;
-    free_.erase(next);
-  }
-  free_.emplace(start, len);
+  free_->set += pages;
 }
 
 void VramPageAllocator::free(std::span<const std::uint64_t> pages) {
@@ -120,16 +111,13 @@ void VramPageAllocator::unpin(std::span<const std::uint64_t> pages) {
 }
 
 bool VramPageAllocator::is_free(std::uint64_t page) const {
-  auto it = free_.upper_bound(page);
-  if (it == free_.begin()) return false;
-  --it;
-  return page < it->first + it->second;
+  return boost::icl::contains(free_->set, page);
 }
 
 void VramPageAllocator::digest(Digest& d) const {
   d.add(total_).add(clean_).add(rng_.state());
-  for (const auto& [start, len] : free_)
-    d.add(start).add(len);
+  for (const Free::Interval& iv : free_->set)
+    d.add(iv.lower()).add(iv.upper() - iv.lower());
   d.add(dirty_.size());
   for (std::uint64_t p : dirty_)
     d.add(p);

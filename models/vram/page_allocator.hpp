@@ -10,7 +10,7 @@
 
 #include <cstdint>
 #include <deque>
-#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -27,6 +27,9 @@ class VramPageAllocator {
 
   VramPageAllocator(std::uint64_t pages, Policy policy = Policy::FirstFit,
                     std::uint64_t scatter_run = 16, bool clear_on_free = false, Rng rng = Rng(1));
+  ~VramPageAllocator();
+  VramPageAllocator(VramPageAllocator&&) noexcept;
+  VramPageAllocator& operator=(VramPageAllocator&&) noexcept;
 
   // `n` clean pages, or nothing if fewer than `n` are clean.
   std::optional<std::vector<std::uint64_t>> allocate(std::uint64_t n);
@@ -52,8 +55,8 @@ class VramPageAllocator {
 
  private:
   void insert_free(std::uint64_t start, std::uint64_t len);
-  void take(std::map<std::uint64_t, std::uint64_t>::iterator it, std::uint64_t n,
-            std::vector<std::uint64_t>& out);
+  // Takes `n` pages from `start` on (all free) into `out`.
+  void take(std::uint64_t start, std::uint64_t n, std::vector<std::uint64_t>& out);
 
   std::uint64_t total_;
   Policy policy_;
@@ -61,7 +64,8 @@ class VramPageAllocator {
   bool clear_on_free_;
   Rng rng_;
   std::uint64_t clean_;
-  std::map<std::uint64_t, std::uint64_t> free_;  // clean extents: start page -> length
+  struct Free;                  // clean pages: a Boost.ICL interval set (in the .cpp; ICL is
+  std::unique_ptr<Free> free_;  // heavy to compile)
   std::deque<std::uint64_t> dirty_;
   std::unordered_map<std::uint64_t, std::uint32_t> pins_;
 };

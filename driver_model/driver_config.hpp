@@ -45,21 +45,29 @@ inline constexpr std::array<EnumName<Bug>, 6> kBugNames{{
     {"B3", Bug::B3, "cleanup without importers leaks the dma-buf and its BO"},
     {"B4", Bug::B4, "pending bits set while sending: an early RELEASE ends the wait too soon"},
     {"B5", Bug::B5,
-     "a cached import skips the handle's hi half; an unsolicited NPA_RSP overwrites"},
+     "a cached import skips the handle's hi half, and an unsolicited NPA_RSP overwrites it"},
     {"B6", Bug::B6, "stale-generation importers' ranges freed with their PTEs still live"},
     {"B7", Bug::B7, "interrupt processing blocks in setup() for up to the response timeout"},
 }};
+// The bit set is indexed by the enum: the list must be in its order.
+static_assert([] {
+  for (std::size_t i = 0; i < kBugNames.size(); ++i)
+    if (static_cast<std::size_t>(kBugNames[i].value) != i) return false;
+  return true;
+}());
 using Bugs = std::bitset<kBugNames.size()>;
 inline std::optional<Bug> bug_named(std::string_view name) {
   for (const auto& b : kBugNames)
     if (b.name == name) return b.value;
   return std::nullopt;
 }
-// "B1, B3, ..." (for messages and docs).
-inline std::string bug_list() {
+// "B1, B3, ..." (for messages), or with what each does (for the config reference).
+inline std::string bug_list(bool with_meanings = false) {
   std::string s;
-  for (const auto& b : kBugNames)
-    s += (s.empty() ? "" : ", ") + std::string(b.name);
+  for (const auto& b : kBugNames) {
+    s += (s.empty() ? "" : with_meanings ? "; " : ", ") + std::string(b.name);
+    if (with_meanings) s += ": " + std::string(b.desc);
+  }
   return s;
 }
 
@@ -118,7 +126,7 @@ struct DriverConfig {
              std::span<const EnumName<ExportedMemory>>(kExportedMemoryNames));
     v.section("migration", migration, "page migration of the unpinned design");
     v.field("reintroduce_bugs", reintroduce_bugs,
-            "snapshot flaws to put back in for study (" + bug_list() + "); none by default");
+            "snapshot flaws to put back in for study, none by default (" + bug_list(true) + ")");
   }
   template <class C>
   void check(C& c) const {

@@ -66,7 +66,11 @@ QueueBase::~QueueBase() {
   if (dispatcher_) dispatcher_->remove(this);
 }
 const std::string& QueueBase::name() const {
+  if (!dispatcher_) outlived();
   return dispatcher_->names_[rank_];
+}
+void QueueBase::outlived() {
+  throw std::logic_error("an event queue was used after its dispatcher was destroyed");
 }
 
 Dispatcher::Dispatcher(sc_core::sc_module_name name)
@@ -110,13 +114,27 @@ void Dispatcher::freeze() {
             [&](std::size_t a, std::size_t b) { return natural_less(names_[a], names_[b]); });
   std::vector<QueueBase*> queues;
   std::vector<std::string> names;
+  std::vector<std::uint32_t> rank_of(queues_.size(), 0);  // by creation index
   for (const std::size_t i : live) {
-    queues_[i]->rank_ = static_cast<std::uint32_t>(queues.size());
+    rank_of[i] = static_cast<std::uint32_t>(queues.size());
+    queues_[i]->rank_ = rank_of[i];
     queues.push_back(queues_[i]);
     names.push_back(std::move(names_[i]));
   }
   queues_ = std::move(queues);
   names_ = std::move(names);
+  // Items pushed before (during elaboration) carry their queue's creation index: renumber
+  // them (the calendar's chunks are unsorted and the overflow heap is ordered by time alone;
+  // the run, if any, is sorted again).
+  for (std::uint32_t head : buckets_)
+    for (std::uint32_t c = head; c != kNoChunk; c = chunks_[c].next)
+      for (std::uint32_t k = 0; k < chunks_[c].count; ++k)
+        chunks_[c].nodes[k].rank = rank_of[chunks_[c].nodes[k].rank];
+  for (Node& n : overflow_)
+    n.rank = rank_of[n.rank];
+  for (Node& n : run_)
+    n.rank = rank_of[n.rank];
+  std::sort(run_.begin(), run_.end(), [this](const Node& x, const Node& y) { return before(y, x); });
 }
 
 std::vector<std::string> Dispatcher::queue_order() const {
@@ -171,7 +189,6 @@ void Dispatcher::file(const Node& n) {
 
 void Dispatcher::push_slow(Time due, const QueueBase& q, std::uint64_t key,
                            const QueueBase::ItemBytes& item) {
-  if (!frozen_) freeze();
   std::uint32_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<std::uint32_t>(slots_.size());
@@ -252,9 +269,8 @@ bool Dispatcher::load_next(Time limit) {
 }
 
 // A big bucket (up to hundreds of items under heavy load in a big pod) is put in order in two
-// passes without sorting: a counting sort by time into about as many bins as it has items
-// (bins of 2^shift ps), then an insertion sort over the whole run, which moves items only
-// within their bin (the contract's order among items of a bin, its slots read only on ties).
+// passes: a counting sort by time into about as many bins as it has items (bins of 2^shift
+// ps), then each bin on its own into the contract's order (its slots read only on ties).
 void Dispatcher::sort_large_run() {
   const std::size_t n = run_.size();
   const std::int64_t base = current_ << kBucketShift;
@@ -277,13 +293,25 @@ void Dispatcher::sort_large_run() {
   sorted_.resize(n);
   for (const Node& x : run_)
     sorted_[due_counts_[bin(x)]++] = x;
+  // Now due_counts_[b] is where bin b ends; it starts where the bin before it in the vector
+  // (b + 1) ends. Each bin into the contract's order: insertion sort for the usual handful,
+  // a comparison sort for a crowd (many items due at one time).
   auto later = [this](const Node& x, const Node& y) { return before(y, x); };
-  for (std::size_t k = 1; k < n; ++k) {
-    const Node x = sorted_[k];
-    std::size_t m = k;
-    for (; m > 0 && later(x, sorted_[m - 1]); --m)
-      sorted_[m] = sorted_[m - 1];
-    sorted_[m] = x;
+  std::uint32_t from = 0;
+  for (std::size_t b = bins; b-- > 0;) {
+    const std::uint32_t to = due_counts_[b];
+    if (to - from > 16) {
+      std::sort(sorted_.begin() + from, sorted_.begin() + to, later);
+    } else {
+      for (std::uint32_t k = from + 1; k < to; ++k) {
+        const Node x = sorted_[k];
+        std::uint32_t m = k;
+        for (; m > from && later(x, sorted_[m - 1]); --m)
+          sorted_[m] = sorted_[m - 1];
+        sorted_[m] = x;
+      }
+    }
+    from = to;
   }
   run_.swap(sorted_);
 }

@@ -7,8 +7,9 @@
 // process, in this order (the ordering contract):
 //   1. earlier due time first;
 //   2. at the same time, the queue whose name comes first, in natural order (digit runs
-//      compared as numbers: pod.gpu2 before pod.gpu10; queues created once the simulation has
-//      started come after all others, in creation order);
+//      compared as numbers: pod.gpu2 before pod.gpu10; the same number with fewer leading
+//      zeros first). Queues are ranked so when the simulation starts (items pushed before are
+//      renumbered); queues created after it come after all others, in creation order;
 //   3. within a queue, the smaller order key first (packets pass their access ID);
 //   4. then the item pushed first.
 // So work at the same simulated time happens in an order that depends on the model alone:
@@ -71,6 +72,8 @@ class QueueBase {
   // Serves one item (the bytes it was pushed with), due now.
   virtual void serve(const unsigned char* item) = 0;
   void push_raw(Time due, std::uint64_t key, const ItemBytes& item);
+  // Throws std::logic_error: this queue is used after its dispatcher is gone.
+  [[noreturn]] static void outlived();
   Dispatcher* dispatcher_;  // none once the dispatcher is gone
   std::uint32_t rank_ = 0;  // the tie-break between queues (see the ordering contract)
 };
@@ -86,8 +89,8 @@ class Dispatcher final : public sc_core::sc_module {
   // Runs the simulation for `duration` with the dispatcher allowed to run ahead up to its end
   // (sc_start for podsim: use it instead of a bare sc_start).
   void run_for(Time duration);
-  // The queues in the contract's order (by name; see above), once the first item was pushed
-  // or the simulation started.
+  // The queues in the contract's order (by name; see above) once the simulation has started;
+  // before, in creation order.
   std::vector<std::string> queue_order() const;
 
  private:
@@ -95,7 +98,7 @@ class Dispatcher final : public sc_core::sc_module {
   void start_of_simulation() override { freeze(); }
   std::uint32_t add(QueueBase* q, std::string name);
   void remove(const QueueBase* q);
-  // Ranks the queues by name (the first push, or the simulation's start, does it).
+  // Ranks the queues by name and renumbers items already pushed (at the simulation's start).
   void freeze();
   // The common case inline (a slot free, the item's bucket in the window with room in its
   // newest chunk, the dispatcher serving); everything else in push_slow.
@@ -197,6 +200,7 @@ class Dispatcher final : public sc_core::sc_module {
 };
 
 inline void QueueBase::push_raw(Time due, std::uint64_t key, const ItemBytes& item) {
+  if (__builtin_expect(dispatcher_ == nullptr, 0)) outlived();
   dispatcher_->push(due, *this, key, item);
 }
 

@@ -1,7 +1,8 @@
 // The dispatcher's ordering contract (sim/kernel/timed_queue.hpp): earlier due time first, then
-// the queue created first, then the smaller order key, then the item pushed first, for small
-// buckets and for big ones (hundreds of items within one nanosecond, as under heavy load in a
-// big pod), including items pushed while their bucket is being served.
+// the queue whose name comes first (natural order), then the smaller order key, then the item
+// pushed first, for small buckets and for big ones (hundreds of items within one nanosecond, as
+// under heavy load in a big pod), including items pushed while their bucket is being served,
+// items pushed before the simulation starts, and crowds of items due at one picosecond.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -137,21 +138,90 @@ TEST_CASE(
   CHECK(events.queue_order() == expected);
 }
 
-TEST_CASE("the pod owns its event queue: pod.events, with every module's queues by name",
+namespace {
+// Natural order, written independently of the dispatcher's: split into digit and non-digit
+// runs; digit runs compare as numbers.
+std::vector<std::pair<bool, std::string>> runs(const std::string& s) {
+  std::vector<std::pair<bool, std::string>> out;
+  for (char c : s) {
+    const bool digit = c >= '0' && c <= '9';
+    if (out.empty() || out.back().first != digit) out.push_back({digit, ""});
+    out.back().second += c;
+  }
+  return out;
+}
+bool natural(const std::string& a, const std::string& b) {
+  const auto x = runs(a), y = runs(b);
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    if (x[i].first && y[i].first) {
+      const auto u = std::stoull(x[i].second), v = std::stoull(y[i].second);
+      if (u != v) return u < v;
+    } else if (x[i].second != y[i].second) {
+      return x[i].second < y[i].second;
+    }
+  }
+  return x.size() < y.size();
+}
+}  // namespace
+
+TEST_CASE("the pod owns its event queue: pod.events, with every module's queues in name order",
           "[kernel][dispatcher][pod]") {
-  Pod pod("pod", test::config_with({"pod.gpus=2"}));
+  // 12 GPUs: gpu10 and gpu11 sort after gpu9 only in natural order; within a GPU, names and
+  // creation order differ (VRAM is built first, the agent's queues sort first).
+  Pod pod("pod", test::config_with({"pod.gpus=12"}));
   CHECK(dynamic_cast<Dispatcher*>(sc_core::sc_find_object("pod.events")) == &pod.events());
   CHECK(sc_core::sc_find_object("pod.events.dispatch") != nullptr);
   pod.run();
   REQUIRE(pod.ok());
   const std::vector<std::string> order = pod.events().queue_order();
-  REQUIRE(!order.empty());
-  CHECK(order.front().rfind("pod.fabric.", 0) == 0);
-  for (const char* q : {"pod.gpu0.vram.arrivals", "pod.gpu1.npa_mmu.arrivals",
+  REQUIRE(order.size() > 12 * 10);
+  for (const char* q : {"pod.gpu0.vram.arrivals", "pod.gpu11.npa_mmu.arrivals",
                         "pod.gpu1.port0.tx_queue", "pod.fabric.plane0.switch0.arrivals"})
     CHECK(std::find(order.begin(), order.end(), q) != order.end());
-  // Every queue of gpu0 before any of gpu1.
-  CHECK(std::is_sorted(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return a.rfind("pod.gpu0.", 0) == 0 && b.rfind("pod.gpu1.", 0) == 0;
-  }));
+  std::vector<std::string> sorted = order;
+  std::sort(sorted.begin(), sorted.end(), natural);
+  CHECK(order == sorted);
+}
+
+TEST_CASE(
+    "items pushed before the simulation starts follow the names' order, not the order the "
+    "queues were built in",
+    "[kernel][dispatcher]") {
+  Dispatcher events("events");
+  std::vector<std::string> served;
+  TimedQueue<Item> b(events, "x.b", [&](Item&) { served.emplace_back("x.b"); });
+  b.push(Time::ns(5), Item{0});  // while modules are still being built
+  TimedQueue<Item> a(events, "x.a", [&](Item&) { served.emplace_back("x.a"); });
+  a.push(Time::ns(5), Item{0});
+  b.push(Time::us(30), Item{0});  // beyond the calendar's window
+  a.push(Time::us(30), Item{0});
+  events.run_for(Time::us(40));
+  CHECK(served == std::vector<std::string>{"x.a", "x.b", "x.a", "x.b"});
+}
+
+TEST_CASE("a crowd of items due at the same picosecond is served in the contract's order",
+          "[kernel][dispatcher]") {
+  Dispatcher events("events");
+  std::vector<std::pair<int, std::uint32_t>> served;  // (queue, item)
+  std::vector<std::unique_ptr<TimedQueue<Item>>> queues;
+  for (int q = 0; q < 100; ++q)
+    queues.push_back(std::make_unique<TimedQueue<Item>>(
+        events, "crowd.q" + std::to_string(q),
+        [&served, q](Item& it) { served.emplace_back(q, it.id); }));
+  std::vector<Ref> refs;
+  std::uint32_t id = 0;
+  for (int round = 0; round < 200; ++round)  // 20,000 items, round robin over the queues
+    for (int q = 99; q >= 0; --q) {
+      const std::uint64_t key = (id * 7919u) % 13;
+      queues[static_cast<std::size_t>(q)]->push(Time::ns(3), Item{id}, key);
+      refs.push_back(Ref{3000, q, key, id, id});
+      ++id;
+    }
+  events.run_for(Time::us(1));
+  std::sort(refs.begin(), refs.end());  // by (due, queue, key, push order)
+  REQUIRE(served.size() == refs.size());
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    INFO("item " << i);
+    REQUIRE(served[i] == std::make_pair(refs[i].queue, refs[i].id));
+  }
 }

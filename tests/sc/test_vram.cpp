@@ -42,7 +42,9 @@ struct Requester : sc_core::sc_module {
     auto& gp = packets.make(PacketKind::Request, op, size);
     gp.set_address(pa);
     gp.set_data_length(size);
-    for (std::uint32_t off = 0; off + 8 <= size; off += 8)
+    // A load's buffer starts as garbage (0xAA), so reading zeros means memory held zeros.
+    if (op == AccessOp::Read) std::memset(gp.get_data_ptr(), 0xAA, size);
+    for (std::uint32_t off = 0; op != AccessOp::Read && off + 8 <= size; off += 8)
       std::memcpy(gp.get_data_ptr() + off, &value, 8);
     sends.push(t, &gp, access_of(gp).id);
     return access_of(gp).id;
@@ -84,9 +86,11 @@ TEST_CASE(
   REQUIRE(b.vram.channel_of(0) != b.vram.channel_of(step));
   REQUIRE(b.vram.channel_of(0) == b.vram.channel_of(step * b.cfg.channels()));
   const auto r0 = b.req.send(t0, AccessOp::Read, 0, 256);
-  const auto r1 = b.req.send(t0, AccessOp::Read, 64, 256);         // same channel: waits
-  const auto r2 = b.req.send(t0, AccessOp::Read, step, 256);       // another channel
-  const auto a3 = b.req.send(t0, AccessOp::Atomic, 2 * step, 64);  // twice the bytes
+  // Same channel as r0 (the interleave wraps around every channel): waits for it.
+  const auto r1 =
+      b.req.send(t0, AccessOp::Read, step * b.cfg.channels(), 256);  // same channel: waits
+  const auto r2 = b.req.send(t0, AccessOp::Read, step, 256);         // another channel
+  const auto a3 = b.req.send(t0, AccessOp::Atomic, 2 * step, 64);    // twice the bytes
   b.events.run_for(Time::us(1));
 
   const Time lat = b.cfg.access_latency;

@@ -106,66 +106,108 @@ Rules parse_rules(const std::string& text, const std::string& file_name) {
   return r;
 }
 
+namespace {
+bool source_file(const fs::path& p) {
+  static const std::set<std::string> exts{".hpp", ".h",   ".hh",  ".cpp", ".cc",
+                                          ".cxx", ".ipp", ".inl", ".tpp"};
+  return exts.count(p.extension().string()) != 0;
+}
+}  // namespace
+
 std::vector<std::string> check(const std::string& root, const Rules& rules) {
+  const fs::path base(root);
   // Every source file of every layer, by path relative to root.
   std::map<std::string, std::vector<Include>> files;
   for (const auto& layer : rules.layers)
     for (const std::string& folder : layer.folders) {
-      const fs::path dir = fs::path(root) / folder;
+      const fs::path dir = base / folder;
       if (!fs::exists(dir)) continue;
-      for (const auto& e : fs::recursive_directory_iterator(dir)) {
-        const std::string ext = e.path().extension().string();
-        if (!e.is_regular_file() || (ext != ".hpp" && ext != ".cpp" && ext != ".h")) continue;
-        files[fs::relative(e.path(), root).generic_string()] = includes_of(e.path());
-      }
+      for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.is_regular_file() && source_file(e.path()))
+          files[fs::relative(e.path(), base).generic_string()] = includes_of(e.path());
     }
 
-  // SystemC-ness, through includes (memoised; a cycle counts as not SystemC).
-  std::map<std::string, bool> sc;
-  std::set<std::string> visiting;
-  auto is_sc = [&](auto&& self, const std::string& f) -> bool {
-    if (auto it = sc.find(f); it != sc.end()) return it->second;
-    if (!visiting.insert(f).second) return false;
-    bool v = false;
-    if (auto it = files.find(f); it != files.end())
-      for (const Include& inc : it->second)
-        if (inc.system ? systemc_header(inc.target) : self(self, inc.target)) {
-          v = true;
+  // What a quoted include names, as a path relative to root: next to the including file, or
+  // from the root (the build's include path); nothing if it is no file of the tree.
+  auto resolve = [&](const std::string& from,
+                     const std::string& target) -> std::optional<std::string> {
+    const fs::path beside = (base / from).parent_path() / target;
+    if (fs::is_regular_file(beside))
+      return fs::relative(beside.lexically_normal(), base).generic_string();
+    if (fs::is_regular_file(base / target))
+      return fs::path(target).lexically_normal().generic_string();
+    return std::nullopt;
+  };
+  std::map<std::string, std::vector<std::pair<const Include*, std::optional<std::string>>>>
+      resolved;
+  for (const auto& [file, incs] : files)
+    for (const Include& inc : incs)
+      resolved[file].push_back({&inc, inc.system ? std::nullopt : resolve(file, inc.target)});
+
+  // SystemC-ness: files that include SystemC, then, until nothing changes, files that include
+  // one of those (a fixed point: cycles cannot hide anything).
+  std::set<std::string> sc;
+  for (const auto& [file, incs] : resolved)
+    for (const auto& [inc, path] : incs)
+      if (inc->system && systemc_header(inc->target)) sc.insert(file);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [file, incs] : resolved) {
+      if (sc.count(file)) continue;
+      for (const auto& [inc, path] : incs)
+        if (path && sc.count(*path)) {
+          sc.insert(file);
+          grew = true;
           break;
         }
-    visiting.erase(f);
-    return sc[f] = v;
-  };
+    }
+  }
 
+  auto is_interface = [&](const std::string& f) {
+    return std::find(rules.interfaces.begin(), rules.interfaces.end(), f) != rules.interfaces.end();
+  };
   std::vector<std::string> out;
-  for (const auto& [file, incs] : files) {
+  for (const auto& [file, incs] : resolved) {
     const auto from = place_of(rules, file);
     const bool plain = std::any_of(rules.plain.begin(), rules.plain.end(),
                                    [&](const std::string& p) { return under(file, p); });
-    for (const Include& inc : incs) {
-      const std::string where = file + ":" + std::to_string(inc.line) + ": includes " +
-                                (inc.system ? "<" + inc.target + ">" : inc.target) + ": ";
-      if (inc.system) {
-        if (plain && systemc_header(inc.target))
+    for (const auto& [inc, path] : incs) {
+      const std::string where = file + ":" + std::to_string(inc->line) + ": includes " +
+                                (inc->system ? "<" + inc->target + ">" : inc->target) + ": ";
+      if (inc->system) {
+        if (plain && systemc_header(inc->target))
           out.push_back(where + "a plain C++ file must not use SystemC");
         continue;
       }
-      const auto to = place_of(rules, inc.target);
-      if (from && to) {
+      if (!path) {
+        out.push_back(where + "no such file in the tree (write includes from the root)");
+        continue;
+      }
+      const auto to = place_of(rules, *path);
+      if (!to) {
+        out.push_back(where + *path + " is in no layer (tests/layers.txt)");
+        continue;
+      }
+      if (from) {
         const auto& lf = rules.layers[from->layer];
         const auto& lt = rules.layers[to->layer];
         if (to->layer > from->layer) {
           out.push_back(where + "layer " + lf.name + " must not include layer " + lt.name +
                         " (above it)");
         } else if (to->layer == from->layer && lf.components && to->folder != from->folder &&
-                   std::find(rules.interfaces.begin(), rules.interfaces.end(), inc.target) ==
-                       rules.interfaces.end()) {
+                   !is_interface(*path)) {
           out.push_back(where + "component " + from->folder + " must not include component " +
                         to->folder + " except through a declared interface (tests/layers.txt)");
+        } else if (to->layer == from->layer && lf.components && is_interface(file) &&
+                   !is_interface(*path)) {
+          // What other components see of this one stays within its interfaces.
+          out.push_back(where +
+                        "a declared interface may include only lower layers and other "
+                        "interfaces");
         }
       }
-      if (plain && is_sc(is_sc, inc.target))
-        out.push_back(where + "a plain C++ file must not include SystemC code (" + inc.target +
+      if (plain && sc.count(*path))
+        out.push_back(where + "a plain C++ file must not include SystemC code (" + *path +
                       " uses SystemC)");
     }
   }

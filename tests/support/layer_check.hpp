@@ -1,12 +1,15 @@
 // The layer check: every `#include "..."` of the source tree against the layers declared in
 // tests/layers.txt (plain C++; tests/unit/test_layers.cpp runs it in CI).
 //
-// A file belongs to the layer whose folder is the longest prefix of its path. It may include
-// files of a lower layer, or of its own layer; in the components' layer (the one declared
-// with `components`), only of its own component (the folder listed), or a header declared as
-// an `interface`. A file under a `plain` prefix must not be SystemC: it may not include
-// <systemc>, <tlm>, <tlm_utils/...>, nor, directly or through what it includes, a file that
-// does. Files under no layer (tests, scripts) are not checked.
+// Every source file (.hpp .h .hh .cpp .cc .cxx .ipp .inl .tpp) under a layer's folders is read.
+// A quoted include is resolved next to the including file, then from the root; one that names
+// no file of the tree, or a file in no layer, is a violation. A file belongs to the layer whose
+// folder is the longest prefix of its path. It may include files of a lower layer, or of its
+// own layer; in the components' layer (declared with `components`), only of its own component
+// (the folder listed), or a header declared as an `interface`, and an interface itself may
+// include only lower layers and other interfaces. A file under a `plain` prefix must not be
+// SystemC: it may not include <systemc>, <tlm>, <tlm_utils/...>, nor, directly or through what
+// it includes, a file that does. Files outside every layer (tests, scripts) are not checked.
 #pragma once
 
 #include <string>

@@ -2,6 +2,7 @@
 // catches an include that crosses a layer the wrong way.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -31,6 +32,7 @@ layer kernel sim/kernel
 components component models fabric driver_model
 layer top sim/pod
 interface models/mmu/pte.hpp
+interface models/mmu/bad_iface.hpp
 plain sim/core driver_model models/mmu
 )";
 
@@ -49,7 +51,8 @@ TEST_CASE("every include of the source tree follows the layers in tests/layers.t
 }
 
 TEST_CASE("the layer check names each include that crosses a layer the wrong way", "[layers]") {
-  const fs::path root = fs::temp_directory_path() / "podsim-layer-check";
+  const fs::path root =
+      fs::temp_directory_path() / ("podsim-layer-check-" + std::to_string(::getpid()));
   fs::remove_all(root);
   write(root, "sim/core/units.hpp", "#include <cstdint>\n");
   write(root, "sim/kernel/queue.hpp", "#include <systemc>\n#include \"sim/core/units.hpp\"\n");
@@ -61,18 +64,24 @@ TEST_CASE("the layer check names each include that crosses a layer the wrong way
   write(root, "sim/pod/pod.hpp", "#include \"models/vram/vram.hpp\"\n#include \"fabric/x.hpp\"\n");
   write(root, "fabric/x.hpp", "#include \"sim/kernel/queue.hpp\"\n");
   // Not allowed:
-  write(root, "sim/core/bad_up.hpp", "\n#include \"sim/kernel/queue.hpp\"\n");  // up
-  write(root, "fabric/bad_across.hpp", "#include \"models/vram/vram.hpp\"\n");  // across
-  write(root, "driver_model/bad_sc.cpp", "#include \"fabric/x.hpp\"\n");        // across, SC
-  write(root, "models/mmu/bad_plain.hpp", "#include <tlm>\n");                  // plain
-  write(root, "sim/kernel/bad_top.cpp", "#include \"sim/pod/pod.hpp\"\n");      // up
+  write(root, "sim/core/bad_up.hpp", "\n#include \"sim/kernel/queue.hpp\"\n");       // up
+  write(root, "fabric/bad_across.hpp", "#include \"models/vram/vram.hpp\"\n");       // across
+  write(root, "driver_model/bad_sc.cpp", "#include \"fabric/x.hpp\"\n");             // across, SC
+  write(root, "models/mmu/bad_plain.hpp", "#include <tlm>\n");                       // plain
+  write(root, "sim/kernel/bad_top.cpp", "#include \"sim/pod/pod.hpp\"\n");           // up
+  write(root, "fabric/bad_relative.cpp", "#include \"../models/vram/vram.hpp\"\n");  // across
+  write(root, "sim/extra/helper.hpp", "#include \"models/vram/vram.hpp\"\n");        // in no layer
+  write(root, "fabric/bad_unlisted.inl", "#include \"sim/extra/helper.hpp\"\n");
+  write(root, "fabric/bad_missing.hpp", "#include \"fabric/nowhere.hpp\"\n");
+  write(root, "models/mmu/pte_detail.hpp", "#include <cstdint>\n");
+  write(root, "models/mmu/bad_iface.hpp", "#include \"models/mmu/pte_detail.hpp\"\n");
 
   const auto v = layers::check(root.string(), layers::parse_rules(kRules, "rules"));
   std::string all;
   for (const auto& x : v)
     all += x + "\n";
   INFO(all);
-  CHECK(v.size() == 7);
+  CHECK(v.size() == 11);
   auto has = [&](const std::string& s) { return all.find(s) != std::string::npos; };
   CHECK(
       has("sim/core/bad_up.hpp:2: includes sim/kernel/queue.hpp: layer core must not include "
@@ -93,6 +102,16 @@ TEST_CASE("the layer check names each include that crosses a layer the wrong way
   CHECK(
       has("sim/kernel/bad_top.cpp:1: includes sim/pod/pod.hpp: layer kernel must not include "
           "layer top"));
+  CHECK(
+      has("fabric/bad_relative.cpp:1: includes ../models/vram/vram.hpp: component fabric must "
+          "not include component models"));
+  CHECK(
+      has("fabric/bad_unlisted.inl:1: includes sim/extra/helper.hpp: sim/extra/helper.hpp is "
+          "in no layer"));
+  CHECK(has("fabric/bad_missing.hpp:1: includes fabric/nowhere.hpp: no such file in the tree"));
+  CHECK(
+      has("models/mmu/bad_iface.hpp:1: includes models/mmu/pte_detail.hpp: a declared "
+          "interface may include only lower layers and other interfaces"));
   fs::remove_all(root);
 }
 

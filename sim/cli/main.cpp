@@ -104,12 +104,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   if (vm.count("seed")) opt.seed = vm["seed"].as<std::uint64_t>();
   if (print_only) {
     try {
-      auto doc = opt.config_path
-                     ? podsim::config::ConfigDoc::from_file(*opt.config_path)
-                     : podsim::config::ConfigDoc::from_text("{}", "<embedded default pod>");
-      for (const auto& s : opt.overrides)
-        doc.apply_override(s);
-      podsim::PodConfig cfg = podsim::read_pod_config(doc);
+      podsim::PodConfig cfg = podsim::load_pod_config(opt.config_path, opt.overrides);
       if (opt.seed) cfg.seed = *opt.seed;
       std::cout << podsim::config::to_pretty_json(podsim::write_pod_config(cfg));
       return 0;

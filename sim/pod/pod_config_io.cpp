@@ -20,6 +20,15 @@ PodConfig read_pod_config(const config::ConfigDoc& doc) {
   return cfg;
 }
 
+PodConfig load_pod_config(const std::optional<std::string>& path,
+                          const std::vector<std::string>& overrides) {
+  config::ConfigDoc doc = path ? config::ConfigDoc::from_file(*path)
+                               : config::ConfigDoc::from_text("{}", "<embedded default pod>");
+  for (const std::string& s : overrides)
+    doc.apply_override(s);
+  return read_pod_config(doc);
+}
+
 boost::json::object write_pod_config(const PodConfig& cfg) {
   config::JsonWriter w;
   PodConfig copy = cfg;

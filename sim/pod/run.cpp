@@ -95,12 +95,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   // 1. The config: everything is checked before anything is built or written.
   PodConfig cfg;
   try {
-    config::ConfigDoc doc = opt.config_path
-                                ? config::ConfigDoc::from_file(*opt.config_path)
-                                : config::ConfigDoc::from_text("{}", "<embedded default pod>");
-    for (const std::string& s : opt.overrides)
-      doc.apply_override(s);
-    cfg = read_pod_config(doc);
+    cfg = load_pod_config(opt.config_path, opt.overrides);
   } catch (const config::ConfigError& e) {
     fmt::print(err, "podsim: config error: {}\n", e.what());
     return 2;

@@ -154,11 +154,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   // Every point's config is checked before anything runs.
   for (const Point& p : points) {
     try {
-      auto doc = p.config ? config::ConfigDoc::from_file(*p.config)
-                          : config::ConfigDoc::from_text("{}", "<embedded default pod>");
-      for (const auto& s : p.sets)
-        doc.apply_override(s);
-      (void)read_pod_config(doc);
+      (void)load_pod_config(p.config, p.sets);
     } catch (const config::ConfigError& e) {
       fmt::print(err, "podsim bench: config error at point {}: {}\n", p.name, e.what());
       return 2;

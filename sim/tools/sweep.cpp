@@ -134,11 +134,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   // Every point's config, checked before anything runs or is written.
   for (std::size_t i = 0; i < points.size(); ++i) {
     try {
-      auto doc = opt.config_path ? config::ConfigDoc::from_file(*opt.config_path)
-                                 : config::ConfigDoc::from_text("{}", "<embedded default pod>");
-      for (const auto& s : assignments(points[i]))
-        doc.apply_override(s);
-      (void)read_pod_config(doc);
+      (void)load_pod_config(opt.config_path, assignments(points[i]));
     } catch (const config::ConfigError& e) {
       fmt::print(err, "podsim sweep: config error at point {} ({}): {}\n", i,
                  fmt::join(assignments(points[i]), " "), e.what());

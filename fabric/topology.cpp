@@ -7,13 +7,14 @@
 namespace podsim {
 
 FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
-                         std::uint32_t plane, Dispatcher& events, std::uint64_t seed)
+                         Dispatcher& events, std::uint64_t seed)
     : sc_module(name), cfg_(cfg), gpus_per_leaf_(gpus), gpu_links_(gpus, nullptr) {
   const std::string prefix = std::string(this->name());
-  const std::uint64_t plane_seed = seed ^ (0x9E3779B97F4A7C15ull * (plane + 1));
+  // Each switch seeds its generators from the run seed and its own name (planes and switches
+  // differ by name): no seed arithmetic here.
   if (cfg.topology == Topology::SingleSwitch) {
     switches_.push_back(std::make_unique<UaloeSwitch>("switch0", cfg.switch_, cfg.port, cfg.link,
-                                                      gpus, events, plane_seed));
+                                                      gpus, events, seed));
     UaloeSwitch& sw = *switches_.back();
     for (std::uint32_t g = 0; g < gpus; ++g) {
       Link& l = make_link(fmt::format("link{}", g));
@@ -34,12 +35,11 @@ FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, 
     const std::uint32_t down = std::min(gpus_per_leaf_, gpus - l * gpus_per_leaf_);
     switches_.push_back(std::make_unique<UaloeSwitch>(fmt::format("leaf{}", l).c_str(), cfg.switch_,
                                                       cfg.port, cfg.link, down + spines, events,
-                                                      plane_seed + l));
+                                                      seed));
   }
   for (std::uint32_t s = 0; s < spines; ++s)
-    switches_.push_back(std::make_unique<UaloeSwitch>(fmt::format("spine{}", s).c_str(),
-                                                      cfg.switch_, cfg.port, cfg.link, leaves,
-                                                      events, plane_seed + 1000 + s));
+    switches_.push_back(std::make_unique<UaloeSwitch>(
+        fmt::format("spine{}", s).c_str(), cfg.switch_, cfg.port, cfg.link, leaves, events, seed));
   for (std::uint32_t l = 0; l < leaves; ++l) {
     UaloeSwitch& leaf = *switches_[l];
     const std::uint32_t first = l * gpus_per_leaf_;
@@ -89,8 +89,8 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint3
                Dispatcher& events, std::uint64_t seed)
     : sc_module(name) {
   for (std::uint32_t p = 0; p < cfg.planes; ++p)
-    planes_.push_back(std::make_unique<FabricPlane>(fmt::format("plane{}", p).c_str(), cfg, gpus, p,
-                                                    events, seed));
+    planes_.push_back(
+        std::make_unique<FabricPlane>(fmt::format("plane{}", p).c_str(), cfg, gpus, events, seed));
 }
 
 void Fabric::attach(UalinkPort& port, AccelId id, std::uint32_t plane) {

@@ -17,7 +17,7 @@ namespace podsim {
 class FabricPlane final : public sc_core::sc_module {
  public:
   FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
-              std::uint32_t plane, Dispatcher& events, std::uint64_t seed);
+              Dispatcher& events, std::uint64_t seed);
   // Wires GPU `id`'s port for this plane into it.
   void attach(UalinkPort& port, AccelId id);
   // Switches a packet from `src` to `dst` passes through.

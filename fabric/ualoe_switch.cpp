@@ -68,12 +68,8 @@ std::uint32_t UaloeSwitch::pick_output(const Access& a) const {
   if (r.count == 1) return r.first;
   // Equal-cost ports: a hash of the flow (its two ends), so a flow keeps one path.
   const std::uint64_t from = a.kind == PacketKind::Response ? a.dst : a.src;
-  std::uint64_t h = (from * 0x9E3779B97F4A7C15ull) ^ (a.route_to * 0xC2B2AE3D27D4EB4Full) ^
-                    (static_cast<std::uint64_t>(a.plane) << 32);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return r.first + static_cast<std::uint32_t>(h % r.count);
+  const std::uint64_t flow = from << 32 | static_cast<std::uint64_t>(a.route_to) << 8 | a.plane;
+  return r.first + static_cast<std::uint32_t>(mix64(flow) % r.count);
 }
 
 void UaloeSwitch::receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head) {

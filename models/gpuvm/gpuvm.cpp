@@ -39,9 +39,7 @@ tlm::tlm_sync_enum GpuVm::bw_port(int, tlm::tlm_generic_payload& gp, tlm::tlm_ph
 
 std::uint32_t GpuVm::plane_of(std::uint64_t npa) const {
   if (planes_ == 1) return 0;
-  std::uint64_t h = (npa >> interleave_shift_) * 0x9E3779B97F4A7C15ull;
-  h ^= h >> 31;
-  return static_cast<std::uint32_t>(h % planes_);
+  return static_cast<std::uint32_t>(mix64(npa >> interleave_shift_) % planes_);
 }
 
 void GpuVm::translate(tlm::tlm_generic_payload* gp) {

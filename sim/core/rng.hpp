@@ -8,6 +8,14 @@
 
 namespace podsim {
 
+// SplitMix64's finalizer: a well-mixed 64-bit hash of `x`. The one hash for spreading keys
+// (a plane for an address, a path for a flow); Rng below steps it.
+inline std::uint64_t mix64(std::uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 // SplitMix64: small, fast, well-distributed; used to expand seeds and as a generator.
 class Rng {
  public:
@@ -22,12 +30,7 @@ class Rng {
     return r;
   }
 
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t next() { return mix64(state_ += 0x9e3779b97f4a7c15ull); }
   // Uniform in [0, n), without modulo bias (Lemire's method).
   std::uint64_t below(std::uint64_t n) {
     if (n == 0) return 0;

@@ -424,7 +424,7 @@ void Driver::pin(Bo& bo) {
 }
 
 Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
-  if (conns_[from].state != ConnState::Established) {
+  if (!conns_.established(from)) {
     dropped_.inc();
     co_await setup(from, bug(Bug::B7));  // and drop the request: the importer will time out
     co_return;
@@ -469,7 +469,7 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   rsp.handle = node->handle;
   rsp.size_pages = static_cast<std::uint32_t>(bos_.at(node->bo).pages);
   rsp.npa_page = static_cast<std::uint32_t>(window_page);
-  const std::uint32_t gen = conns_[from].generation;
+  const std::uint32_t gen = conns_.generation(from);
   const Errno sent = co_await send(from, rsp);
   Bo& b = bos_.at(node->bo);
   if (sent != Errno::Ok) {
@@ -571,9 +571,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
   }
 
   const std::uint64_t pages = bos_.at(bo_id).pages;
-  auto ready = [&](AccelId i) {
-    return conns_[i].state == ConnState::Established && conns_[i].generation == node->gen[i];
-  };
+  auto ready = [&](AccelId i) { return conns_.established_at(i, node->gen[i]); };
   auto range_of = [&](AccelId i) -> std::optional<std::uint64_t> {
     if (mode_ == NpaAddrMode::SourceIdentification) {
       auto r = node->ident_npa.find(i);
@@ -746,7 +744,7 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
 
   Errno e = co_await setup(r, true);
   if (e != Errno::Ok) co_return abandon(e);
-  const std::uint32_t gen = conns_[r].generation;
+  const std::uint32_t gen = conns_.generation(r);
   Message req;
   req.type = MsgType::NpaReq;
   req.handle = h;
@@ -857,49 +855,41 @@ Task<void> Driver::on_npa_revoke(AccelId from, const Message& m) {
 // ---- connections -----------------------------------------------------------------------------
 
 Task<Errno> Driver::setup(AccelId peer, bool wait) {
-  Connection& c = conns_[peer];
-  switch (c.state) {
+  switch (conns_.state(peer)) {
     case ConnState::Established: co_return Errno::Ok;
     case ConnState::InProgress:
     case ConnState::Pending: co_return Errno::Again;
     case ConnState::NotReady: break;
   }
-  c.state = ConnState::InProgress;
+  conns_.start(peer);
   Message hello;
   hello.type = MsgType::Hello;
   hello.hello_recv = peer;
   hello.hello_sender = self_;
   const Errno e = co_await send(peer, hello);
   if (e != Errno::Ok) {
-    if (c.state == ConnState::InProgress) c.state = ConnState::NotReady;
-    c.established.wake_all();
+    conns_.give_up(peer);
     co_return e;
   }
   if (!wait) co_return Errno::Again;
-  if (c.state != ConnState::Established) {
-    const bool woken = co_await c.established.wait(env_, cfg_.response_timeout);
-    if (!woken && c.state == ConnState::InProgress) {
-      c.state = ConnState::NotReady;
+  if (!conns_.established(peer)) {
+    const bool woken = co_await conns_.changed(peer).wait(env_, cfg_.response_timeout);
+    if (!woken && conns_.state(peer) == ConnState::InProgress) {
+      conns_.time_out(peer);
       co_return Errno::TimedOut;
     }
   }
-  co_return c.state == ConnState::Established ? Errno::Ok : Errno::Again;
+  co_return conns_.established(peer) ? Errno::Ok : Errno::Again;
 }
 
 void Driver::established(AccelId peer) {
-  Connection& c = conns_[peer];
-  c.state = ConnState::Established;
-  ++c.generation;
-  c.established.wake_all();
+  conns_.establish(peer);
 }
 
 Task<void> Driver::reset_connection(AccelId peer, ConnState to, std::uint32_t gen) {
-  Connection& c = conns_[peer];
   // Acts only if the connection is established at that generation (0: any).
-  if (c.state != ConnState::Established || (gen != 0 && c.generation != gen)) co_return;
-  c.state = to;
+  if (!conns_.reset(peer, to, gen)) co_return;
   connection_resets_.inc();
-  c.established.wake_all();
 
   // Imports from the peer: torn down, invalidated, dropped. No RELEASE.
   std::vector<ImportPtr> gone;
@@ -964,27 +954,25 @@ Task<void> Driver::reset_connection(AccelId peer, ConnState to, std::uint32_t ge
 
 Task<void> Driver::on_hello(AccelId from, const Message& m) {
   if (m.hello_recv != self_ || m.hello_sender != from || from >= cfg_.accel_max) co_return;
-  Connection& c = conns_[from];
-  if (c.state == ConnState::Established) {
+  if (conns_.established(from)) {
     // The peer was reset: what we held with it is gone. B1: PENDING is set first, so the
     // reset (which needs ESTABLISHED) never runs.
-    if (!bug(Bug::B1)) co_await reset_connection(from, ConnState::Pending, c.generation);
-    c.state = ConnState::Pending;
-  } else if (c.state == ConnState::NotReady) {
-    c.state = ConnState::Pending;
+    if (!bug(Bug::B1)) co_await reset_connection(from, ConnState::Pending, conns_.generation(from));
+    conns_.peer_restarted(from);
+  } else {
+    conns_.hello_received(from);
   }
   Message ack;
   ack.type = MsgType::HelloAck;
   if (co_await send(from, ack) != Errno::Ok) {
-    c.state = ConnState::NotReady;
-    c.established.wake_all();
+    conns_.drop(from);
     co_return;
   }
   established(from);
 }
 
 void Driver::on_hello_ack(AccelId from) {
-  if (conns_[from].state != ConnState::InProgress) return;
+  if (conns_.state(from) != ConnState::InProgress) return;
   established(from);
 }
 
@@ -1030,7 +1018,7 @@ Task<void> Driver::handle(AccelId from, Dwords dw) {
   env_.note_message(msg_name(m.type), from);
   const bool needs_connection =
       m.type == MsgType::NpaRsp || m.type == MsgType::NpaFail;  // REQ checks for itself
-  if (needs_connection && conns_[from].state != ConnState::Established) {
+  if (needs_connection && !conns_.established(from)) {
     dropped_.inc();
     co_await setup(from, bug(Bug::B7));
     co_return;
@@ -1121,10 +1109,7 @@ void Driver::device_reset() {
   exports_.clear();
   invalid_.clear();
   imports_.clear();
-  for (Connection& c : conns_) {
-    c.state = ConnState::NotReady;
-    c.generation = 0;
-  }
+  conns_.clear();
   windows_.clear();
   irq_queue_.clear();
   cleanup_queue_.clear();
@@ -1155,8 +1140,7 @@ Holdings Driver::holdings() const {
     h.handles += proc.gems.size();
     h.fds += proc.fds.size();
   }
-  for (const Connection& c : conns_)
-    h.waiters += c.established.size();
+  h.waiters += conns_.waiting();
   for (const auto& [lo, n] : imports_)
     h.waiters += n->answered.size();
   // The IRQ and cleanup workers (and the eviction worker) always run; anything else is a
@@ -1192,12 +1176,12 @@ Result<UalinkHandle> Driver::direct_export(ProcessId p, GemHandle gem) {
 }
 
 void Driver::direct_connect(AccelId peer) {
-  if (conns_[peer].state != ConnState::Established) established(peer);
+  if (!conns_.established(peer)) established(peer);
 }
 
 Result<Driver::NpaGrant> Driver::direct_grant(AccelId from, const UalinkHandle& h) {
   Result<NpaGrant> r;
-  if (conns_[from].state != ConnState::Established) {
+  if (!conns_.established(from)) {
     r.err = Errno::TimedOut;  // the request would be dropped and the importer time out
     return r;
   }
@@ -1223,7 +1207,7 @@ Result<Driver::NpaGrant> Driver::direct_grant(AccelId from, const UalinkHandle& 
   }
   if (!node->importers[from]) {
     node->importers[from] = true;
-    node->gen[from] = conns_[from].generation;
+    node->gen[from] = conns_.generation(from);
   }
   r.value =
       NpaGrant{static_cast<std::uint32_t>(g.window_page), static_cast<std::uint32_t>(bo.pages)};
@@ -1309,9 +1293,7 @@ void Driver::digest(Digest& d) const {
     d.add(n.size_pages).add(n.bo).add(n.fail ? static_cast<std::uint64_t>(*n.fail) + 1 : 0);
   }
   d.add("connections");
-  for (std::size_t peer = 0; peer < conns_.size(); ++peer)
-    if (conns_[peer].state != ConnState::NotReady || conns_[peer].generation != 0)
-      d.add(peer).add(static_cast<std::uint64_t>(conns_[peer].state)).add(conns_[peer].generation);
+  conns_.digest(d);
   d.add("windows");
   for (const auto& [owner, w] : windows_) {
     d.add(owner);

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "driver_model/connections.hpp"
 #include "driver_model/coro.hpp"
 #include "driver_model/driver_config.hpp"
 #include "driver_model/driver_env.hpp"
@@ -36,9 +37,6 @@
 namespace podsim::driver {
 
 enum class Domain : std::uint8_t { Vram, Gtt, Npa };
-
-enum class ConnState : std::uint8_t { NotReady = 0, InProgress = 1, Pending = 2, Established = 3 };
-std::string_view conn_state_name(ConnState s);
 
 enum class ImportState : std::uint8_t { NotReady, Pending, Ready, Teardown };
 
@@ -124,8 +122,8 @@ class Driver {
 
   // ---- inspection -------------------------------------------------------------------------
   AccelId self() const { return self_; }
-  ConnState connection(AccelId peer) const { return conns_[peer].state; }
-  std::uint32_t generation(AccelId peer) const { return conns_[peer].generation; }
+  ConnState connection(AccelId peer) const { return conns_.state(peer); }
+  std::uint32_t generation(AccelId peer) const { return conns_.generation(peer); }
   std::size_t exports() const { return exports_.size(); }
   std::size_t imports() const { return imports_.size(); }
   std::size_t revoking() const { return invalid_.size(); }
@@ -188,11 +186,6 @@ class Driver {
     std::optional<FailReason> fail;
     std::uint64_t bo = 0;
     WaitQueue answered;
-  };
-  struct Connection {
-    ConnState state = ConnState::NotReady;
-    std::uint32_t generation = 0;
-    WaitQueue established;
   };
   struct Process {
     std::map<GemHandle, std::uint64_t> gems;
@@ -280,7 +273,7 @@ class Driver {
   std::unordered_map<std::uint64_t, ExportPtr> exports_;  // exp_xa, by handle lo
   std::unordered_map<std::uint64_t, ExportPtr> invalid_;  // handle_invalid_xa
   std::unordered_map<std::uint64_t, ImportPtr> imports_;  // imp_xa, by handle lo
-  std::vector<Connection> conns_;
+  Connections conns_;
   std::map<AccelId, NpaRangeAllocator> windows_;
   std::deque<std::pair<AccelId, Dwords>> irq_queue_;
   WaitQueue irq_ready_;

@@ -1,0 +1,95 @@
+// The driver's connection table on its own: states, generations and what a reset may touch.
+#include <catch2/catch.hpp>
+
+#include "driver_model/connections.hpp"
+
+using namespace podsim;
+using namespace podsim::driver;
+
+TEST_CASE("a connection is established once per handshake, one generation more each time",
+          "[driver][connections]") {
+  Connections c(4);
+  CHECK(c.state(2) == ConnState::NotReady);
+  CHECK(c.start(2));
+  CHECK(c.state(2) == ConnState::InProgress);
+  CHECK_FALSE(c.start(2));  // a second HELLO is not started while one is out
+  c.establish(2);
+  CHECK(c.established(2));
+  CHECK(c.generation(2) == 1);
+  CHECK(c.reset(2, ConnState::NotReady, 1));
+  CHECK_FALSE(c.established(2));
+  CHECK(c.generation(2) == 1);  // a reset ends a generation; the next handshake starts one
+  CHECK(c.start(2));
+  c.establish(2);
+  CHECK(c.generation(2) == 2);
+  CHECK(c.established_at(2, 2));
+  CHECK_FALSE(c.established_at(2, 1));
+  CHECK(c.state(1) == ConnState::NotReady);  // other peers untouched
+}
+
+TEST_CASE("a reset names its generation: one about an older generation does nothing",
+          "[driver][connections]") {
+  Connections c(4);
+  c.establish(3);
+  c.establish(3);  // re-established: generation 2
+  CHECK_FALSE(c.reset(3, ConnState::Pending, 1));
+  CHECK(c.established(3));
+  CHECK(c.reset(3, ConnState::Pending, 0));  // 0: whatever the generation
+  CHECK(c.state(3) == ConnState::Pending);
+  CHECK_FALSE(c.reset(3, ConnState::NotReady, 0));  // not established: nothing to reset
+  CHECK(c.state(3) == ConnState::Pending);
+}
+
+TEST_CASE(
+    "the peer's HELLO: not ready becomes pending, a handshake in flight stays, a "
+    "restarted peer's connection becomes pending",
+    "[driver][connections]") {
+  Connections c(4);
+  c.hello_received(0);
+  CHECK(c.state(0) == ConnState::Pending);
+  c.start(1);
+  c.hello_received(1);
+  CHECK(c.state(1) == ConnState::InProgress);
+  c.establish(2);
+  c.hello_received(2);
+  CHECK(c.established(2));  // an established connection changes only by peer_restarted
+  c.peer_restarted(2);
+  CHECK(c.state(2) == ConnState::Pending);
+  c.drop(2);  // our HELLO_ACK could not be sent
+  CHECK(c.state(2) == ConnState::NotReady);
+}
+
+TEST_CASE("an unanswered HELLO goes back to not ready, and nothing else does",
+          "[driver][connections]") {
+  Connections c(4);
+  c.start(1);
+  c.time_out(1);
+  CHECK(c.state(1) == ConnState::NotReady);
+  c.start(1);
+  c.give_up(1);
+  CHECK(c.state(1) == ConnState::NotReady);
+  c.establish(3);
+  c.time_out(3);
+  c.give_up(3);
+  CHECK(c.established(3));
+}
+
+TEST_CASE("a device reset clears every connection, and the digest lists only live ones",
+          "[driver][connections]") {
+  Connections a(4), b(4);
+  a.establish(1);
+  a.start(3);
+  Digest before;
+  a.digest(before);
+  a.clear();
+  for (AccelId p = 0; p < 4; ++p) {
+    CHECK(a.state(p) == ConnState::NotReady);
+    CHECK(a.generation(p) == 0);
+  }
+  Digest cleared, fresh;
+  a.digest(cleared);
+  b.digest(fresh);
+  CHECK(cleared.value() == fresh.value());
+  CHECK(before.value() != fresh.value());
+  CHECK(a.waiting() == 0);
+}

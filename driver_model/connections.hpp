@@ -29,7 +29,8 @@ class Connections {
   bool established_at(AccelId p, std::uint32_t gen) const {
     return established(p) && c_[p].generation == gen;
   }
-  // Woken whenever the connection is established, reset or given up.
+  // Woken whenever the connection is established, reset at a generation, given up or dropped
+  // (not by clear(): a device reset leaves waiters to find out for themselves).
   WaitQueue& changed(AccelId p) { return c_[p].changed; }
 
   // This driver sends HELLO: NOT_READY -> IN_PROGRESS. False, changing nothing, from any other

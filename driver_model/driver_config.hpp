@@ -39,7 +39,7 @@ struct MigrationConfig {
 // The snapshot's apparent bugs (protocol reference, "Apparent bugs") that podsim can put back
 // in for study. B2 (ring indexing in identification mode) and B8 (unlocked handle check,
 // wrong uniqueness check) are not modelled.
-enum class Bug : std::uint8_t { B1, B3, B4, B5, B6, B7 };
+enum class Bug : std::uint8_t { B1, B3, B4, B5, B6, B7, Count };
 inline constexpr std::array<EnumName<Bug>, 6> kBugNames{{
     {"B1", Bug::B1, "HELLO sets PENDING before the reset that needs ESTABLISHED: no cleanup"},
     {"B3", Bug::B3, "cleanup without importers leaks the dma-buf and its BO"},
@@ -49,7 +49,8 @@ inline constexpr std::array<EnumName<Bug>, 6> kBugNames{{
     {"B6", Bug::B6, "stale-generation importers' ranges freed with their PTEs still live"},
     {"B7", Bug::B7, "interrupt processing blocks in setup() for up to the response timeout"},
 }};
-// The bit set is indexed by the enum: the list must be in its order.
+// The bit set is indexed by the enum: the list must hold every value, in its order.
+static_assert(kBugNames.size() == static_cast<std::size_t>(Bug::Count));
 static_assert([] {
   for (std::size_t i = 0; i < kBugNames.size(); ++i)
     if (static_cast<std::size_t>(kBugNames[i].value) != i) return false;

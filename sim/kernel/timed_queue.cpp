@@ -121,6 +121,14 @@ void Dispatcher::freeze() {
     queues.push_back(queues_[i]);
     names.push_back(std::move(names_[i]));
   }
+  // Queues destroyed before the start keep an empty place after the live ones: items they left
+  // are dropped when due, never served by another queue.
+  for (std::size_t i = 0; i < rank_of.size(); ++i)
+    if (!queues_[i]) {
+      rank_of[i] = static_cast<std::uint32_t>(queues.size());
+      queues.push_back(nullptr);
+      names.push_back(std::move(names_[i]));
+    }
   queues_ = std::move(queues);
   names_ = std::move(names);
   // Items pushed before (during elaboration) carry their queue's creation index: renumber
@@ -134,7 +142,8 @@ void Dispatcher::freeze() {
     n.rank = rank_of[n.rank];
   for (Node& n : run_)
     n.rank = rank_of[n.rank];
-  std::sort(run_.begin(), run_.end(), [this](const Node& x, const Node& y) { return before(y, x); });
+  std::sort(run_.begin(), run_.end(),
+            [this](const Node& x, const Node& y) { return before(y, x); });
 }
 
 std::vector<std::string> Dispatcher::queue_order() const {

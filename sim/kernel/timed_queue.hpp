@@ -8,7 +8,7 @@
 //   1. earlier due time first;
 //   2. at the same time, the queue whose name comes first, in natural order (digit runs
 //      compared as numbers: pod.gpu2 before pod.gpu10; the same number with fewer leading
-//      zeros first). Queues are ranked so when the simulation starts (items pushed before are
+//      zeros first). Queues are ranked when the simulation starts (items pushed before are
 //      renumbered); queues created after it come after all others, in creation order;
 //   3. within a queue, the smaller order key first (packets pass their access ID);
 //   4. then the item pushed first.
@@ -72,7 +72,10 @@ class QueueBase {
   // Serves one item (the bytes it was pushed with), due now.
   virtual void serve(const unsigned char* item) = 0;
   void push_raw(Time due, std::uint64_t key, const ItemBytes& item);
-  // Throws std::logic_error: this queue is used after its dispatcher is gone.
+  // Throws std::logic_error if this queue's dispatcher is gone (before anything changes).
+  void check_alive() const {
+    if (__builtin_expect(dispatcher_ == nullptr, 0)) outlived();
+  }
   [[noreturn]] static void outlived();
   Dispatcher* dispatcher_;  // none once the dispatcher is gone
   std::uint32_t rank_ = 0;  // the tie-break between queues (see the ordering contract)
@@ -200,7 +203,6 @@ class Dispatcher final : public sc_core::sc_module {
 };
 
 inline void QueueBase::push_raw(Time due, std::uint64_t key, const ItemBytes& item) {
-  if (__builtin_expect(dispatcher_ == nullptr, 0)) outlived();
   dispatcher_->push(due, *this, key, item);
 }
 
@@ -229,6 +231,7 @@ class TimedQueue final : public QueueBase {
   // Queues `item` for simulated time `due` (>= now). Items due at the same time are served in
   // order of `key` (packets pass their access ID: an order the model fixes), then of arrival.
   void push(Time due, Item item, std::uint64_t key = 0) {
+    check_alive();
     ++count_;
     ItemBytes bytes{};
     if constexpr (kInline) {
@@ -279,6 +282,7 @@ class Timer final : public QueueBase {
   Timer(Dispatcher& dispatcher, std::string name, std::function<void()> fn)
       : QueueBase(dispatcher, std::move(name)), fn_(std::move(fn)) {}
   void at(Time t) {
+    check_alive();
     if (t >= pending_) return;
     pending_ = t;
     push_raw(t, 0, ItemBytes{});

@@ -185,18 +185,43 @@ TEST_CASE("the pod owns its event queue: pod.events, with every module's queues 
 
 TEST_CASE(
     "items pushed before the simulation starts follow the names' order, not the order the "
-    "queues were built in",
+    "queues were built in, and those of a queue gone before the start are dropped",
     "[kernel][dispatcher]") {
   Dispatcher events("events");
-  std::vector<std::string> served;
-  TimedQueue<Item> b(events, "x.b", [&](Item&) { served.emplace_back("x.b"); });
-  b.push(Time::ns(5), Item{0});  // while modules are still being built
-  TimedQueue<Item> a(events, "x.a", [&](Item&) { served.emplace_back("x.a"); });
-  a.push(Time::ns(5), Item{0});
-  b.push(Time::us(30), Item{0});  // beyond the calendar's window
-  a.push(Time::us(30), Item{0});
+  std::vector<std::pair<std::string, std::uint32_t>> served;  // (queue, item)
+  auto record = [&](const char* name) {
+    return [&served, name](Item& it) { served.emplace_back(name, it.id); };
+  };
+  TimedQueue<Item> b(events, "x.b", record("x.b"));
+  b.push(Time::ps(500), Item{1});  // in the first bucket: waits in the run being built
+  b.push(Time::ns(5), Item{2});    // while modules are still being built
+  auto gone = std::make_unique<TimedQueue<Item>>(events, "x.0", record("x.0"));
+  gone->push(Time::ps(500), Item{3});
+  gone->push(Time::ns(5), Item{4});
+  gone.reset();  // its items must not reach another queue
+  TimedQueue<Item> a(events, "x.a", record("x.a"));
+  a.push(Time::ps(500), Item{5});
+  a.push(Time::ns(5), Item{6});
+  b.push(Time::us(30), Item{7});  // beyond the calendar's window
+  a.push(Time::us(30), Item{8});
   events.run_for(Time::us(40));
-  CHECK(served == std::vector<std::string>{"x.a", "x.b", "x.a", "x.b"});
+  const std::vector<std::pair<std::string, std::uint32_t>> expected{
+      {"x.a", 5}, {"x.b", 1}, {"x.a", 6}, {"x.b", 2}, {"x.a", 8}, {"x.b", 7}};
+  CHECK(served == expected);
+  CHECK(a.size() == 0);
+  CHECK(b.size() == 0);
+}
+
+TEST_CASE("a queue used after its dispatcher is gone throws and is left as it was",
+          "[kernel][dispatcher]") {
+  auto events = std::make_unique<Dispatcher>("events");
+  TimedQueue<Item> q(*events, "x.q", [](Item&) {});
+  Timer timer(*events, "x.timer", [] {});
+  events.reset();
+  CHECK_THROWS_WITH(q.push(Time::ns(1), Item{0}), Catch::Contains("after its dispatcher"));
+  CHECK(q.size() == 0);
+  CHECK_THROWS_WITH(timer.at(Time::ns(1)), Catch::Contains("after its dispatcher"));
+  CHECK_THROWS(q.name());
 }
 
 TEST_CASE("a crowd of items due at the same picosecond is served in the contract's order",

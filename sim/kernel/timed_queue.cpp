@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <numeric>
 #include <stdexcept>
 
 namespace podsim {
@@ -107,28 +108,23 @@ void Dispatcher::remove(const QueueBase* q) {
 void Dispatcher::freeze() {
   if (frozen_) return;
   frozen_ = true;
-  std::vector<std::size_t> live;
-  for (std::size_t i = 0; i < queues_.size(); ++i)
-    if (queues_[i]) live.push_back(i);
-  std::sort(live.begin(), live.end(),
-            [&](std::size_t a, std::size_t b) { return natural_less(names_[a], names_[b]); });
+  // Live queues by name; queues destroyed before the start keep an empty place after them
+  // (items they left are dropped when due, never served by another queue).
+  std::vector<std::size_t> order(queues_.size());  // creation indices, in rank order
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if ((queues_[a] == nullptr) != (queues_[b] == nullptr)) return queues_[a] != nullptr;
+    return natural_less(names_[a], names_[b]);
+  });
   std::vector<QueueBase*> queues;
   std::vector<std::string> names;
-  std::vector<std::uint32_t> rank_of(queues_.size(), 0);  // by creation index
-  for (const std::size_t i : live) {
+  std::vector<std::uint32_t> rank_of(queues_.size());  // by creation index
+  for (const std::size_t i : order) {
     rank_of[i] = static_cast<std::uint32_t>(queues.size());
-    queues_[i]->rank_ = rank_of[i];
+    if (queues_[i]) queues_[i]->rank_ = rank_of[i];
     queues.push_back(queues_[i]);
     names.push_back(std::move(names_[i]));
   }
-  // Queues destroyed before the start keep an empty place after the live ones: items they left
-  // are dropped when due, never served by another queue.
-  for (std::size_t i = 0; i < rank_of.size(); ++i)
-    if (!queues_[i]) {
-      rank_of[i] = static_cast<std::uint32_t>(queues.size());
-      queues.push_back(nullptr);
-      names.push_back(std::move(names_[i]));
-    }
   queues_ = std::move(queues);
   names_ = std::move(names);
   // Items pushed before (during elaboration) carry their queue's creation index: renumber
@@ -142,8 +138,7 @@ void Dispatcher::freeze() {
     n.rank = rank_of[n.rank];
   for (Node& n : run_)
     n.rank = rank_of[n.rank];
-  std::sort(run_.begin(), run_.end(),
-            [this](const Node& x, const Node& y) { return before(y, x); });
+  std::sort(run_.begin(), run_.end(), [this](const Node& x, const Node& y) { return later(x, y); });
 }
 
 std::vector<std::string> Dispatcher::queue_order() const {
@@ -262,19 +257,21 @@ bool Dispatcher::load_next(Time limit) {
   }
   for (const Node& n : run_)
     __builtin_prefetch(&slots_[n.slot]);
-  auto later = [this](const Node& x, const Node& y) { return before(y, x); };
-  if (run_.size() <= 32) {  // the usual case: a few items, insertion sort
-    for (std::size_t i = 1; i < run_.size(); ++i) {
-      const Node n = run_[i];
-      std::size_t j = i;
-      for (; j > 0 && later(n, run_[j - 1]); --j)
-        run_[j] = run_[j - 1];
-      run_[j] = n;
-    }
-  } else {
+  if (run_.size() <= 32)  // the usual case: a few items
+    insertion_sort(run_.data(), run_.data() + run_.size());
+  else
     sort_large_run();
-  }
   return true;
+}
+
+void Dispatcher::insertion_sort(Node* first, Node* last) const {
+  for (Node* i = first + (first != last); i < last; ++i) {
+    const Node n = *i;
+    Node* j = i;
+    for (; j > first && later(n, j[-1]); --j)
+      *j = j[-1];
+    *j = n;
+  }
 }
 
 // A big bucket (up to hundreds of items under heavy load in a big pod) is put in order in two
@@ -305,21 +302,14 @@ void Dispatcher::sort_large_run() {
   // Now due_counts_[b] is where bin b ends; it starts where the bin before it in the vector
   // (b + 1) ends. Each bin into the contract's order: insertion sort for the usual handful,
   // a comparison sort for a crowd (many items due at one time).
-  auto later = [this](const Node& x, const Node& y) { return before(y, x); };
   std::uint32_t from = 0;
   for (std::size_t b = bins; b-- > 0;) {
     const std::uint32_t to = due_counts_[b];
-    if (to - from > 16) {
-      std::sort(sorted_.begin() + from, sorted_.begin() + to, later);
-    } else {
-      for (std::uint32_t k = from + 1; k < to; ++k) {
-        const Node x = sorted_[k];
-        std::uint32_t m = k;
-        for (; m > from && later(x, sorted_[m - 1]); --m)
-          sorted_[m] = sorted_[m - 1];
-        sorted_[m] = x;
-      }
-    }
+    if (to - from > 16)
+      std::sort(sorted_.data() + from, sorted_.data() + to,
+                [this](const Node& x, const Node& y) { return later(x, y); });
+    else
+      insertion_sort(sorted_.data() + from, sorted_.data() + to);
     from = to;
   }
   run_.swap(sorted_);

@@ -155,6 +155,10 @@ class Dispatcher final : public sc_core::sc_module {
     if (x.key != y.key) return x.key < y.key;
     return x.seq < y.seq;
   }
+  // The run's order: the next item last.
+  bool later(const Node& a, const Node& b) const { return before(b, a); }
+  // [first, last) of a run into its order (for a handful of items).
+  void insertion_sort(Node* first, Node* last) const;
   static std::int64_t bucket_of(std::int64_t due) { return due >> kBucketShift; }
   void file(const Node& n);  // into the run, the calendar or the overflow heap
   void run_insert(const Node& n);

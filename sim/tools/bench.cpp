@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <sstream>
 
@@ -103,31 +104,31 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   const bool closed =
       std::find(opt.loads.begin(), opt.loads.end(), std::string("closed")) != opt.loads.end();
   if (opt.all_peers && closed) {
-    std::uint32_t largest = 0;
-    for (std::uint32_t n : opt.gpus) {
-      if (n > 128) continue;
-      largest = std::max(largest, n);
+    // `initiators` of the `n` GPUs issue (the first ones), the accesses spread over them.
+    auto all_peers = [&](std::string name, std::uint32_t n, std::uint32_t initiators) {
       Point p;
-      p.name = fmt::format("all-peers-{}gpu", n);
+      p.name = std::move(name);
       p.gpus = n;
       p.load = "closed";
       p.group = "all-peers";
       p.sets = {fmt::format("pod.gpus={}", n), "fabric.switch.ports=128",
-                "workload.traffic.outstanding=32",
-                fmt::format("workload.traffic.accesses={}", (opt.accesses + n - 1) / n)};
+                "workload.traffic.outstanding=32"};
+      if (initiators < n) {
+        std::vector<std::uint32_t> first(initiators);
+        std::iota(first.begin(), first.end(), 0u);
+        p.sets.push_back(fmt::format("workload.initiators=[{}]", fmt::join(first, ",")));
+      }
+      p.sets.push_back(fmt::format("workload.traffic.accesses={}",
+                                   (opt.accesses + initiators - 1) / initiators));
       points.push_back(std::move(p));
+    };
+    std::uint32_t largest = 0;
+    for (std::uint32_t n : opt.gpus) {
+      if (n > 128) continue;
+      largest = std::max(largest, n);
+      all_peers(fmt::format("all-peers-{}gpu", n), n, n);
     }
-    if (largest > 8) {
-      Point p;
-      p.name = fmt::format("all-peers-{}gpu-8-initiators", largest);
-      p.gpus = largest;
-      p.load = "closed";
-      p.group = "all-peers";
-      p.sets = {fmt::format("pod.gpus={}", largest), "fabric.switch.ports=128",
-                "workload.traffic.outstanding=32", "workload.initiators=[0,1,2,3,4,5,6,7]",
-                fmt::format("workload.traffic.accesses={}", (opt.accesses + 7) / 8)};
-      points.push_back(std::move(p));
-    }
+    if (largest > 8) all_peers(fmt::format("all-peers-{}gpu-8-initiators", largest), largest, 8);
   }
   // The shipped big pods as an architect runs them, with enough accesses to measure.
   if (opt.shipped && !opt.configs_dir.empty()) {

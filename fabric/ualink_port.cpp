@@ -4,7 +4,6 @@
 #include <string>
 
 #include "fabric/traffic.hpp"
-#include "sim/kernel/queue_arrival.hpp"
 
 namespace podsim {
 
@@ -16,11 +15,16 @@ UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, cons
       egress_("tx", cfg, link, cfg.tx_latency(), Bytes(0), events, queue_name(*this, "tx.wake"),
               Rng::for_component(seed, std::string(this->name()) + ".tx")),
       tx_queue_(events, queue_name(*this, "tx_queue"),
-                [this](tlm::tlm_generic_payload* gp) { transmit(gp); }) {
+                [this](tlm::tlm_generic_payload* gp) { transmit(gp); }),
+      npa_mmu_lane_([this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
+        answer_remote(gp, d);
+      }),
+      mailbox_lane_([](tlm::tlm_generic_payload& gp, const sc_core::sc_time&) { gp.release(); }) {
   stats_.add_child(egress_.stats());
   from_gpuvm.register_nb_transport_fw(this, &UalinkPort::outgoing);
   from_mailbox.register_nb_transport_fw(this, &UalinkPort::outgoing_control);
   to_npa_mmu.register_nb_transport_bw(this, &UalinkPort::response_from_memory);
+  to_mailbox.register_nb_transport_bw(this, &UalinkPort::from_mailbox_bw);
 }
 
 void UalinkPort::connect(Link& link, Link::Side side) {
@@ -30,27 +34,48 @@ void UalinkPort::connect(Link& link, Link::Side side) {
   link.attach(side, *this, 0);
 }
 
-tlm::tlm_sync_enum UalinkPort::outgoing(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+tlm::tlm_sync_enum UalinkPort::outgoing(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                         sc_core::sc_time& d) {
-  return queue_arrival(tx_queue_, gp, d);
+  if (ph == tlm::BEGIN_REQ) [[likely]]
+    return accept_request(tx_queue_, gp, ph, d);
+  if (ph == tlm::END_RESP) return to_gpuvm_.end_response(gp);
+  phase_error(name(), ph);
 }
 
-tlm::tlm_sync_enum UalinkPort::outgoing_control(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                                sc_core::sc_time& d) {
-  return queue_arrival(tx_queue_, gp, d);
+tlm::tlm_sync_enum UalinkPort::outgoing_control(int, tlm::tlm_generic_payload& gp,
+                                                tlm::tlm_phase& ph, sc_core::sc_time& d) {
+  if (ph != tlm::BEGIN_REQ) phase_error(name(), ph);
+  return accept_request(tx_queue_, gp, ph, d);
 }
 
-// Memory answered a remote request: it goes back to the requester as a response packet.
-tlm::tlm_sync_enum UalinkPort::response_from_memory(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
-                                                    sc_core::sc_time& d) {
+tlm::tlm_sync_enum UalinkPort::response_from_memory(tlm::tlm_generic_payload& gp,
+                                                    tlm::tlm_phase& ph, sc_core::sc_time& d) {
+  if (ph == tlm::END_REQ) return npa_mmu_lane_.end_request(gp);
+  if (ph != tlm::BEGIN_RESP) phase_error(name(), ph);
+  npa_mmu_lane_.begin_response(gp);
+  answer_remote(gp, d);
+  return tlm::TLM_COMPLETED;
+}
+
+void UalinkPort::answer_remote(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
   Access& a = access_of(gp);
   if (a.posted) {  // a posted store gets no response
     gp.release();
-    return tlm::TLM_ACCEPTED;
+    return;
   }
   a.kind = PacketKind::Response;
   a.route_to = a.src;
-  return queue_arrival(tx_queue_, gp, d);
+  tx_queue_.push(sim_now() + from_sc(d), &gp, order_key(gp));
+}
+
+// Commands get no answer; a mailbox that answers anyway ends the transaction here.
+tlm::tlm_sync_enum UalinkPort::from_mailbox_bw(int, tlm::tlm_generic_payload& gp,
+                                               tlm::tlm_phase& ph, sc_core::sc_time&) {
+  if (ph == tlm::END_REQ) return mailbox_lane_.end_request(gp);
+  if (ph != tlm::BEGIN_RESP) phase_error(name(), ph);
+  mailbox_lane_.begin_response(gp);
+  gp.release();
+  return tlm::TLM_COMPLETED;
 }
 
 void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {
@@ -105,21 +130,19 @@ void UalinkPort::receive(std::uint32_t, tlm::tlm_generic_payload& gp, Time head)
     return;
   }
   switch (a.kind) {
-    case PacketKind::Request: {
-      tlm::tlm_phase ph = tlm::BEGIN_REQ;
-      to_npa_mmu->nb_transport_fw(gp, ph, delay);
+    case PacketKind::Request:  // a posted store's transaction ends when the NPA MMU takes it
+      npa_mmu_lane_.send(to_npa_mmu.operator->(), gp, delay);
       break;
-    }
-    case PacketKind::Response: {
-      tlm::tlm_phase ph = tlm::BEGIN_RESP;
-      from_gpuvm->nb_transport_bw(gp, ph, delay);
+    case PacketKind::Response:
+      if (a.posted) {  // the error a down GPU sent for a posted store: nobody waits for it
+        gp.release();
+        break;
+      }
+      to_gpuvm_.respond(from_gpuvm.operator->(), gp, delay);
       break;
-    }
-    case PacketKind::Control: {
-      tlm::tlm_phase ph = tlm::BEGIN_REQ;
-      to_mailbox[0]->nb_transport_fw(gp, ph, delay);
+    case PacketKind::Control:  // its transaction ends when the mailbox takes it
+      mailbox_lane_.send(to_mailbox[0], gp, delay);
       break;
-    }
   }
 }
 

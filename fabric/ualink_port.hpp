@@ -17,6 +17,7 @@
 #include "fabric/fabric_config.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
+#include "sim/kernel/base_protocol.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
@@ -24,13 +25,13 @@ namespace podsim {
 class UalinkPort final : public sc_core::sc_module, public HasStats, public LinkEnd {
  public:
   // GPU side
-  tlm_utils::simple_target_socket<UalinkPort, 32, PodProtocol> from_gpuvm{"from_gpuvm"};
-  tlm_utils::simple_initiator_socket<UalinkPort, 32, PodProtocol> to_npa_mmu{"to_npa_mmu"};
+  tlm_utils::simple_target_socket<UalinkPort> from_gpuvm{"from_gpuvm"};
+  tlm_utils::simple_initiator_socket<UalinkPort> to_npa_mmu{"to_npa_mmu"};
   // The mailbox is attached to plane 0's port only.
-  tlm_utils::multi_passthrough_target_socket<UalinkPort, 32, PodProtocol, 1,
+  tlm_utils::multi_passthrough_target_socket<UalinkPort, 32, tlm::tlm_base_protocol_types, 1,
                                              sc_core::SC_ZERO_OR_MORE_BOUND>
       from_mailbox{"from_mailbox"};
-  tlm_utils::multi_passthrough_initiator_socket<UalinkPort, 32, PodProtocol, 1,
+  tlm_utils::multi_passthrough_initiator_socket<UalinkPort, 32, tlm::tlm_base_protocol_types, 1,
                                                 sc_core::SC_ZERO_OR_MORE_BOUND>
       to_mailbox{"to_mailbox"};
   UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, const LinkConfig& link,
@@ -56,6 +57,10 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
                                       sc_core::sc_time& d);
   tlm::tlm_sync_enum response_from_memory(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                           sc_core::sc_time& d);
+  tlm::tlm_sync_enum from_mailbox_bw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                     sc_core::sc_time& d);
+  // Memory's answer to a remote request leaves as a response packet (posted stores: none).
+  void answer_remote(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d);
   // LinkEnd
   void receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head) override;
   void credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl, Time at) override;
@@ -70,6 +75,9 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   StatGroup stats_;
   Egress egress_;
   TimedQueue<tlm::tlm_generic_payload*> tx_queue_;
+  ResponseLane to_gpuvm_;     // from_gpuvm's response side
+  RequestLane npa_mmu_lane_;  // to_npa_mmu's request side
+  RequestLane mailbox_lane_;  // to_mailbox's request side (commands: posted)
 
   Counter rx_packets_{stats_, "rx_packets", "count", "packets received"};
   Counter rx_tl_bytes_{stats_, "rx_tl_bytes", "bytes", "transaction-layer bytes received"};

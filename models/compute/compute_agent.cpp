@@ -4,7 +4,6 @@
 
 #include "sim/core/time_series.hpp"
 #include "sim/core/timeline.hpp"
-#include "sim/kernel/queue_arrival.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -33,7 +32,10 @@ ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cf
       cfg_(cfg),
       issue_timer_(events, queue_name(*this, "issue"), [this] { issue_more(); }),
       completions_(events, queue_name(*this, "completions"),
-                   [this](tlm::tlm_generic_payload* gp) { complete(gp); }) {
+                   [this](tlm::tlm_generic_payload* gp) { complete(gp); }),
+      requests_([this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
+        completions_.push(sim_now() + from_sc(d), &gp, order_key(gp));
+      }) {
   to_gpuvm.register_nb_transport_bw(this, &ComputeAgent::bw);
 }
 
@@ -207,26 +209,28 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
   send(gp, issue_latency_);
 }
 
+// A posted store is complete when GpuVm takes it: the lane drops our reference then.
 void ComputeAgent::send(tlm::tlm_generic_payload& gp, Time delay) {
-  tlm::tlm_phase ph = tlm::BEGIN_REQ;
-  sc_core::sc_time d = to_sc(delay);
-  to_gpuvm->nb_transport_fw(gp, ph, d);
+  requests_.send(to_gpuvm.operator->(), gp, to_sc(delay));
 }
 
-tlm::tlm_sync_enum ComputeAgent::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+tlm::tlm_sync_enum ComputeAgent::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                     sc_core::sc_time& d) {
-  return queue_arrival(completions_, gp, d);
+  if (ph == tlm::END_REQ) return requests_.end_request(gp);
+  if (ph != tlm::BEGIN_RESP) phase_error(name(), ph);
+  requests_.begin_response(gp);
+  if (access_of(gp).posted) {  // answered by a target that answers every request
+    gp.release();
+    return tlm::TLM_COMPLETED;
+  }
+  completions_.push(sim_now() + from_sc(d), &gp, order_key(gp));
+  return tlm::TLM_COMPLETED;
 }
 
 void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
   const Time now = sim_now();
   if (a.tag != epoch_) {  // from a phase a device reset abandoned
-    gp->release();
-    return;
-  }
-  if (a.posted) {  // a posted store that faulted before it left this GPU
-    if (a.status == AccessStatus::Fault) faults_.inc();
     gp->release();
     return;
   }

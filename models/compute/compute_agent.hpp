@@ -16,6 +16,7 @@
 #include "sim/core/rng.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
+#include "sim/kernel/base_protocol.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
@@ -32,7 +33,7 @@ struct AccessRegion {
 
 class ComputeAgent final : public sc_core::sc_module, public HasStats {
  public:
-  tlm_utils::simple_initiator_socket<ComputeAgent, 32, PodProtocol> to_gpuvm{"to_gpuvm"};
+  tlm_utils::simple_initiator_socket<ComputeAgent> to_gpuvm{"to_gpuvm"};
 
   ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cfg, AccelId self,
                PacketPool& pool, Dispatcher& events, Rng rng);
@@ -125,8 +126,10 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Counter atomics_{stats_, "remote_atomics", "count", "completed remote atomics"};
   Distribution local_latency_{stats_, "local_latency", "ns",
                               "issue-to-completion latency of local VRAM accesses", kPsPerNs};
-  Counter faults_{stats_, "faults", "count",
-                  "accesses to unmapped or invalidated pages (GPUVM fault, never sent)"};
+  Counter faults_{
+      stats_, "faults", "count",
+      "accesses to unmapped or invalidated pages (GPUVM fault, never sent; posted stores "
+      "count in gpuvm.faults only)"};
   Counter remote_faults_{stats_, "remote_faults", "count",
                          "accesses the exporter refused (no valid NPA mapping), not served"};
   Counter unreachable_{stats_, "unreachable", "count",
@@ -159,6 +162,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   sc_core::sc_event done_ev_;
   Timer issue_timer_;
   TimedQueue<tlm::tlm_generic_payload*> completions_;
+  RequestLane requests_;  // to_gpuvm's request side
   void note_access(const Access& a, Time now);
   Distribution& latency_via(std::size_t switches);
 };

@@ -3,8 +3,6 @@
 #include <bit>
 #include <string>
 
-#include "sim/kernel/queue_arrival.hpp"
-
 namespace podsim {
 
 GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
@@ -16,25 +14,51 @@ GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
       interleave_shift_(static_cast<unsigned>(std::countr_zero(plane_interleave.count()))),
       mmu_(cfg, Rng::for_component(seed, std::string(this->name()))),
       arrivals_(events, queue_name(*this, "arrivals"),
-                [this](tlm::tlm_generic_payload* gp) { translate(gp); }) {
+                [this](tlm::tlm_generic_payload* gp) { translate(gp); }),
+      to_vram_lane_(
+          [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); }) {
+  for (std::uint32_t p = 0; p < planes_; ++p)
+    to_port_lanes_.emplace_back(
+        [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); });
   from_agent.register_nb_transport_fw(this, &GpuVm::fw);
   to_vram.register_nb_transport_bw(this, &GpuVm::bw);
   to_ports.register_nb_transport_bw(this, &GpuVm::bw_port);
 }
 
-tlm::tlm_sync_enum GpuVm::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
-  return queue_arrival(arrivals_, gp, d);
+tlm::tlm_sync_enum GpuVm::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                             sc_core::sc_time& d) {
+  if (ph == tlm::BEGIN_REQ) [[likely]]
+    return accept_request(arrivals_, gp, ph, d);
+  if (ph == tlm::END_RESP) return to_agent_.end_response(gp);
+  phase_error(name(), ph);
 }
 
-// Responses pass straight back to the agent.
+// Answers from VRAM and the ports pass straight back to the agent.
 tlm::tlm_sync_enum GpuVm::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                              sc_core::sc_time& d) {
-  return from_agent->nb_transport_bw(gp, ph, d);
+  if (ph == tlm::END_REQ) return to_vram_lane_.end_request(gp);
+  if (ph != tlm::BEGIN_RESP) phase_error(name(), ph);
+  to_vram_lane_.begin_response(gp);
+  answer(gp, d);
+  return tlm::TLM_COMPLETED;
 }
 
-tlm::tlm_sync_enum GpuVm::bw_port(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+tlm::tlm_sync_enum GpuVm::bw_port(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                   sc_core::sc_time& d) {
-  return from_agent->nb_transport_bw(gp, ph, d);
+  RequestLane& lane = to_port_lanes_[static_cast<std::size_t>(id)];
+  if (ph == tlm::END_REQ) return lane.end_request(gp);
+  if (ph != tlm::BEGIN_RESP) phase_error(name(), ph);
+  lane.begin_response(gp);
+  answer(gp, d);
+  return tlm::TLM_COMPLETED;
+}
+
+void GpuVm::answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
+  if (access_of(gp).posted) {  // the agent expects nothing: our reference goes
+    gp.release();
+    return;
+  }
+  to_agent_.respond(from_agent.operator->(), gp, d);
 }
 
 std::uint32_t GpuVm::plane_of(std::uint64_t npa) const {
@@ -67,19 +91,17 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
     if (fault_log_.size() < cfg_.fault_log) fault_log_.push_back({now, a.vmid, a.vaddr, write});
     a.status = AccessStatus::Fault;
     gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    tlm::tlm_phase ph = tlm::BEGIN_RESP;
-    from_agent->nb_transport_bw(*gp, ph, d);
+    answer(*gp, d);  // a posted store's fault is counted here only
     return;
   }
 
   const std::uint64_t offset = a.vaddr & (kPageSize - 1);
-  tlm::tlm_phase ph = tlm::BEGIN_REQ;
   if (t.pte->target == PteTarget::Vram) {
     local_.inc();
     a.pa = (t.pte->frame << kPageShift) | offset;
     a.dst = self_;
     gp->set_address(a.pa);
-    to_vram->nb_transport_fw(*gp, ph, d);
+    to_vram_lane_.send(to_vram.operator->(), *gp, d);
   } else {
     remote_.inc();
     a.npa = (t.pte->frame << kPageShift) | offset;
@@ -87,7 +109,7 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
     a.route_to = a.dst;
     a.plane = plane_of(a.npa);
     gp->set_address(a.npa);
-    to_ports[static_cast<int>(a.plane)]->nb_transport_fw(*gp, ph, d);
+    to_port_lanes_[a.plane].send(to_ports[static_cast<int>(a.plane)], *gp, d);
   }
 }
 

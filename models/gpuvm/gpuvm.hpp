@@ -17,6 +17,7 @@
 #include "models/npa_mmu/npa_layout.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
+#include "sim/kernel/base_protocol.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
@@ -30,10 +31,10 @@ struct FaultRecord {
 
 class GpuVm final : public sc_core::sc_module, public HasStats {
  public:
-  tlm_utils::simple_target_socket<GpuVm, 32, PodProtocol> from_agent{"from_agent"};
-  tlm_utils::simple_initiator_socket<GpuVm, 32, PodProtocol> to_vram{"to_vram"};
+  tlm_utils::simple_target_socket<GpuVm> from_agent{"from_agent"};
+  tlm_utils::simple_initiator_socket<GpuVm> to_vram{"to_vram"};
   // One per switch plane, bound in plane order; remote accesses spread by address hash.
-  tlm_utils::multi_passthrough_initiator_socket<GpuVm, 32, PodProtocol> to_ports{"to_ports"};
+  tlm_utils::multi_passthrough_initiator_socket<GpuVm> to_ports{"to_ports"};
 
   GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self, std::uint32_t planes,
         Bytes plane_interleave, Dispatcher& events, std::uint64_t seed);
@@ -68,6 +69,8 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   tlm::tlm_sync_enum bw_port(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                              sc_core::sc_time& d);
   void translate(tlm::tlm_generic_payload* gp);
+  // An answer from VRAM or a port (or a fault here) goes back to the agent.
+  void answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d);
 
   GpuVmConfig cfg_;
   AccelId self_;
@@ -77,6 +80,9 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   std::vector<std::unique_ptr<PageTable>> tables_;  // by VMID (null: none yet)
   std::vector<FaultRecord> fault_log_;
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;
+  ResponseLane to_agent_;                   // from_agent's response side
+  RequestLane to_vram_lane_;                // to_vram's request side
+  std::vector<RequestLane> to_port_lanes_;  // to_ports' request sides, by plane
 
   StatGroup stats_;
   Counter translations_{stats_, "translations", "count", "accesses translated"};

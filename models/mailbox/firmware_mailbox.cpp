@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sim/kernel/queue_arrival.hpp"
-
 namespace podsim {
 
 namespace {
@@ -24,9 +22,10 @@ FirmwareMailbox::FirmwareMailbox(sc_core::sc_module_name name, const MailboxConf
       rx_(kMaxAccels),
       arrivals_(events, queue_name(*this, "arrivals"),
                 [this](tlm::tlm_generic_payload* gp) { arrive(gp); }),
-      firmware_(events, queue_name(*this, "firmware"),
-                [](std::function<void()>& work) { work(); }) {
+      firmware_(events, queue_name(*this, "firmware"), [](std::function<void()>& work) { work(); }),
+      to_port_lane_([](tlm::tlm_generic_payload& gp, const sc_core::sc_time&) { gp.release(); }) {
   from_port.register_nb_transport_fw(this, &FirmwareMailbox::fw);
+  to_port.register_nb_transport_bw(this, &FirmwareMailbox::bw);
 }
 
 FirmwareMailbox::RingState& FirmwareMailbox::ring_state(PeerRings& v, AccelId peer, unsigned ring) {
@@ -77,14 +76,23 @@ void FirmwareMailbox::emit(AccelId dst, Packet kind, unsigned ring, std::uint32_
   }
   gp.set_command(tlm::TLM_WRITE_COMMAND);
   gp.set_data_length(a.size);
-  tlm::tlm_phase ph = tlm::BEGIN_REQ;
-  sc_core::sc_time d = to_sc(delay);
-  to_port->nb_transport_fw(gp, ph, d);
+  to_port_lane_.send(to_port.operator->(), gp, to_sc(delay));
 }
 
-tlm::tlm_sync_enum FirmwareMailbox::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+tlm::tlm_sync_enum FirmwareMailbox::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                        sc_core::sc_time& d) {
-  return queue_arrival(arrivals_, gp, d);
+  if (ph != tlm::BEGIN_REQ) phase_error(name(), ph);
+  return accept_request(arrivals_, gp, ph, d);
+}
+
+// Commands get no answer; a port that answers anyway ends the transaction here.
+tlm::tlm_sync_enum FirmwareMailbox::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                                       sc_core::sc_time&) {
+  if (ph == tlm::END_REQ) return to_port_lane_.end_request(gp);
+  if (ph != tlm::BEGIN_RESP) phase_error(name(), ph);
+  to_port_lane_.begin_response(gp);
+  gp.release();
+  return tlm::TLM_COMPLETED;
 }
 
 void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {

@@ -23,6 +23,7 @@
 #include "sim/core/digest.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
+#include "sim/kernel/base_protocol.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
@@ -41,8 +42,8 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
  public:
   static constexpr unsigned kRings = 2;  // 0: interrupts, 1: TLB shootdowns
 
-  tlm_utils::simple_initiator_socket<FirmwareMailbox, 32, PodProtocol> to_port{"to_port"};
-  tlm_utils::simple_target_socket<FirmwareMailbox, 32, PodProtocol> from_port{"from_port"};
+  tlm_utils::simple_initiator_socket<FirmwareMailbox> to_port{"to_port"};
+  tlm_utils::simple_target_socket<FirmwareMailbox> from_port{"from_port"};
 
   using InterruptHandler = std::function<void(AccelId from, const FwCommand& cmd)>;
   using WritebackHandler =
@@ -86,6 +87,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
     std::vector<bool> filled;      // receiver: slot written since last taken
   };
   tlm::tlm_sync_enum fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   void arrive(tlm::tlm_generic_payload* gp);
   void emit(AccelId dst, Packet kind, unsigned ring, std::uint32_t seq, const FwCommand* cmd,
             std::uint32_t status, Time delay);
@@ -105,6 +107,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   Time firmware_free_;
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;
   TimedQueue<std::function<void()>> firmware_;
+  RequestLane to_port_lane_;  // to_port's request side (commands are posted writes)
 
   StatGroup stats_;
   Counter sent_{stats_, "commands_sent", "count", "commands written into remote rings"};

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "sim/kernel/queue_arrival.hpp"
-
 #include <algorithm>
 
 #include <string>
@@ -19,7 +17,9 @@ NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMod
       invariants_(invariants),
       mmu_(cfg, Rng::for_component(seed, std::string(this->name()))),
       arrivals_(events, queue_name(*this, "arrivals"),
-                [this](tlm::tlm_generic_payload* gp) { translate(gp); }) {
+                [this](tlm::tlm_generic_payload* gp) { translate(gp); }),
+      to_vram_lane_(
+          [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); }) {
   from_ports.register_nb_transport_fw(this, &NpaMmu::fw);
   to_vram.register_nb_transport_bw(this, &NpaMmu::bw);
 }
@@ -31,14 +31,34 @@ std::uint64_t NpaMmu::key_of(std::uint64_t npa, AccelId requester) const {
   return page;
 }
 
-tlm::tlm_sync_enum NpaMmu::fw(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+void NpaMmu::end_of_elaboration() {
+  to_ports_.resize(from_ports.size());
+}
+
+tlm::tlm_sync_enum NpaMmu::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                               sc_core::sc_time& d) {
-  return queue_arrival(arrivals_, gp, d);
+  if (ph == tlm::BEGIN_REQ) [[likely]]
+    return accept_request(arrivals_, gp, ph, d);
+  if (ph == tlm::END_RESP) return to_ports_[static_cast<std::size_t>(id)].end_response(gp);
+  phase_error(name(), ph);
 }
 
 tlm::tlm_sync_enum NpaMmu::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                               sc_core::sc_time& d) {
-  return from_ports[static_cast<int>(access_of(gp).plane)]->nb_transport_bw(gp, ph, d);
+  if (ph == tlm::END_REQ) return to_vram_lane_.end_request(gp);
+  if (ph != tlm::BEGIN_RESP) phase_error(name(), ph);
+  to_vram_lane_.begin_response(gp);
+  answer(gp, d);
+  return tlm::TLM_COMPLETED;
+}
+
+void NpaMmu::answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
+  const auto plane = static_cast<int>(access_of(gp).plane);
+  if (access_of(gp).posted) {  // a posted store: nobody waits for it, our reference goes
+    gp.release();
+    return;
+  }
+  to_ports_[static_cast<std::size_t>(plane)].respond(from_ports[plane], gp, d);
 }
 
 void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
@@ -58,8 +78,7 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
     (pte.valid() ? retries_ : faults_).inc();
     a.status = pte.valid() ? AccessStatus::Retry : AccessStatus::RemoteFault;
     gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    tlm::tlm_phase ph = tlm::BEGIN_RESP;
-    from_ports[static_cast<int>(a.plane)]->nb_transport_bw(*gp, ph, d);
+    answer(*gp, d);
     return;
   }
   if (invariants_ && !released_.empty()) {
@@ -71,8 +90,7 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
   }
   a.pa = (pte.frame << kPageShift) | (a.npa & (kPageSize - 1));
   gp->set_address(a.pa);
-  tlm::tlm_phase ph = tlm::BEGIN_REQ;
-  to_vram->nb_transport_fw(*gp, ph, d);
+  to_vram_lane_.send(to_vram.operator->(), *gp, d);
 }
 
 void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,

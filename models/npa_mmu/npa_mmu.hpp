@@ -20,6 +20,7 @@
 #include "sim/core/invariants.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
+#include "sim/kernel/base_protocol.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
@@ -27,8 +28,8 @@ namespace podsim {
 class NpaMmu final : public sc_core::sc_module, public HasStats {
  public:
   // One per switch plane, bound in plane order: a response returns through its request's.
-  tlm_utils::multi_passthrough_target_socket<NpaMmu, 32, PodProtocol> from_ports{"from_ports"};
-  tlm_utils::simple_initiator_socket<NpaMmu, 32, PodProtocol> to_vram{"to_vram"};
+  tlm_utils::multi_passthrough_target_socket<NpaMmu> from_ports{"from_ports"};
+  tlm_utils::simple_initiator_socket<NpaMmu> to_vram{"to_vram"};
 
   NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMode mode, AccelId self,
          InvariantLog* invariants, Dispatcher& events, std::uint64_t seed = 1);
@@ -60,6 +61,9 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
                         sc_core::sc_time& d);
   tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   void translate(tlm::tlm_generic_payload* gp);
+  // An answer (from VRAM, or a refusal here) goes back through the request's port.
+  void answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d);
+  void end_of_elaboration() override;
 
   NpaMmuConfig cfg_;
   NpaAddrMode mode_;
@@ -69,6 +73,8 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   PageTable table_;
   std::unordered_map<std::uint64_t, std::vector<bool>> released_;  // by tag, by importer
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;
+  std::vector<ResponseLane> to_ports_;  // from_ports' response sides, by plane
+  RequestLane to_vram_lane_;            // to_vram's request side
 
   StatGroup stats_;
   Counter translations_{stats_, "translations", "count", "incoming NPA accesses translated"};

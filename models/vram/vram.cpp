@@ -4,8 +4,6 @@
 #include <cstring>
 #include <string>
 
-#include "sim/kernel/queue_arrival.hpp"
-
 namespace podsim {
 
 Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& events,
@@ -51,9 +49,16 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
   in.register_nb_transport_fw(this, &Vram::fw);
 }
 
-tlm::tlm_sync_enum Vram::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase&,
+void Vram::end_of_elaboration() {
+  responses_.resize(in.size());
+}
+
+tlm::tlm_sync_enum Vram::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                             sc_core::sc_time& d) {
-  return queue_arrival(arrivals_, gp, d, Arrival{&gp, id});
+  if (ph == tlm::BEGIN_REQ) [[likely]]
+    return accept_request(arrivals_, gp, ph, d, Arrival{&gp, id});
+  if (ph == tlm::END_RESP) return responses_[static_cast<std::size_t>(id)].end_response(gp);
+  phase_error(name(), ph);
 }
 
 Time Vram::occupy(std::uint64_t pa, std::uint64_t bytes, Time earliest) {
@@ -115,10 +120,13 @@ void Vram::serve(const Arrival& arr) {
       break;
     }
   }
+  if (unanswered(a)) {  // a posted store: done, and nobody waits for it
+    gp.release();
+    return;
+  }
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
-  tlm::tlm_phase ph = tlm::BEGIN_RESP;
-  sc_core::sc_time d = to_sc(done + access_latency_ - now);
-  in[arr.socket]->nb_transport_bw(gp, ph, d);
+  responses_[static_cast<std::size_t>(arr.socket)].respond(in[arr.socket], gp,
+                                                           to_sc(done + access_latency_ - now));
 }
 
 // ---- allocation and clear-on-free -----------------------------------------------------------

@@ -23,6 +23,7 @@
 #include "models/vram/vram_config.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
+#include "sim/kernel/base_protocol.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
 namespace podsim {
@@ -30,7 +31,7 @@ namespace podsim {
 class Vram final : public sc_core::sc_module, public HasStats {
  public:
   // Bind any number of initiators; each gets its responses on its own backward path.
-  tlm_utils::multi_passthrough_target_socket<Vram, 32, PodProtocol> in{"in"};
+  tlm_utils::multi_passthrough_target_socket<Vram> in{"in"};
 
   using Pages = std::optional<std::vector<std::uint64_t>>;
   using AllocDone = std::function<void(Pages)>;
@@ -80,6 +81,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
     Time since;
     AllocDone done;
   };
+  void end_of_elaboration() override;
   tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                         sc_core::sc_time& d);
   void serve(const Arrival& a);
@@ -119,6 +121,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   VramPageAllocator alloc_;
   VramDataStore data_;
   TimedQueue<Arrival> arrivals_;
+  std::vector<ResponseLane> responses_;  // in's response sides, by binding
   struct Cleared {
     std::uint64_t page, epoch;
   };

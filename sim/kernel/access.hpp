@@ -16,15 +16,6 @@
 
 namespace podsim {
 
-// podsim's own protocol traits: generic payloads, but not the base protocol's phase rules.
-// Inside a GPU a request goes forward with BEGIN_REQ and its answer comes back on the
-// backward path with BEGIN_RESP; targets always accept. On a fabric link every packet goes
-// forward with BEGIN_REQ (its head reaching the far end after the annotated delay).
-struct PodProtocol {
-  using tlm_payload_type = tlm::tlm_generic_payload;
-  using tlm_phase_type = tlm::tlm_phase;
-};
-
 enum class AccessOp : std::uint8_t { Read, Write, Atomic };  // atomic: fetch-and-add
 enum class PacketKind : std::uint8_t { Request, Response, Control };
 enum class AccessStatus : std::uint8_t {

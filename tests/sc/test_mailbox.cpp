@@ -17,8 +17,8 @@ constexpr Time kWire = Time::ns(300);  // one way, any packet
 
 // Carries what mailbox `from` sends to the other mailbox, kWire later.
 struct Wire : sc_core::sc_module {
-  tlm_utils::simple_target_socket<Wire, 32, PodProtocol> in[2];
-  tlm_utils::simple_initiator_socket<Wire, 32, PodProtocol> out[2];
+  tlm_utils::simple_target_socket<Wire> in[2];
+  tlm_utils::simple_initiator_socket<Wire> out[2];
   Wire(sc_core::sc_module_name n) : sc_module(n) {
     in[0].register_nb_transport_fw(this, &Wire::from0);
     in[1].register_nb_transport_fw(this, &Wire::from1);

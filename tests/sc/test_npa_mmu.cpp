@@ -13,7 +13,7 @@ using namespace podsim;
 namespace {
 // Sends accesses into the NPA MMU as the port would, and collects the answers.
 struct Requester : sc_core::sc_module {
-  tlm_utils::simple_initiator_socket<Requester, 32, PodProtocol> out{"out"};
+  tlm_utils::simple_initiator_socket<Requester> out{"out"};
   PacketPool pool;
   std::map<std::uint64_t, AccessStatus> answers;  // by access id
   std::uint64_t next_id = 0;
@@ -36,7 +36,7 @@ struct Requester : sc_core::sc_module {
   tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time&) {
     answers[access_of(gp).id] = access_of(gp).status;
     gp.release();
-    return tlm::TLM_ACCEPTED;
+    return tlm::TLM_COMPLETED;
   }
 };
 }  // namespace

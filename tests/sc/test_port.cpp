@@ -25,8 +25,8 @@ constexpr AccelId kSelf = 3;
 // GpuVm's side (sends requests, takes responses) and the NPA MMU's (takes requests from the
 // fabric, answers after `answer_after`).
 struct Gpu : sc_core::sc_module {
-  tlm_utils::simple_initiator_socket<Gpu, 32, PodProtocol> to_port{"to_port"};
-  tlm_utils::simple_target_socket<Gpu, 32, PodProtocol> from_port{"from_port"};
+  tlm_utils::simple_initiator_socket<Gpu> to_port{"to_port"};
+  tlm_utils::simple_target_socket<Gpu> from_port{"from_port"};
   struct Seen {
     std::uint64_t id;
     Time at;
@@ -45,15 +45,18 @@ struct Gpu : sc_core::sc_module {
   }
   tlm::tlm_sync_enum response(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
     responses.push_back({access_of(gp).id, sim_now() + from_sc(d), access_of(gp).kind});
-    return tlm::TLM_ACCEPTED;
+    return tlm::TLM_COMPLETED;
   }
-  tlm::tlm_sync_enum request(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
+  tlm::tlm_sync_enum request(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                             sc_core::sc_time& d) {
+    if (ph == tlm::END_RESP) return tlm::TLM_COMPLETED;
     requests.push_back({access_of(gp).id, sim_now() + from_sc(d), access_of(gp).kind});
-    // Memory answers on the backward path (the port turns it into a response packet).
-    tlm::tlm_phase ph = tlm::BEGIN_RESP;
-    sc_core::sc_time answer = d + to_sc(answer_after);
-    from_port->nb_transport_bw(gp, ph, answer);
-    return tlm::TLM_ACCEPTED;
+    // Memory answers on the return path, `answer_after` later (the port turns it into a
+    // response packet).
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    ph = tlm::BEGIN_RESP;
+    d += to_sc(answer_after);
+    return tlm::TLM_UPDATED;
   }
 };
 

@@ -18,7 +18,7 @@ using podsim::test::PacketMaker;
 namespace {
 
 struct Requester : sc_core::sc_module {
-  tlm_utils::simple_initiator_socket<Requester, 32, PodProtocol> out{"out"};
+  tlm_utils::simple_initiator_socket<Requester> out{"out"};
   struct Answer {
     Time at;
     std::array<unsigned char, 64> data;
@@ -54,7 +54,7 @@ struct Requester : sc_core::sc_module {
     std::memcpy(a.data.data(), gp.get_data_ptr(), 64);
     answers[access_of(gp).id] = a;
     gp.release();
-    return tlm::TLM_ACCEPTED;
+    return tlm::TLM_COMPLETED;
   }
   std::uint64_t lane(std::uint64_t id) const {
     std::uint64_t x;

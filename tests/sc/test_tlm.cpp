@@ -1,0 +1,381 @@
+// Inside a GPU, podsim's modules speak the TLM-2.0 base protocol: the NPA MMU, VRAM and GpuVm
+// run behind a base-protocol checker on every socket; a standard TLM target (a b_transport
+// memory behind the simple socket's adapter) stands in for VRAM; an initiator that takes its
+// time to end responses is served one response at a time. And the checker itself reports
+// the breaches it exists to catch.
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <map>
+
+#include "models/gpuvm/gpuvm.hpp"
+#include "models/npa_mmu/npa_mmu.hpp"
+#include "models/vram/vram.hpp"
+#include "sim/kernel/base_protocol.hpp"
+#include "tests/support/fabric_probe.hpp"
+#include "tests/support/tlm_checker.hpp"
+
+using namespace podsim;
+using podsim::test::BaseProtocolChecker;
+
+namespace {
+
+constexpr AccelId kSelf = 7;
+
+// An initiator as a port (or the compute agent) is one: sends requests at chosen times through
+// a request lane, takes answers. With `end_resp_after` set it answers BEGIN_RESP with
+// TLM_ACCEPTED and sends END_RESP that much later, as a slow initiator may.
+struct Requester : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<Requester> out{"out"};
+  test::PacketMaker packets;
+  struct Answer {
+    Time at;
+    AccessStatus status;
+    std::uint64_t first_lane;  // the first 8 data bytes
+  };
+  std::map<std::uint64_t, Answer> answers;              // by access id
+  std::vector<std::pair<Time, Time>> response_windows;  // BEGIN_RESP .. END_RESP
+  Time end_resp_after;
+  RequestLane lane{[this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
+    take(gp, sim_now() + from_sc(d));
+  }};
+  TimedQueue<tlm::tlm_generic_payload*> sends, end_resps;
+
+  Requester(sc_core::sc_module_name n, Dispatcher& events)
+      : sc_module(n),
+        sends(events, queue_name(*this, "sends"),
+              [this](auto* gp) { lane.send(out.operator->(), *gp, sc_core::SC_ZERO_TIME); }),
+        end_resps(events, queue_name(*this, "end_resps"), [this](auto* gp) {
+          tlm::tlm_phase ph = tlm::END_RESP;
+          sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+          response_windows.back().second = sim_now();
+          REQUIRE(out->nb_transport_fw(*gp, ph, d) == tlm::TLM_COMPLETED);
+          gp->release();
+        }) {
+    out.register_nb_transport_bw(this, &Requester::bw);
+  }
+  // An access of `op` to `addr` (an NPA for the NPA MMU, a virtual address for GpuVm), sent
+  // at `t`; stores carry `value` in every 8-byte lane.
+  std::uint64_t send(Time t, AccessOp op, std::uint64_t addr, bool posted = false,
+                     std::uint64_t value = 0) {
+    auto& gp = packets.make(PacketKind::Request, op, 64, kSelf);
+    Access& a = access_of(gp);
+    a.src = 3;
+    a.npa = a.vaddr = addr;
+    a.posted = posted;
+    gp.set_address(addr);
+    gp.set_command(op == AccessOp::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+    gp.set_data_length(64);
+    for (std::uint32_t off = 0; off < 64; off += 8)
+      std::memcpy(gp.get_data_ptr() + off, &value, 8);
+    sends.push(t, &gp, a.id);
+    return a.id;
+  }
+  void take(tlm::tlm_generic_payload& gp, Time at) {
+    std::uint64_t first;
+    std::memcpy(&first, gp.get_data_ptr(), 8);
+    answers[access_of(gp).id] = {at, access_of(gp).status, first};
+  }
+  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d) {
+    if (ph == tlm::END_REQ) return lane.end_request(gp);
+    REQUIRE(ph == tlm::BEGIN_RESP);
+    lane.begin_response(gp);
+    REQUIRE_FALSE(access_of(gp).posted);  // podsim answers no posted store
+    const Time at = sim_now() + from_sc(d);
+    take(gp, at);
+    if (end_resp_after > Time{}) {
+      response_windows.push_back({at, Time{}});
+      end_resps.push(at + end_resp_after, &gp, access_of(gp).id);
+      return tlm::TLM_ACCEPTED;
+    }
+    gp.release();
+    return tlm::TLM_COMPLETED;
+  }
+};
+
+// A standard TLM target: a plain memory with b_transport only. The simple target socket's
+// adapter turns the base protocol's non-blocking calls into blocking ones (TLM_ACCEPTED to
+// BEGIN_REQ, BEGIN_RESP when b_transport returns), so it takes one request at a time.
+struct PlainMemory : sc_core::sc_module {
+  tlm_utils::simple_target_socket<PlainMemory> in{"in"};
+  std::map<std::uint64_t, unsigned char> bytes;
+  std::uint64_t calls = 0;
+  explicit PlainMemory(sc_core::sc_module_name n) : sc_module(n) {
+    in.register_b_transport(this, &PlainMemory::b_transport);
+  }
+  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d) {
+    ++calls;
+    unsigned char* p = gp.get_data_ptr();
+    for (unsigned i = 0; i < gp.get_data_length(); ++i) {
+      if (gp.is_read())
+        p[i] = bytes[gp.get_address() + i];
+      else
+        bytes[gp.get_address() + i] = p[i];
+    }
+    d += sc_core::sc_time(20, sc_core::SC_NS);
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  }
+};
+
+std::uint64_t npa_of(std::uint64_t window_page, std::uint64_t offset = 0) {
+  return (static_cast<std::uint64_t>(kSelf) << 41) | (window_page << 12) | offset;
+}
+
+void require_clean(const BaseProtocolChecker& c) {
+  INFO(c.name());
+  for (const auto& v : c.violations())
+    UNSCOPED_INFO(v);
+  CHECK(c.violations().empty());
+  CHECK(c.open() == 0);
+  CHECK(c.begun() == c.completed());
+}
+
+}  // namespace
+
+TEST_CASE(
+    "NPA MMU and VRAM behind the base-protocol checker: loads, stores, posted stores, "
+    "atomics, refusals",
+    "[sc][tlm]") {
+  Dispatcher events("events");
+  VramConfig vcfg;
+  Vram vram("vram", vcfg, events, 1);
+  NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, kSelf, nullptr, events);
+  Requester port("port", events);
+  BaseProtocolChecker to_mmu("check_port_mmu"), to_vram("check_mmu_vram");
+  port.out.bind(to_mmu.in);
+  to_mmu.out.bind(mmu.from_ports);
+  mmu.to_vram.bind(to_vram.in);
+  to_vram.out.bind(vram.in);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+
+  mmu.map_page(512, 40, 0xA);
+  mmu.map_page(513, 41, 0xA);
+  mmu.map_page(514, 42, 0xA);
+  mmu.set_retry(514, true);
+  // A burst at one time (requests back to back on one socket), then more later.
+  std::vector<std::uint64_t> answered;
+  for (std::uint64_t i = 0; i < 8; ++i)
+    answered.push_back(port.send(Time::ns(10), AccessOp::Read, npa_of(512, i * 64)));
+  const auto posted = port.send(Time::ns(10), AccessOp::Write, npa_of(513), true, 0x1111);
+  const auto store = port.send(Time::ns(10), AccessOp::Write, npa_of(513, 64), false, 0x2222);
+  const auto unmapped = port.send(Time::ns(10), AccessOp::Read, npa_of(600));
+  const auto retried = port.send(Time::ns(10), AccessOp::Read, npa_of(514));
+  const auto read_posted = port.send(Time::us(1), AccessOp::Read, npa_of(513));
+  const auto atomic = port.send(Time::us(1), AccessOp::Atomic, npa_of(513, 64), false, 5);
+  const auto read_atomic = port.send(Time::us(2), AccessOp::Read, npa_of(513, 64));
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
+
+  require_clean(to_mmu);
+  require_clean(to_vram);
+  CHECK(to_mmu.begun() == 15);
+  CHECK(to_vram.begun() == 13);        // all but the refused two
+  REQUIRE(port.answers.size() == 14);  // all but the posted store
+  CHECK_FALSE(port.answers.count(posted));
+  for (auto id : answered)
+    CHECK(port.answers.at(id).status == AccessStatus::Ok);
+  CHECK(port.answers.at(store).status == AccessStatus::Ok);
+  CHECK(port.answers.at(unmapped).status == AccessStatus::RemoteFault);
+  CHECK(port.answers.at(retried).status == AccessStatus::Retry);
+  CHECK(port.answers.at(read_posted).first_lane == 0x1111);  // the posted store landed
+  CHECK(port.answers.at(atomic).first_lane == 0x2222);       // fetch: the old value
+  CHECK(port.answers.at(read_atomic).first_lane == 0x2227);  // and the sum stayed
+  CHECK(port.packets.pool.in_use() == 0);                    // every reference given back
+}
+
+TEST_CASE("A standard TLM target (b_transport memory) stands in for VRAM behind the checker",
+          "[sc][tlm]") {
+  Dispatcher events("events");
+  NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, kSelf, nullptr, events);
+  Requester port("port", events);
+  PlainMemory memory("memory");
+  BaseProtocolChecker to_mmu("check_port_mmu"), to_memory("check_mmu_memory");
+  port.out.bind(to_mmu.in);
+  to_mmu.out.bind(mmu.from_ports);
+  mmu.to_vram.bind(to_memory.in);
+  to_memory.out.bind(memory.in);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+
+  mmu.map_page(512, 40, 0xA);
+  std::vector<std::uint64_t> stores, loads;
+  for (std::uint64_t i = 0; i < 6; ++i)  // all at once: the memory takes one at a time
+    stores.push_back(
+        port.send(Time::ns(10), AccessOp::Write, npa_of(512, i * 64), i % 2 == 0, 100 + i));
+  for (std::uint64_t i = 0; i < 6; ++i)
+    loads.push_back(port.send(Time::us(1), AccessOp::Read, npa_of(512, i * 64)));
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
+
+  require_clean(to_mmu);
+  require_clean(to_memory);
+  CHECK(memory.calls == 12);
+  // The adapter answers BEGIN_REQ with TLM_ACCEPTED: each request waited for the one before.
+  CHECK(to_memory.accepted_requests() == 12);
+  for (std::uint64_t i = 0; i < 6; ++i) {
+    CHECK(port.answers.count(stores[i]) == (i % 2 == 0 ? 0u : 1u));  // posted: no answer
+    REQUIRE(port.answers.count(loads[i]) == 1);
+    CHECK(port.answers.at(loads[i]).first_lane == 100 + i);
+    CHECK(memory.bytes.at(40 * 4096 + i * 64) == 100 + i);  // at the translated address
+  }
+  // Served one after another, 20 ns each: the last store's answer 6 x 20 ns after the first.
+  CHECK(port.answers.at(stores[5]).at - port.answers.at(stores[1]).at == Time::ns(80));
+  CHECK(port.packets.pool.in_use() == 0);
+}
+
+TEST_CASE("An initiator slow to end responses gets them one at a time (response exclusion)",
+          "[sc][tlm]") {
+  Dispatcher events("events");
+  VramConfig vcfg;
+  Vram vram("vram", vcfg, events, 1);
+  NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, kSelf, nullptr, events);
+  Requester port("port", events);
+  port.end_resp_after = Time::ns(50);
+  BaseProtocolChecker to_mmu("check_port_mmu"), to_vram("check_mmu_vram");
+  port.out.bind(to_mmu.in);
+  to_mmu.out.bind(mmu.from_ports);
+  mmu.to_vram.bind(to_vram.in);
+  to_vram.out.bind(vram.in);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+
+  mmu.map_page(512, 40, 0xA);
+  for (std::uint64_t i = 0; i < 5; ++i)
+    port.send(Time::ns(10), AccessOp::Read, npa_of(512, i * 64));
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
+
+  require_clean(to_mmu);
+  require_clean(to_vram);
+  REQUIRE(port.response_windows.size() == 5);
+  for (std::size_t i = 1; i < 5; ++i) {
+    CHECK(port.response_windows[i].first >= port.response_windows[i - 1].second);
+    CHECK(port.response_windows[i].second - port.response_windows[i].first == Time::ns(50));
+  }
+  CHECK(port.packets.pool.in_use() == 0);
+}
+
+TEST_CASE("GpuVm behind the checker: local, remote, posted and faulting accesses", "[sc][tlm]") {
+  Dispatcher events("events");
+  VramConfig vcfg;
+  Vram vram("vram", vcfg, events, 1);
+  GpuVm gpuvm("gpuvm", GpuVmConfig{}, kSelf, 1, Bytes(4096), events, 1);
+  Requester agent("agent", events);
+  // Where remote accesses go: the NPA MMU and VRAM of another GPU, straight through.
+  NpaMmu far_mmu("far_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, 9, nullptr, events);
+  Vram far_vram("far_vram", vcfg, events, 2);
+  BaseProtocolChecker to_gpuvm("check_agent_gpuvm"), local("check_gpuvm_vram"),
+      remote("check_gpuvm_port"), far("check_far_mmu_vram");
+  agent.out.bind(to_gpuvm.in);
+  to_gpuvm.out.bind(gpuvm.from_agent);
+  gpuvm.to_vram.bind(local.in);
+  local.out.bind(vram.in);
+  gpuvm.to_ports.bind(remote.in);
+  remote.out.bind(far_mmu.from_ports);
+  far_mmu.to_vram.bind(far.in);
+  far.out.bind(far_vram.in);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+
+  constexpr std::uint16_t kVmid = 0;
+  Pte local_pte;
+  local_pte.target = PteTarget::Vram;
+  local_pte.writable = true;
+  local_pte.frame = 40;
+  gpuvm.map_page(kVmid, 0x100, local_pte);
+  Pte remote_pte;
+  remote_pte.target = PteTarget::Npa;
+  remote_pte.writable = true;
+  remote_pte.frame = (9ull << 29) | 512;  // gpu9's window page 512
+  gpuvm.map_page(kVmid, 0x200, remote_pte);
+  far_mmu.map_page(512, 70, 0xB);
+
+  const std::uint64_t lva = 0x100ull << 12, rva = 0x200ull << 12;
+  const auto l_store = agent.send(Time::ns(10), AccessOp::Write, lva, false, 0x11);
+  const auto r_posted = agent.send(Time::ns(10), AccessOp::Write, rva, true, 0x22);
+  const auto fault = agent.send(Time::ns(10), AccessOp::Read, 0x300ull << 12);
+  const auto posted_fault = agent.send(Time::ns(10), AccessOp::Write, 0x300ull << 12, true);
+  const auto l_load = agent.send(Time::us(1), AccessOp::Read, lva);
+  const auto r_load = agent.send(Time::us(1), AccessOp::Read, rva);
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
+
+  for (const auto* c : {&to_gpuvm, &local, &remote, &far})
+    require_clean(*c);
+  CHECK(to_gpuvm.begun() == 6);
+  CHECK(local.begun() == 2);
+  CHECK(remote.begun() == 2);
+  CHECK(far.begun() == 2);
+  REQUIRE(agent.answers.size() == 4);  // posted stores get none, faulting or not
+  CHECK_FALSE(agent.answers.count(r_posted));
+  CHECK_FALSE(agent.answers.count(posted_fault));
+  CHECK(agent.answers.at(l_store).status == AccessStatus::Ok);
+  CHECK(agent.answers.at(fault).status == AccessStatus::Fault);
+  CHECK(agent.answers.at(l_load).first_lane == 0x11);
+  CHECK(agent.answers.at(r_load).first_lane == 0x22);
+  CHECK(agent.packets.pool.in_use() == 0);
+}
+
+namespace {
+// Drives the checker by hand, breaking the rules on purpose.
+struct RawInitiator : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<RawInitiator> out{"out"};
+  explicit RawInitiator(sc_core::sc_module_name n) : sc_module(n) {
+    out.register_nb_transport_bw(this, &RawInitiator::bw);
+  }
+  tlm::tlm_sync_enum fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase ph) {
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    return out->nb_transport_fw(gp, ph, d);
+  }
+  // Takes every response and never ends it (TLM_ACCEPTED, no END_RESP follows).
+  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) {
+    return tlm::TLM_ACCEPTED;
+  }
+};
+struct RawTarget : sc_core::sc_module {
+  tlm_utils::simple_target_socket<RawTarget> in{"in"};
+  tlm::tlm_sync_enum answer = tlm::TLM_ACCEPTED;
+  explicit RawTarget(sc_core::sc_module_name n) : sc_module(n) {
+    in.register_nb_transport_fw(this, &RawTarget::fw);
+  }
+  tlm::tlm_sync_enum fw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) {
+    return answer;
+  }
+  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase ph) {
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    return in->nb_transport_bw(gp, ph, d);
+  }
+};
+
+bool saw(const BaseProtocolChecker& c, const std::string& what) {
+  for (const auto& v : c.violations())
+    if (v.find(what) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("The checker reports breaches of the base protocol", "[sc][tlm]") {
+  RawInitiator ini("ini");
+  RawTarget tgt("tgt");
+  BaseProtocolChecker c("checker");
+  ini.out.bind(c.in);
+  c.out.bind(tgt.in);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  test::PacketMaker packets;
+  auto& a = packets.make(PacketKind::Request, AccessOp::Read, 64);
+  auto& b = packets.make(PacketKind::Request, AccessOp::Read, 64);
+  auto& x = packets.make(PacketKind::Request, AccessOp::Read, 64);
+
+  ini.fw(a, tlm::BEGIN_REQ);  // accepted: a awaits END_REQ
+  CHECK(c.violations().empty());
+  ini.fw(b, tlm::BEGIN_REQ);
+  CHECK(saw(c, "request exclusion rule"));
+  tgt.bw(a, tlm::BEGIN_RESP);  // status still incomplete
+  CHECK(saw(c, "TLM_INCOMPLETE_RESPONSE at BEGIN_RESP"));
+  b.set_response_status(tlm::TLM_OK_RESPONSE);
+  tgt.bw(b, tlm::BEGIN_RESP);  // a's response still awaits END_RESP
+  CHECK(saw(c, "response exclusion rule"));
+  tgt.bw(x, tlm::END_REQ);
+  CHECK(saw(c, "END_REQ on the backward path for no open transaction"));
+  ini.fw(a, tlm::END_REQ);
+  CHECK(saw(c, "END_REQ sent on the forward path"));
+  x.set_response_status(tlm::TLM_OK_RESPONSE);
+  ini.fw(x, tlm::BEGIN_REQ);
+  CHECK(saw(c, "BEGIN_REQ with a response status other than TLM_INCOMPLETE_RESPONSE"));
+  CHECK(c.open() == 3);  // a, b and x: none ended
+}

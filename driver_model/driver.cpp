@@ -18,13 +18,6 @@ std::string_view conn_state_name(ConnState s) {
   return "?";
 }
 
-namespace {
-
-Errno errno_of(FailReason r) {
-  return r == FailReason::NoSpace ? Errno::NoSpc : Errno::Inval;
-}
-}  // namespace
-
 Driver::Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode mode, Rng rng,
                DriverEnv& env)
     : cfg_(cfg),
@@ -34,6 +27,7 @@ Driver::Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode
       mode_(mode),
       rng_(rng),
       env_(env),
+      exports_(kMaxAccels, mode),
       conns_(kMaxAccels) {
   for (std::size_t t = 1; t < kMsgTypes; ++t) {
     std::string n(msg_name(static_cast<MsgType>(t)));
@@ -298,7 +292,7 @@ UalinkHandle Driver::new_handle() {
   UalinkHandle h;
   do {
     h.lo = (rng_.next() & ~0x3FFull) | self_;
-  } while (h.lo == 0 || exports_.count(h.lo) || invalid_.count(h.lo));
+  } while (h.lo == 0 || exports_.taken(h.lo));
   h.hi = rng_.next();
   return h;
 }
@@ -326,33 +320,22 @@ Result<UalinkHandle> Driver::create_export(ProcessId p, GemHandle gem) {
     exports_repeated_.inc();
     r.value = *bo->ualink;
   } else {
-    auto node = std::make_shared<ExportNode>();
-    node->handle = new_handle();
-    node->bo = bo->id;
-    node->importers.assign(kMaxAccels, false);
-    node->gen.assign(kMaxAccels, 0);
-    node->pending.assign(kMaxAccels, false);
+    const ExportPtr node = exports_.insert(new_handle(), bo->id);
     bo->refs += 2;  // the node's reference, and the dma-buf the snapshot makes (never used)
-    bo->ualink = node->handle;
-    exports_.emplace(node->handle.lo, node);
+    bo->ualink = node->handle();
     exports_created_.inc();
-    r.value = node->handle;
+    r.value = node->handle();
   }
   return r;
 }
 
 std::size_t Driver::importer_count(const UalinkHandle& h) const {
-  auto it = exports_.find(h.lo);
-  if (it == exports_.end()) return 0;
-  std::size_t n = 0;
-  for (bool b : it->second->importers)
-    n += b;
-  return n;
+  const ExportNode* node = exports_.find_lo(h.lo);
+  return node ? node->importer_count() : 0;
 }
 
 ImportState Driver::import_state(const UalinkHandle& h) const {
-  auto it = imports_.find(h.lo);
-  return it == imports_.end() ? ImportState::Teardown : it->second->state;
+  return imports_.state(h.lo);
 }
 
 NpaRangeAllocator& Driver::window(AccelId importer) {
@@ -441,18 +424,17 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
     co_await fail(FailReason::Error);
     co_return;
   }
-  auto it = exports_.find(m.handle.lo);
-  if (it == exports_.end() || it->second->handle.hi != m.handle.hi) {
+  ExportPtr node = exports_.find(m.handle);
+  if (!node) {
     co_await fail(FailReason::InvalidHandle);
     co_return;
   }
-  ExportPtr node = it->second;
-  ++node->refs;
-  Bo& bo = bos_.at(node->bo);
-  const std::uint64_t tag = node->handle.lo;
+  exports_.hold(*node);
+  Bo& bo = bos_.at(node->bo());
+  const std::uint64_t tag = node->handle().lo;
   pin(bo);  // once per request
 
-  const RangeGrant g = allocate_range(*node, from, bo.pages);
+  const RangeGrant g = grant_range(*node, from, bo.pages);
   const std::uint64_t window_page = g.window_page;
   const bool fresh_range = g.fresh;
   const std::optional<FailReason> failure = g.failure;
@@ -466,12 +448,12 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
 
   Message rsp;
   rsp.type = MsgType::NpaRsp;
-  rsp.handle = node->handle;
-  rsp.size_pages = static_cast<std::uint32_t>(bos_.at(node->bo).pages);
+  rsp.handle = node->handle();
+  rsp.size_pages = static_cast<std::uint32_t>(bos_.at(node->bo()).pages);
   rsp.npa_page = static_cast<std::uint32_t>(window_page);
   const std::uint32_t gen = conns_.generation(from);
   const Errno sent = co_await send(from, rsp);
-  Bo& b = bos_.at(node->bo);
+  Bo& b = bos_.at(node->bo());
   if (sent != Errno::Ok) {
     // Undo everything and send no FAIL.
     unpin(b);
@@ -479,58 +461,29 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
       unmap_range(npa_key(from, window_page), b.pages);
       env_.npa_flush_tlb();
       free_range(from, window_page, b.pages, tag);
-      if (mode_ == NpaAddrMode::SourceIdentification)
-        node->ident_npa.erase(from);
-      else
-        node->shared_npa.reset();
+      exports_.undo_range(*node, from);
     }
-  } else if (!node->importers[from]) {
-    node->importers[from] = true;
-    node->gen[from] = gen;
+  } else {
+    exports_.add_importer(*node, from, gen);
   }
   put_export(node);
 }
 
-Driver::RangeGrant Driver::allocate_range(ExportNode& node, AccelId from, std::uint64_t pages) {
-  RangeGrant g;
-  if (mode_ == NpaAddrMode::SourceIdentification) {
-    if (node.ident_npa.count(from)) {
-      g.failure = FailReason::Duplicate;
-    } else if (auto got = window(from).allocate(pages)) {
-      g.window_page = *got;
-      g.fresh = true;
-      node.ident_npa[from] = g.window_page;
-    } else {
-      g.failure = FailReason::NoSpace;
-    }
-  } else if (node.shared_npa) {
-    g.window_page = *node.shared_npa;
-  } else if (auto got = window(from).allocate(pages)) {
-    g.window_page = *got;
-    g.fresh = true;
-    node.shared_npa = g.window_page;
-  } else {
-    g.failure = FailReason::NoSpace;
-  }
-  return g;
+RangeGrant Driver::grant_range(ExportNode& node, AccelId from, std::uint64_t pages) {
+  return exports_.grant_range(node, from, [&] { return window(from).allocate(pages); });
 }
 
 // ---- revoke --------------------------------------------------------------------------------
 
 void Driver::revoke(Bo& bo) {
-  auto it = exports_.find(bo.ualink->lo);
-  if (it == exports_.end()) return;
-  ExportPtr node = it->second;
-  exports_.erase(it);
-  invalid_[node->handle.lo] = node;
-  node->revoked = true;
-  node->revoke_started = env_.now();
+  ExportPtr node = exports_.revoke(bo.ualink->lo, env_.now());
+  if (!node) return;
   revokes_.inc();
   put_export(node);  // the export table's reference
 }
 
 void Driver::put_export(const ExportPtr& node) {
-  if (--node->refs > 0 || !node->revoked) return;
+  if (!exports_.put(*node)) return;
   cleanup_queue_.push_back(node);
   cleanup_ready_.wake_all();
 }
@@ -546,12 +499,9 @@ Task<void> Driver::cleanup_worker() {
 }
 
 Task<void> Driver::cleanup(ExportPtr node) {
-  node->cleaning = true;
-  const std::uint64_t tag = node->handle.lo;
-  const std::uint64_t bo_id = node->bo;
-  std::vector<AccelId> orig;
-  for (AccelId i = 0; i < kMaxAccels; ++i)
-    if (node->importers[i]) orig.push_back(i);
+  const std::vector<AccelId> orig = exports_.start_cleanup(*node);
+  const std::uint64_t tag = node->handle().lo;
+  const std::uint64_t bo_id = node->bo();
 
   auto release_bo = [&](bool leak_dmabuf) {
     Bo& bo = bos_.at(bo_id);
@@ -564,22 +514,18 @@ Task<void> Driver::cleanup(ExportPtr node) {
     // No importers: drop the buffer and free the node (B3: the dma-buf, and with it the
     // buffer, leak).
     release_bo(bug(Bug::B3));
-    invalid_.erase(tag);
-    revoke_time_.record(env_.now() - node->revoke_started);
-    env_.note_call("revoke", node->revoke_started, "{\"importers\": 0}");
+    exports_.remove(*node);
+    revoke_time_.record(env_.now() - node->revoke_started());
+    env_.note_call("revoke", node->revoke_started(), "{\"importers\": 0}");
     co_return;
   }
 
   const std::uint64_t pages = bos_.at(bo_id).pages;
-  auto ready = [&](AccelId i) { return conns_.established_at(i, node->gen[i]); };
+  auto ready = [&](AccelId i) { return conns_.established_at(i, node->generation(i)); };
   auto range_of = [&](AccelId i) -> std::optional<std::uint64_t> {
-    if (mode_ == NpaAddrMode::SourceIdentification) {
-      auto r = node->ident_npa.find(i);
-      if (r == node->ident_npa.end()) return std::nullopt;
-      return npa_key(i, r->second);
-    }
-    if (!node->shared_npa) return std::nullopt;
-    return npa_key(i, *node->shared_npa);
+    const std::optional<std::uint64_t> page = exports_.range_of(*node, i);
+    if (!page) return std::nullopt;
+    return npa_key(i, *page);
   };
 
   // 1. PTE.X = 1 for the ranges of importers still ready: their accesses now get retries.
@@ -600,7 +546,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
   // 2. A remote heavyweight shootdown to each; importers no longer ready are dropped.
   for (AccelId i : orig) {
     if (!ready(i)) {
-      node->importers[i] = false;
+      exports_.drop_stale(*node, i);
       continue;
     }
     co_await shootdown(i);
@@ -609,7 +555,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
   // 3. Unmap (no-retry invalid PTEs) and flush. B6: importers dropped as stale keep theirs.
   std::vector<std::uint64_t> unmapped;
   for (AccelId i : orig) {
-    if (bug(Bug::B6) && !node->importers[i]) continue;
+    if (bug(Bug::B6) && !node->importer(i)) continue;
     auto key = range_of(i);
     if (!key || std::find(unmapped.begin(), unmapped.end(), *key) != unmapped.end()) continue;
     unmapped.push_back(*key);
@@ -626,73 +572,60 @@ Task<void> Driver::cleanup(ExportPtr node) {
   // 5. Mark each ready importer pending, then send NPA_REVOKE (B4: marked while sending).
   std::vector<AccelId> notify;
   for (AccelId i : orig)
-    if (node->importers[i]) notify.push_back(i);
+    if (node->importer(i)) notify.push_back(i);
   if (!bug(Bug::B4))
     for (AccelId i : notify)
-      node->pending[i] = true;
+      exports_.expect_release(*node, i);
   for (AccelId i : notify) {
-    if (bug(Bug::B4)) node->pending[i] = true;
+    if (bug(Bug::B4)) exports_.expect_release(*node, i);
     Message rv;
     rv.type = MsgType::NpaRevoke;
-    rv.handle = node->handle;
-    if (co_await send(i, rv) != Errno::Ok) node->pending[i] = false;
+    rv.handle = node->handle();
+    if (co_await send(i, rv) != Errno::Ok) exports_.cancel_release(*node, i);
   }
 
   // 6. Wait for the releases (B4: even when nothing is pending).
   auto any_pending = [&] {
     for (AccelId i : orig)
-      if (node->pending[i]) return true;
+      if (node->pending(i)) return true;
     return false;
   };
   if (any_pending() || bug(Bug::B4)) {
     const Time deadline = env_.now() + cfg_.release_timeout;
     while (any_pending() && env_.now() < deadline)
-      co_await node->released.wait(env_, deadline - env_.now());
+      co_await node->released().wait(env_, deadline - env_.now());
     if (!any_pending() && bug(Bug::B4) && env_.now() < deadline)
       co_await sleep(deadline - env_.now());
   }
-  revoke_time_.record(env_.now() - node->revoke_started);
-  env_.note_call("revoke", node->revoke_started, fmt::format("{{\"importers\": {}}}", orig.size()));
+  revoke_time_.record(env_.now() - node->revoke_started());
+  env_.note_call("revoke", node->revoke_started(),
+                 fmt::format("{{\"importers\": {}}}", orig.size()));
 
   // 7. Free the NPA ranges of every importer in the snapshot.
-  if (mode_ == NpaAddrMode::SourceIdentification) {
-    for (AccelId i : orig) {
-      auto r = node->ident_npa.find(i);
-      if (r == node->ident_npa.end()) continue;
-      free_range(i, r->second, pages, tag);
-      node->ident_npa.erase(r);
-    }
-  } else if (node->shared_npa) {
-    free_range(self_, *node->shared_npa, pages, tag);
-    node->shared_npa.reset();
-  }
+  for (const NpaRange& r : exports_.take_ranges(*node, orig))
+    free_range(r.shared ? self_ : r.importer, r.window_page, pages, tag);
 
   // 8. Importers that never answered: reset the connection.
   for (AccelId i : orig) {
-    if (!node->pending[i]) continue;
+    if (!node->pending(i)) continue;
     releases_missing_.inc();
-    node->pending[i] = false;
+    exports_.cancel_release(*node, i);
     env_.note_released(tag, i);
-    co_await reset_connection(i, ConnState::NotReady, node->gen[i]);
+    co_await reset_connection(i, ConnState::NotReady, node->generation(i));
   }
   // 9. Free the node.
-  invalid_.erase(tag);
+  exports_.remove(*node);
 }
 
 void Driver::on_npa_release(AccelId from, const Message& m) {
-  auto it = invalid_.find(m.handle.lo);
-  if (it == invalid_.end() || it->second->handle.hi != m.handle.hi) {
+  const ExportPtr node = exports_.find_revoked(m.handle);
+  if (!node) {
     unsolicited_.inc();
     return;
   }
-  ExportNode& node = *it->second;
-  if (!node.pending[from]) releases_unexpected_.inc();
-  node.pending[from] = false;
-  env_.note_released(node.handle.lo, from);
-  bool any = false;
-  for (bool b : node.pending)
-    any = any || b;
-  if (!any) node.released.wake_all();
+  if (!exports_.release(*node, from)) releases_unexpected_.inc();
+  env_.note_released(node->handle().lo, from);
+  if (!node->any_pending()) node->released().wake_all();
 }
 
 // ---- import ----------------------------------------------------------------------------------
@@ -712,33 +645,23 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
     co_return failed(Errno::Inval);  // not authorized: the exporter is outside our vPod
   }
 
-  if (auto it = imports_.find(h.lo); it != imports_.end()) {
-    const ImportNode& node = *it->second;
-    if (!bug(Bug::B5) && node.handle.hi != h.hi) co_return failed(Errno::Inval);
-    switch (node.state) {
-      case ImportState::NotReady:
-      case ImportState::Pending: co_return failed(Errno::Again);
-      case ImportState::Teardown: co_return failed(Errno::Inval);
-      case ImportState::Ready: {
-        imports_repeated_.inc();
-        Fd fd = new_fd(p, node.bo);
-        import_repeat_time_.record(env_.now() - t0);
-        env_.note_call("import (repeated)", t0, fmt::format("{{\"exporter\": {}}}", h.exporter()));
-        co_return Result<Fd>{Errno::Ok, fd};
-      }
-    }
+  // A repeated import (B5: hi unchecked): EAGAIN, EINVAL, or a new fd on the node's buffer.
+  if (const auto cached = imports_.cached(h, !bug(Bug::B5))) {
+    if (cached->err != Errno::Ok) co_return failed(cached->err);
+    imports_repeated_.inc();
+    Fd fd = new_fd(p, cached->bo);
+    import_repeat_time_.record(env_.now() - t0);
+    env_.note_call("import (repeated)", t0, fmt::format("{{\"exporter\": {}}}", h.exporter()));
+    co_return Result<Fd>{Errno::Ok, fd};
   }
 
   // A new node: another thread importing the same handle meanwhile wins the insert.
   co_await sleep(cfg_.alloc_latency);
-  if (imports_.count(h.lo)) co_return failed(Errno::Busy);
-  auto node = std::make_shared<ImportNode>();
-  node->handle = h;
-  imports_[h.lo] = node;
+  const ImportPtr node = imports_.insert(h);
+  if (!node) co_return failed(Errno::Busy);
   imports_first_.inc();
   auto abandon = [&](Errno e) {
-    auto cur = imports_.find(h.lo);
-    if (cur != imports_.end() && cur->second == node) imports_.erase(cur);
+    imports_.abandon(node);
     return failed(e);
   };
 
@@ -750,23 +673,22 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
   req.handle = h;
   e = co_await send(r, req);
   if (e != Errno::Ok) co_return abandon(e);
-  if (node->state == ImportState::NotReady) {
-    const bool answered = co_await node->answered.wait(env_, cfg_.response_timeout);
-    if (!answered && node->state == ImportState::NotReady) {
+  if (node->state() == ImportState::NotReady) {
+    const bool answered = co_await node->answered().wait(env_, cfg_.response_timeout);
+    if (!answered && node->state() == ImportState::NotReady) {
       Result<Fd> res = abandon(Errno::TimedOut);
       co_await reset_connection(r, ConnState::NotReady, gen);
       co_return res;
     }
   }
-  if (node->state == ImportState::Teardown) co_return abandon(Errno::Inval);  // reset meanwhile
-  if (node->fail) co_return abandon(errno_of(*node->fail));
-  if (node->npa_page == 0 || node->size_pages == 0) co_return abandon(Errno::Inval);
-  if ((node->npa_page & kNpaWindowPageMask) == 0) co_return abandon(Errno::Inval);
+  // TEARDOWN (a reset meanwhile), NPA_FAIL, or an unusable NPA or size: the import fails.
+  if (const Errno answer = ImportTable::outcome(*node); answer != Errno::Ok)
+    co_return abandon(answer);
 
   // A buffer in the NPA domain over [npa, npa + size), no CPU access; a GEM handle for the
   // driver's internal client and a dma-buf, which the node keeps.
   co_await sleep(cfg_.alloc_latency);
-  if (node->state == ImportState::Teardown) co_return abandon(Errno::Inval);
+  if (node->state() == ImportState::Teardown) co_return abandon(Errno::Inval);
   const Fd fd = finish_import(p, *node);
   import_time_.record(env_.now() - t0);
   env_.note_call("import", t0, fmt::format("{{\"exporter\": {}}}", h.exporter()));
@@ -774,48 +696,26 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
 }
 
 Fd Driver::finish_import(ProcessId p, ImportNode& node) {
-  const std::uint64_t bo = new_bo(Domain::Npa, node.size_pages);
-  bos_[bo].npa_page = node.npa_page;
-  node.bo = bo;
+  const std::uint64_t bo = new_bo(Domain::Npa, node.size_pages());
+  bos_[bo].npa_page = node.npa_page();
+  imports_.ready(node, bo);
   ++bos_[bo].refs;  // the node's reference
-  node.state = ImportState::Ready;
   return new_fd(p, bo);
 }
 
 void Driver::on_npa_rsp(AccelId from, const Message& m) {
-  auto it = imports_.find(m.handle.lo);
-  if (it == imports_.end()) {
+  // Unsolicited: no node, or one not waiting (the snapshot overwrites its fields anyway, B5).
+  if (!imports_.respond(m.handle.lo, from, m.npa_page, m.size_pages, bug(Bug::B5)))
     unsolicited_.inc();
-    return;
-  }
-  ImportNode& node = *it->second;
-  if (node.state != ImportState::NotReady) {
-    unsolicited_.inc();  // the snapshot overwrites the fields anyway (B5)
-    if (!bug(Bug::B5)) return;
-  }
-  node.npa_page = m.npa_page | (static_cast<std::uint64_t>(from) << kNpaWindowPageBits);
-  node.size_pages = m.size_pages;
-  if (node.state == ImportState::NotReady) {
-    node.state = ImportState::Pending;
-    node.answered.wake_all();
-  }
 }
 
 void Driver::on_npa_fail(AccelId, const Message& m) {
-  auto it = imports_.find(m.handle.lo);
-  if (it == imports_.end() || it->second->state != ImportState::NotReady) {
-    unsolicited_.inc();
-    return;
-  }
-  ImportNode& node = *it->second;
-  node.fail = m.reason;
-  node.state = ImportState::Pending;
-  node.answered.wake_all();
+  if (!imports_.fail(m.handle.lo, m.reason)) unsolicited_.inc();
 }
 
 Task<void> Driver::invalidate_import(const ImportPtr& node) {
-  auto it = bos_.find(node->bo);
-  if (node->bo == 0 || it == bos_.end()) co_return;
+  auto it = bos_.find(node->bo());
+  if (node->bo() == 0 || it == bos_.end()) co_return;
   Bo& bo = it->second;
   // Evict to an empty placement: every VM mapping of it loses its PTEs.
   bo.evicted = true;
@@ -834,21 +734,17 @@ Task<void> Driver::invalidate_import(const ImportPtr& node) {
 }
 
 Task<void> Driver::on_npa_revoke(AccelId from, const Message& m) {
-  auto it = imports_.find(m.handle.lo);
-  // A mismatch is ignored with no reply: the exporter resets after its timeout.
-  if (it == imports_.end() || it->second->handle.hi != m.handle.hi ||
-      it->second->state != ImportState::Ready) {
+  // TEARDOWN and out. A mismatch is ignored with no reply: the exporter resets after its timeout.
+  const ImportPtr node = imports_.revoke(m.handle);
+  if (!node) {
     unsolicited_.inc();
     co_return;
   }
-  ImportPtr node = it->second;
-  node->state = ImportState::Teardown;
-  imports_.erase(it);
   co_await invalidate_import(node);
-  if (node->bo && bos_.count(node->bo)) unref(node->bo);  // user fds survive without backing
+  if (node->bo() && bos_.count(node->bo())) unref(node->bo());  // user fds survive without backing
   Message rel;
   rel.type = MsgType::NpaRelease;
-  rel.handle = node->handle;
+  rel.handle = node->handle();
   co_await send(from, rel);
 }
 
@@ -892,63 +788,27 @@ Task<void> Driver::reset_connection(AccelId peer, ConnState to, std::uint32_t ge
   connection_resets_.inc();
 
   // Imports from the peer: torn down, invalidated, dropped. No RELEASE.
-  std::vector<ImportPtr> gone;
-  for (auto it = imports_.begin(); it != imports_.end();) {
-    if (it->second->handle.exporter() == peer) {
-      it->second->state = ImportState::Teardown;
-      it->second->answered.wake_all();
-      gone.push_back(it->second);
-      it = imports_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  const std::vector<ImportPtr> gone = imports_.tear_down(peer);
   // Exports to the peer: bit cleared, unpinned; ranges unmapped and freed (alias: only when
   // no importer is left). No REVOKE, no shootdown.
-  std::vector<ExportPtr> nodes;
-  for (auto& [lo, n] : exports_)
-    nodes.push_back(n);
-  for (auto& [lo, n] : invalid_)
-    nodes.push_back(n);
-  for (const ExportPtr& n : nodes) {
-    if (!n->importers[peer]) continue;
-    n->importers[peer] = false;
-    n->pending[peer] = false;
-    env_.note_released(n->handle.lo, peer);
+  for (const ExportPtr& n : exports_.nodes()) {
+    const std::optional<ExportTable::Dropped> dropped = exports_.drop_importer(*n, peer);
+    if (!dropped) continue;
+    env_.note_released(n->handle().lo, peer);
     // Once cleanup has its snapshot, it unpins, unmaps and frees for every importer in it.
-    const bool mine = !n->cleaning;
-    auto bo = bos_.find(n->bo);
-    if (bo != bos_.end() && mine) unpin(bo->second);
+    auto bo = bos_.find(n->bo());
+    if (bo != bos_.end() && dropped->mine) unpin(bo->second);
     const std::uint64_t pages = bo != bos_.end() ? bo->second.pages : 0;
-    if (mode_ == NpaAddrMode::SourceIdentification) {
-      auto r = n->ident_npa.find(peer);
-      if (r != n->ident_npa.end() && mine) {
-        unmap_range(npa_key(peer, r->second), pages);
-        env_.npa_flush_tlb();
-        free_range(peer, r->second, pages, n->handle.lo);
-        n->ident_npa.erase(r);
-      }
-    } else if (n->shared_npa && mine) {
-      bool left = false;
-      for (bool b : n->importers)
-        left = left || b;
-      if (!left) {
-        unmap_range(npa_key(peer, *n->shared_npa), pages);
-        env_.npa_flush_tlb();
-        free_range(self_, *n->shared_npa, pages, n->handle.lo);
-        n->shared_npa.reset();
-      }
+    if (const std::optional<NpaRange>& r = dropped->range) {
+      unmap_range(npa_key(peer, r->window_page), pages);
+      env_.npa_flush_tlb();
+      free_range(r->shared ? self_ : peer, r->window_page, pages, n->handle().lo);
     }
-    if (n->cleaning) {
-      bool any = false;
-      for (bool b : n->pending)
-        any = any || b;
-      if (!any) n->released.wake_all();
-    }
+    if (n->cleaning() && !n->any_pending()) n->released().wake_all();
   }
   for (const ImportPtr& node : gone) {
     co_await invalidate_import(node);
-    if (node->bo && bos_.count(node->bo)) unref(node->bo);
+    if (node->bo() && bos_.count(node->bo())) unref(node->bo());
   }
 }
 
@@ -1043,35 +903,27 @@ Task<void> Driver::eviction_worker() {
     const double mean_ps = static_cast<double>(cfg_.migration.eviction_interval.as_ps());
     co_await sleep(Time::ps(static_cast<std::int64_t>(-std::log1p(-u) * mean_ps) + 1));
     // A page of an export that has importers, chosen at random.
-    std::vector<ExportPtr> candidates;
-    for (auto& [lo, n] : exports_) {
-      bool any = false;
-      for (bool b : n->importers)
-        any = any || b;
-      if (any) candidates.push_back(n);
-    }
+    const std::vector<ExportPtr> candidates = exports_.with_importers();  // by handle lo
     if (candidates.empty()) continue;
-    std::sort(candidates.begin(), candidates.end(),
-              [](const ExportPtr& a, const ExportPtr& b) { return a->handle.lo < b->handle.lo; });
     ExportPtr node = candidates[rng_.below(candidates.size())];
-    ++node->refs;
-    Bo& bo = bos_.at(node->bo);
+    exports_.hold(*node);
+    Bo& bo = bos_.at(node->bo());
     const std::uint64_t page = rng_.below(bo.pages);
     std::vector<std::uint64_t> bases;  // the first NPA page of each range mapping the buffer
-    if (node->shared_npa) bases.push_back(npa_key(self_, *node->shared_npa));
-    for (auto& [imp, wp] : node->ident_npa)
+    if (node->shared_npa()) bases.push_back(npa_key(self_, *node->shared_npa()));
+    for (const auto& [imp, wp] : node->ident_npa())
       bases.push_back(npa_key(imp, wp));
     for (std::uint64_t b : bases)
       env_.npa_set_retry(b + page, true);
     co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(bases.size()) +
                    env_.npa_flush_tlb());
     for (AccelId i = 0; i < kMaxAccels; ++i)
-      if (node->importers[i]) co_await shootdown(i);
+      if (node->importer(i)) co_await shootdown(i);
     co_await sleep(cfg_.migration.copy_latency);
     auto fresh = co_await env_.vram_alloc(1);
-    Bo& b = bos_.at(node->bo);
+    Bo& b = bos_.at(node->bo());
     std::uint64_t rewritten = 0;
-    if (fresh && !node->revoked) {
+    if (fresh && !node->revoked()) {
       env_.vram_free(std::span<const std::uint64_t>(&b.vram_pages[page], 1));
       b.vram_pages[page] = (*fresh)[0];
       // The page's new place breaks the fragment it was in: rewrite the PTEs of its aligned
@@ -1083,12 +935,12 @@ Task<void> Driver::eviction_worker() {
         for (std::uint64_t i = 0; i < count;) {
           const std::uint8_t f = best_fragment(base + first, i, count, frame);
           for (std::uint64_t k = 0; k < (1ull << f); ++k, ++i, ++rewritten)
-            env_.npa_map(base + first + i, frame(i), node->handle.lo, f);
+            env_.npa_map(base + first + i, frame(i), node->handle().lo, f);
         }
       evictions_.inc();
     } else {
       if (fresh) env_.vram_free(*fresh);
-      if (!node->revoked)
+      if (!node->revoked())
         for (std::uint64_t base : bases)
           env_.npa_set_retry(base + page, false);
     }
@@ -1107,7 +959,6 @@ void Driver::device_reset() {
   bos_.clear();
   processes_.clear();
   exports_.clear();
-  invalid_.clear();
   imports_.clear();
   conns_.clear();
   windows_.clear();
@@ -1119,7 +970,7 @@ void Driver::device_reset() {
 
 bool Driver::quiescent() const {
   const std::size_t workers = cfg_.exported_memory == ExportedMemory::Unpinned ? 3 : 2;
-  return irq_queue_.empty() && cleanup_queue_.empty() && invalid_.empty() &&
+  return irq_queue_.empty() && cleanup_queue_.empty() && exports_.revoking() == 0 &&
          runner_.running() <= workers && irq_ready_.size() == 1 && cleanup_ready_.size() == 1;
 }
 
@@ -1134,15 +985,14 @@ Holdings Driver::holdings() const {
   for (const auto& [owner, w] : windows_)
     h.npa_ranges += w.allocated_ranges();
   h.exports = exports_.size();
-  h.revoking = invalid_.size();
+  h.revoking = exports_.revoking();
   h.imports = imports_.size();
   for (const auto& [p, proc] : processes_) {
     h.handles += proc.gems.size();
     h.fds += proc.fds.size();
   }
   h.waiters += conns_.waiting();
-  for (const auto& [lo, n] : imports_)
-    h.waiters += n->answered.size();
+  h.waiters += imports_.waiting();
   // The IRQ and cleanup workers (and the eviction worker) always run; anything else is a
   // call or a message still in progress.
   const std::size_t workers = cfg_.exported_memory == ExportedMemory::Unpinned ? 3 : 2;
@@ -1185,16 +1035,15 @@ Result<Driver::NpaGrant> Driver::direct_grant(AccelId from, const UalinkHandle& 
     r.err = Errno::TimedOut;  // the request would be dropped and the importer time out
     return r;
   }
-  auto it = exports_.find(h.lo);
-  if (!vpod_.contains(from) || it == exports_.end() || it->second->handle.hi != h.hi) {
+  ExportPtr node = exports_.find(h);
+  if (!vpod_.contains(from) || !node) {
     r.err = Errno::Inval;  // NPA_FAIL
     return r;
   }
-  ExportPtr node = it->second;
-  ++node->refs;
-  Bo& bo = bos_.at(node->bo);
+  exports_.hold(*node);
+  Bo& bo = bos_.at(node->bo());
   pin(bo);
-  const RangeGrant g = allocate_range(*node, from, bo.pages);
+  const RangeGrant g = grant_range(*node, from, bo.pages);
   if (g.failure) {
     unpin(bo);
     put_export(node);
@@ -1202,13 +1051,10 @@ Result<Driver::NpaGrant> Driver::direct_grant(AccelId from, const UalinkHandle& 
     return r;
   }
   if (g.fresh) {
-    map_npa_pages(bo, npa_key(from, g.window_page), node->handle.lo);
+    map_npa_pages(bo, npa_key(from, g.window_page), node->handle().lo);
     env_.npa_flush_tlb();
   }
-  if (!node->importers[from]) {
-    node->importers[from] = true;
-    node->gen[from] = conns_.generation(from);
-  }
+  exports_.add_importer(*node, from, conns_.generation(from));
   r.value =
       NpaGrant{static_cast<std::uint32_t>(g.window_page), static_cast<std::uint32_t>(bo.pages)};
   put_export(node);
@@ -1219,14 +1065,11 @@ Result<Fd> Driver::direct_import(ProcessId p, const UalinkHandle& h, const NpaGr
   const AccelId r = h.exporter();
   if (!ualink_active_) return Result<Fd>{Errno::OpNotSupp, -1};
   if (r >= cfg_.accel_max || !vpod_.contains(r)) return Result<Fd>{Errno::Inval, -1};
-  if (imports_.count(h.lo)) return Result<Fd>{Errno::Busy, -1};  // only first imports here
-  if (g.npa_page == 0 || g.size_pages == 0 || (g.npa_page & kNpaWindowPageMask) == 0)
-    return Result<Fd>{Errno::Inval, -1};
-  auto node = std::make_shared<ImportNode>();
-  node->handle = h;
-  node->npa_page = g.npa_page | (static_cast<std::uint64_t>(r) << kNpaWindowPageBits);
-  node->size_pages = g.size_pages;
-  imports_[h.lo] = node;
+  if (imports_.contains(h.lo)) return Result<Fd>{Errno::Busy, -1};  // only first imports here
+  if (!ImportTable::usable(g.npa_page, g.size_pages)) return Result<Fd>{Errno::Inval, -1};
+  // As NPA_RSP leaves the node: the grant's NPA and size, PENDING.
+  const ImportPtr node = imports_.insert(h);
+  imports_.respond(h.lo, r, g.npa_page, g.size_pages, false);
   imports_first_.inc();
   return Result<Fd>{Errno::Ok, finish_import(p, *node)};
 }
@@ -1240,11 +1083,6 @@ void Driver::digest(Digest& d) const {
       keys.push_back(kv.first);
     std::sort(keys.begin(), keys.end());
     return keys;
-  };
-  auto bits = [&](const std::vector<bool>& v) {
-    for (std::size_t i = 0; i < v.size(); ++i)
-      if (v[i]) d.add(i);
-    d.add(UINT64_MAX);
   };
   d.add("buffers").add(next_bo_).add(rng_.state());
   for (std::uint64_t id : sorted_keys(bos_)) {
@@ -1269,29 +1107,8 @@ void Driver::digest(Digest& d) const {
       d.add(static_cast<std::uint64_t>(fd)).add(bo);
     d.add(UINT64_MAX);
   }
-  auto export_node = [&](const ExportNode& n) {
-    d.add(n.handle.lo).add(n.handle.hi).add(n.bo).add(n.refs).add(n.revoked).add(n.cleaning);
-    bits(n.importers);
-    for (std::size_t i = 0; i < n.importers.size(); ++i)
-      if (n.importers[i]) d.add(n.gen[i]);
-    bits(n.pending);
-    d.add(n.shared_npa ? *n.shared_npa + 1 : 0);
-    for (const auto& [imp, page] : n.ident_npa)
-      d.add(imp).add(page);
-    d.add(UINT64_MAX);
-  };
-  d.add("exports");
-  for (std::uint64_t lo : sorted_keys(exports_))
-    export_node(*exports_.at(lo));
-  d.add("revoking");
-  for (std::uint64_t lo : sorted_keys(invalid_))
-    export_node(*invalid_.at(lo));
-  d.add("imports");
-  for (std::uint64_t lo : sorted_keys(imports_)) {
-    const ImportNode& n = *imports_.at(lo);
-    d.add(n.handle.lo).add(n.handle.hi).add(static_cast<std::uint64_t>(n.state)).add(n.npa_page);
-    d.add(n.size_pages).add(n.bo).add(n.fail ? static_cast<std::uint64_t>(*n.fail) + 1 : 0);
-  }
+  exports_.digest(d);  // "exports", "revoking"
+  imports_.digest(d);  // "imports"
   d.add("connections");
   conns_.digest(d);
   d.add("windows");

@@ -9,6 +9,10 @@
 // exports; the unpinned design adds an eviction worker. They interleave only where they
 // block (co_await), and re-check state after blocking.
 //
+// The tables are their own classes, each keeping its state and rules: the export table
+// (export_table.hpp), the import table (import_table.hpp), the connections (connections.hpp).
+// The Driver runs the contexts, sends the messages and asks the tables.
+//
 // The user API returns GEM handles, 128-bit UALink handles and dma-buf file descriptors;
 // never an NPA.
 #pragma once
@@ -27,6 +31,8 @@
 #include "driver_model/driver_config.hpp"
 #include "driver_model/driver_env.hpp"
 #include "driver_model/errno.hpp"
+#include "driver_model/export_table.hpp"
+#include "driver_model/import_table.hpp"
 #include "driver_model/messages.hpp"
 #include "driver_model/npa_allocator.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
@@ -37,8 +43,6 @@
 namespace podsim::driver {
 
 enum class Domain : std::uint8_t { Vram, Gtt, Npa };
-
-enum class ImportState : std::uint8_t { NotReady, Pending, Ready, Teardown };
 
 using ProcessId = std::uint16_t;  // a process on this GPU; also its GPUVM VMID
 using GemHandle = std::uint32_t;
@@ -126,7 +130,7 @@ class Driver {
   std::uint32_t generation(AccelId peer) const { return conns_.generation(peer); }
   std::size_t exports() const { return exports_.size(); }
   std::size_t imports() const { return imports_.size(); }
-  std::size_t revoking() const { return invalid_.size(); }
+  std::size_t revoking() const { return exports_.revoking(); }
   std::uint32_t pin_count(ProcessId p, GemHandle gem) const;
   // The size of a buffer the process holds a GEM handle to (0 if none).
   Bytes gem_size(ProcessId p, GemHandle gem) const;
@@ -164,37 +168,14 @@ class Driver {
     std::vector<Mapping> mappings;
     bool evicted = false;  // NPA buffer whose access was revoked
   };
-  struct ExportNode {
-    UalinkHandle handle;
-    std::uint64_t bo = 0;
-    std::uint32_t refs = 1;          // the export table's, plus one per NPA_REQ in progress
-    std::vector<bool> importers;     // bit I: importer I was handed an NPA range
-    std::vector<std::uint32_t> gen;  // connection generation when I was added
-    std::optional<std::uint64_t> shared_npa;     // source-aliasing: one range (window page)
-    std::map<AccelId, std::uint64_t> ident_npa;  // source-identification: one per importer
-    std::vector<bool> pending;                   // revoke: NPA_RELEASE still expected
-    WaitQueue released;
-    Time revoke_started;
-    bool revoked = false;   // out of the export table, waiting for or in cleanup
-    bool cleaning = false;  // cleanup has taken its snapshot of the importers
-  };
-  struct ImportNode {
-    UalinkHandle handle;
-    ImportState state = ImportState::NotReady;
-    std::uint64_t npa_page = 0;  // full NPA page (exporter ID at bits 38:29)
-    std::uint32_t size_pages = 0;
-    std::optional<FailReason> fail;
-    std::uint64_t bo = 0;
-    WaitQueue answered;
-  };
   struct Process {
     std::map<GemHandle, std::uint64_t> gems;
     std::map<Fd, std::uint64_t> fds;
     GemHandle next_gem = 1;
     Fd next_fd = 3;
   };
-  using ExportPtr = std::shared_ptr<ExportNode>;
-  using ImportPtr = std::shared_ptr<ImportNode>;
+  using ExportPtr = ExportTable::Ptr;
+  using ImportPtr = ImportTable::Ptr;
 
   // time and blocking
   Sleep sleep(Time d) { return Sleep(env_, d); }
@@ -225,12 +206,7 @@ class Driver {
   Result<GemHandle> gem_of_fd(ProcessId p, Fd fd);
   Errno drop_fd(ProcessId p, Fd fd);
   Result<UalinkHandle> create_export(ProcessId p, GemHandle gem);
-  struct RangeGrant {
-    std::optional<FailReason> failure;
-    std::uint64_t window_page = 0;
-    bool fresh = false;  // a new range (to be mapped), not the shared one again
-  };
-  RangeGrant allocate_range(ExportNode& node, AccelId from, std::uint64_t pages);
+  RangeGrant grant_range(ExportNode& node, AccelId from, std::uint64_t pages);
   void map_npa_pages(const Bo& bo, std::uint64_t key_base, std::uint64_t tag);
   Fd finish_import(ProcessId p, ImportNode& node);
   // export side
@@ -270,9 +246,8 @@ class Driver {
 
   std::unordered_map<std::uint64_t, Bo> bos_;
   std::map<ProcessId, Process> processes_;
-  std::unordered_map<std::uint64_t, ExportPtr> exports_;  // exp_xa, by handle lo
-  std::unordered_map<std::uint64_t, ExportPtr> invalid_;  // handle_invalid_xa
-  std::unordered_map<std::uint64_t, ImportPtr> imports_;  // imp_xa, by handle lo
+  ExportTable exports_;  // exp_xa and handle_invalid_xa
+  ImportTable imports_;  // imp_xa
   Connections conns_;
   std::map<AccelId, NpaRangeAllocator> windows_;
   std::deque<std::pair<AccelId, Dwords>> irq_queue_;

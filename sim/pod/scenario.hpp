@@ -12,6 +12,7 @@
 #include "sim/node/gpu_node.hpp"
 #include "sim/pod/host_phases.hpp"
 #include "sim/pod/pod_config.hpp"
+#include "sim/pod/steps.hpp"
 
 namespace podsim {
 
@@ -35,7 +36,7 @@ class ScenarioRunner {
                  HostPhases* host = nullptr);
 
   // The steps of an all_to_all workload, in scenario form.
-  static std::vector<StepConfig> all_to_all_steps(const PodConfig& cfg);
+  static std::vector<Step> all_to_all_steps(const PodConfig& cfg);
 
   bool finished() const { return finished_groups_ == groups_.size(); }
   const sc_core::sc_event& finished_event() const { return finished_ev_; }
@@ -67,15 +68,17 @@ class ScenarioRunner {
   void run_group(Key key, std::vector<std::size_t> steps);
   // workload.setup = direct: carries out `steps`' setup (alloc, map, export, send_handle,
   // import, close_fd) on the drivers without simulating it; returns the steps left to run.
-  std::vector<StepConfig> direct_setup(const std::vector<StepConfig>& steps);
-  driver::Errno run_step(const StepConfig& s, ProcessState& ps, std::string& detail);
+  std::vector<Step> direct_setup(const std::vector<Step>& steps);
+  driver::Errno run_step(const Step& s, ProcessState& ps, std::string& detail);
+  struct StepRun;      // run_step's visitor: one call operator per op (scenario.cpp)
+  struct DirectSetup;  // direct_setup's: one per setup op
   void fail(const std::string& what);
 
   const PodConfig& cfg_;
   std::vector<GpuNode*> gpus_;
   const std::vector<std::vector<TraceEntry>>* replay_;
   HostPhases* host_;
-  std::vector<StepConfig> steps_;
+  std::vector<Step> steps_;
   std::map<Key, std::vector<std::size_t>> groups_;
   std::map<Key, ProcessState> states_;
   std::vector<std::map<std::string, driver::UalinkHandle>> handles_;  // per GPU

@@ -57,6 +57,9 @@ inline constexpr std::array<EnumName<AllocDomain>, 2> kAllocDomainNames{{
     {"gtt", AllocDomain::Gtt, "system memory (not exportable)"},
 }};
 
+// A step as the config file has it: every key any op takes, present or not. The reader, the
+// writer and the reference docs walk it; check() says which keys each op takes and needs. The
+// scenario engine runs its typed form (sim/pod/steps.hpp, made once the config is checked).
 struct StepConfig {
   std::optional<StepOp> op;
   std::optional<Time> at;

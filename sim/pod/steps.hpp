@@ -1,0 +1,127 @@
+// A scenario's steps, typed: one struct per op holding exactly what that op takes, in a
+// std::variant. What the scenario engine (sim/pod/scenario.cpp) runs.
+//
+// The config file's schema stays StepConfig (sim/pod/workload_config.hpp): one struct of
+// optional keys, because the strict reader, the config writer and the reference docs all walk
+// one flat list of keys (the resolved config must come out byte-identical, keys in the
+// schema's order), and StepConfig::check is where a key an op does not take, or a missing
+// one, is reported with its key path. Once a step has passed that check, to_step turns it
+// into its typed form, once; nothing after that reads the optionals again.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "driver_model/errno.hpp"
+#include "sim/core/units.hpp"
+#include "sim/pod/workload_config.hpp"
+
+namespace podsim {
+
+// What every step has, whatever its op.
+struct StepCommon {
+  std::optional<Time> at;  // start no earlier than this
+  std::uint32_t gpu = 0;   // reset_node: the GPU reset
+  std::uint32_t process = 1;
+  driver::Errno expect = driver::Errno::Ok;
+  std::uint32_t retries = 0;  // on EAGAIN or EBUSY
+  Time retry_interval = Time::us(10);
+};
+
+struct AllocStep {
+  static constexpr StepOp kOp = StepOp::Alloc;
+  Bytes size;
+  std::string name;
+  AllocDomain domain = AllocDomain::Vram;  // absent from the config: VRAM
+};
+struct ExportStep {
+  static constexpr StepOp kOp = StepOp::Export;
+  std::string buffer, name;
+};
+struct SendHandleStep {
+  static constexpr StepOp kOp = StepOp::SendHandle;
+  std::string handle;
+  std::uint32_t to = 0;
+  std::string as;  // its name at `to` (absent from the config: `handle`)
+};
+struct ImportStep {
+  static constexpr StepOp kOp = StepOp::Import;
+  std::string handle, name;
+};
+struct MapStep {
+  static constexpr StepOp kOp = StepOp::Map;
+  enum class From : std::uint8_t { Fd, Buffer };
+  From from = From::Buffer;  // an imported fd (PRIME import first) or a buffer of the process
+  std::string source;        // the fd's or the buffer's name
+  std::string name;
+};
+struct AccessStep {
+  static constexpr StepOp kOp = StepOp::Access;
+  std::vector<std::string> mappings;
+  // Overrides of workload.traffic (absent: the workload's value).
+  std::optional<std::uint64_t> accesses;
+  std::optional<Time> duration;
+  std::optional<std::uint32_t> outstanding;
+  std::optional<double> read_fraction;
+  std::optional<Bytes> access_size;
+};
+struct CloseFdStep {
+  static constexpr StepOp kOp = StepOp::CloseFd;
+  std::string fd;
+};
+struct CloseStep {
+  static constexpr StepOp kOp = StepOp::Close;
+  std::string buffer;
+};
+struct UnmapStep {
+  static constexpr StepOp kOp = StepOp::Unmap;
+  std::string mapping;
+};
+struct CpuMapStep {
+  static constexpr StepOp kOp = StepOp::CpuMap;
+  std::string buffer;
+};
+struct WaitStep {
+  static constexpr StepOp kOp = StepOp::Wait;
+  Time for_;
+};
+struct ExitStep {
+  static constexpr StepOp kOp = StepOp::Exit;
+};
+struct BarrierStep {
+  static constexpr StepOp kOp = StepOp::Barrier;
+  std::string name;
+};
+struct ResetNodeStep {  // a pod-level step: common.gpu is the GPU reset
+  static constexpr StepOp kOp = StepOp::ResetNode;
+  Time down_for;
+};
+
+using StepKind = std::variant<AllocStep, ExportStep, SendHandleStep, ImportStep, MapStep,
+                              AccessStep, CloseFdStep, CloseStep, UnmapStep, CpuMapStep, WaitStep,
+                              ExitStep, BarrierStep, ResetNodeStep>;
+static_assert(std::variant_size_v<StepKind> == kStepOpNames.size(), "one alternative per op");
+
+struct Step {
+  StepCommon common;
+  StepKind kind;
+
+  StepOp op() const {
+    return std::visit([](const auto& k) { return std::decay_t<decltype(k)>::kOp; }, kind);
+  }
+};
+
+// The step's op as the config names it ("alloc", "send_handle", ...).
+std::string_view op_name(StepOp op);
+
+// The typed form of a step that passed StepConfig::check (throws std::invalid_argument naming
+// the op and key if a required key is missing: a StepConfig built in code, never checked).
+Step to_step(const StepConfig& s);
+std::vector<Step> to_steps(const std::vector<StepConfig>& steps);
+
+}  // namespace podsim

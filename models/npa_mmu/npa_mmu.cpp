@@ -105,7 +105,7 @@ void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t 
 }
 
 void NpaMmu::set_retry(std::uint64_t key, bool retry) {
-  if (Pte* pte = table_.find(key)) pte->retry = retry;
+  table_.update(key, [retry](Pte& p) { p.retry = retry; });
 }
 
 void NpaMmu::unmap_page(std::uint64_t key) {

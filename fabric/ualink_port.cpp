@@ -8,10 +8,9 @@
 namespace podsim {
 
 UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, const LinkConfig& link,
-                       AccelId self, Dispatcher& events, std::uint64_t seed)
+                       Dispatcher& events, std::uint64_t seed)
     : sc_module(name),
       cfg_(cfg),
-      self_(self),
       egress_("tx", cfg, link, cfg.tx_latency(), Bytes(0), events, queue_name(*this, "tx.wake"),
               Rng::for_component(seed, std::string(this->name()) + ".tx")),
       tx_queue_(events, queue_name(*this, "tx_queue"),

@@ -35,7 +35,7 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
                                                 sc_core::SC_ZERO_OR_MORE_BOUND>
       to_mailbox{"to_mailbox"};
   UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, const LinkConfig& link,
-             AccelId self, Dispatcher& events, std::uint64_t seed);
+             Dispatcher& events, std::uint64_t seed);
 
   // The fabric side: end `side` of `link`.
   void connect(Link& link, Link::Side side);
@@ -68,7 +68,6 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   void return_credits(tlm::tlm_generic_payload& gp, Time at);
 
   PortConfig cfg_;
-  AccelId self_;
   Link* link_ = nullptr;
   Link::Side side_ = Link::A;
   bool down_ = false;

@@ -19,7 +19,7 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
       id_(id) {
   for (std::uint32_t p = 0; p < fabric.planes; ++p) {
     ports.push_back(std::make_unique<UalinkPort>(("port" + std::to_string(p)).c_str(), fabric.port,
-                                                 fabric.link, id, events, seed));
+                                                 fabric.link, events, seed));
     UalinkPort& port = *ports.back();
     gpuvm.to_ports.bind(port.from_gpuvm);
     port.to_npa_mmu.bind(npa_mmu.from_ports);

@@ -64,7 +64,7 @@ struct Bench {
   Dispatcher events{"events"};
   PortConfig cfg;
   LinkConfig link_cfg;
-  UalinkPort port{"port0", cfg, link_cfg, kSelf, events, 1};
+  UalinkPort port{"port0", cfg, link_cfg, events, 1};
   Link link{"link", link_cfg};
   Gpu gpu{"gpu"};
   ProbeEnd far;

@@ -140,9 +140,17 @@ std::vector<std::string> check(const std::string& root, const Rules& rules) {
   };
   std::map<std::string, std::vector<std::pair<const Include*, std::optional<std::string>>>>
       resolved;
+  // An include in <...> that names a file of the tree (the root is on the include path, so
+  // it compiles) is resolved from the root and checked like any other.
+  auto resolve_system = [&](const std::string& target) -> std::optional<std::string> {
+    if (fs::is_regular_file(base / target))
+      return fs::path(target).lexically_normal().generic_string();
+    return std::nullopt;
+  };
   for (const auto& [file, incs] : files)
     for (const Include& inc : incs)
-      resolved[file].push_back({&inc, inc.system ? std::nullopt : resolve(file, inc.target)});
+      resolved[file].push_back(
+          {&inc, inc.system ? resolve_system(inc.target) : resolve(file, inc.target)});
 
   // SystemC-ness: files that include SystemC, then, until nothing changes, files that include
   // one of those (a fixed point: cycles cannot hide anything).
@@ -174,11 +182,12 @@ std::vector<std::string> check(const std::string& root, const Rules& rules) {
     for (const auto& [inc, path] : incs) {
       const std::string where = file + ":" + std::to_string(inc->line) + ": includes " +
                                 (inc->system ? "<" + inc->target + ">" : inc->target) + ": ";
-      if (inc->system) {
+      if (inc->system && !path) {
         if (plain && systemc_header(inc->target))
           out.push_back(where + "a plain C++ file must not use SystemC");
         continue;
       }
+      if (inc->system) out.push_back(where + "a file of the tree is included in quotes, not <...>");
       if (!path) {
         out.push_back(where + "no such file in the tree (write includes from the root)");
         continue;
@@ -211,6 +220,70 @@ std::vector<std::string> check(const std::string& root, const Rules& rules) {
                       " uses SystemC)");
     }
   }
+  return out;
+}
+
+std::vector<std::string> check_libraries(const std::string& cmake_text, const Rules& rules,
+                                         const std::string& file_name) {
+  struct Lib {
+    std::string name;
+    std::optional<Place> place;  // the highest place of its sources
+    std::vector<std::string> deps;
+  };
+  std::vector<Lib> libs;
+  std::vector<std::string> out;
+  static const std::regex re(R"(podsim_library\(\s*([A-Za-z0-9_]+)([^)]*)\))");
+  for (auto it = std::sregex_iterator(cmake_text.begin(), cmake_text.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    Lib lib{(*it)[1].str(), std::nullopt, {}};
+    bool in_deps = false;
+    for (const std::string& w : split((*it)[2].str())) {
+      if (w == "SOURCES" || w == "DEPS") {
+        in_deps = w == "DEPS";
+        continue;
+      }
+      if (in_deps) {
+        lib.deps.push_back(w);
+        continue;
+      }
+      const auto p = place_of(rules, w);
+      if (!p) {
+        out.push_back(file_name + ": library " + lib.name + ": source " + w +
+                      " is in no layer (tests/layers.txt)");
+        continue;
+      }
+      if (lib.place && rules.layers[p->layer].components &&
+          rules.layers[lib.place->layer].components && p->layer == lib.place->layer &&
+          p->folder != lib.place->folder)
+        out.push_back(file_name + ": library " + lib.name + " mixes components " +
+                      lib.place->folder + " and " + p->folder);
+      if (!lib.place || p->layer > lib.place->layer) lib.place = p;
+    }
+    libs.push_back(std::move(lib));
+  }
+  auto find = [&](const std::string& name) -> const Lib* {
+    for (const Lib& l : libs)
+      if (l.name == name) return &l;
+    return nullptr;
+  };
+  for (const Lib& lib : libs) {
+    if (!lib.place) continue;
+    const auto& lf = rules.layers[lib.place->layer];
+    for (const std::string& d : lib.deps) {
+      const Lib* dep = find(d);
+      if (!dep || !dep->place) continue;  // not one of ours (fmt::fmt, podsim_systemc, ...)
+      const auto& lt = rules.layers[dep->place->layer];
+      const std::string where = file_name + ": library " + lib.name + " links " + d + ": ";
+      if (dep->place->layer > lib.place->layer)
+        out.push_back(where + "layer " + lf.name + " must not link layer " + lt.name +
+                      " (above it)");
+      else if (dep->place->layer == lib.place->layer && lf.components &&
+               dep->place->folder != lib.place->folder)
+        out.push_back(where + "component " + lib.place->folder + " must not link component " +
+                      dep->place->folder);
+    }
+  }
+  if (libs.empty()) out.push_back(file_name + ": no podsim_library(...) found");
   return out;
 }
 

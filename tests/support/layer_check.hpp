@@ -1,9 +1,11 @@
-// The layer check: every `#include "..."` of the source tree against the layers declared in
+// The layer check: every `#include` of the source tree against the layers declared in
 // tests/layers.txt (plain C++; tests/unit/test_layers.cpp runs it in CI).
 //
 // Every source file (.hpp .h .hh .cpp .cc .cxx .ipp .inl .tpp) under a layer's folders is read.
 // A quoted include is resolved next to the including file, then from the root; one that names
-// no file of the tree, or a file in no layer, is a violation. A file belongs to the layer whose
+// no file of the tree, or a file in no layer, is a violation. An include in <...> that names a
+// file of the tree (from the root) is checked the same way, and is itself a violation (tree
+// files are included in quotes). A file belongs to the layer whose
 // folder is the longest prefix of its path. It may include files of a lower layer, or of its
 // own layer; in the components' layer (declared with `components`), only of its own component
 // (the folder listed), or a header declared as an `interface`, and an interface itself may
@@ -36,5 +38,12 @@ Rules parse_rules(const std::string& text, const std::string& file_name);
 // Every violation under `root` (the source tree), one line each: "FILE:LINE: includes X:
 // why". Files are read from `root`/FOLDER for every layer's folders.
 std::vector<std::string> check(const std::string& root, const Rules& rules);
+
+// The libraries follow the layers too: every `podsim_library(NAME SOURCES ... DEPS ...)` of a
+// CMakeLists text sits where its highest source is; it may link podsim libraries of its own
+// layer or below, and in the components' layer only its own component's. A library mixing
+// components, or a source in no layer, is a violation too.
+std::vector<std::string> check_libraries(const std::string& cmake_text, const Rules& rules,
+                                         const std::string& file_name);
 
 }  // namespace podsim::layers

@@ -75,13 +75,14 @@ TEST_CASE("the layer check names each include that crosses a layer the wrong way
   write(root, "fabric/bad_missing.hpp", "#include \"fabric/nowhere.hpp\"\n");
   write(root, "models/mmu/pte_detail.hpp", "#include <cstdint>\n");
   write(root, "models/mmu/bad_iface.hpp", "#include \"models/mmu/pte_detail.hpp\"\n");
+  write(root, "fabric/bad_angle.hpp", "#include <models/vram/vram.hpp>\n#include <vector>\n");
 
   const auto v = layers::check(root.string(), layers::parse_rules(kRules, "rules"));
   std::string all;
   for (const auto& x : v)
     all += x + "\n";
   INFO(all);
-  CHECK(v.size() == 11);
+  CHECK(v.size() == 13);
   auto has = [&](const std::string& s) { return all.find(s) != std::string::npos; };
   CHECK(
       has("sim/core/bad_up.hpp:2: includes sim/kernel/queue.hpp: layer core must not include "
@@ -112,7 +113,54 @@ TEST_CASE("the layer check names each include that crosses a layer the wrong way
   CHECK(
       has("models/mmu/bad_iface.hpp:1: includes models/mmu/pte_detail.hpp: a declared "
           "interface may include only lower layers and other interfaces"));
+  CHECK(
+      has("fabric/bad_angle.hpp:1: includes <models/vram/vram.hpp>: component fabric must not "
+          "include component models"));
+  CHECK(
+      has("fabric/bad_angle.hpp:1: includes <models/vram/vram.hpp>: a file of the tree is "
+          "included in quotes"));
   fs::remove_all(root);
+}
+
+TEST_CASE("every library in CMakeLists.txt links only its own layer or below", "[layers]") {
+  const fs::path root = PODSIM_SOURCE_DIR;
+  const auto rules = layers::parse_rules(read(root / "tests/layers.txt"), "tests/layers.txt");
+  const auto v = layers::check_libraries(read(root / "CMakeLists.txt"), rules, "CMakeLists.txt");
+  std::string all;
+  for (const auto& x : v)
+    all += x + "\n";
+  INFO(all);
+  CHECK(v.empty());
+}
+
+TEST_CASE("the library check names each link that crosses a layer the wrong way", "[layers]") {
+  const auto rules = layers::parse_rules(kRules, "rules");
+  const char* cmake = R"(
+podsim_library(lib_core SOURCES sim/core/a.cpp DEPS fmt::fmt)
+podsim_library(lib_kernel SOURCES sim/kernel/q.cpp DEPS lib_core podsim_systemc)
+podsim_library(lib_models SOURCES models/vram/v.cpp
+               models/mmu/m.cpp DEPS lib_kernel)
+podsim_library(lib_fabric SOURCES fabric/x.cpp DEPS lib_kernel lib_models)
+podsim_library(lib_pod SOURCES sim/pod/pod.cpp DEPS lib_models lib_fabric)
+podsim_library(lib_bad_up SOURCES sim/core/b.cpp DEPS lib_pod)
+podsim_library(lib_mixed SOURCES fabric/y.cpp driver_model/d.cpp DEPS lib_core)
+podsim_library(lib_lost SOURCES elsewhere/z.cpp DEPS lib_core)
+)";
+  const auto v = layers::check_libraries(cmake, rules, "CMakeLists.txt");
+  std::string all;
+  for (const auto& x : v)
+    all += x + "\n";
+  INFO(all);
+  CHECK(v.size() == 4);
+  auto has = [&](const std::string& s) { return all.find(s) != std::string::npos; };
+  CHECK(
+      has("CMakeLists.txt: library lib_fabric links lib_models: component fabric must not "
+          "link component models"));
+  CHECK(
+      has("CMakeLists.txt: library lib_bad_up links lib_pod: layer core must not link layer "
+          "top (above it)"));
+  CHECK(has("CMakeLists.txt: library lib_mixed mixes components fabric and driver_model"));
+  CHECK(has("CMakeLists.txt: library lib_lost: source elsewhere/z.cpp is in no layer"));
 }
 
 TEST_CASE("a malformed layers file is an error naming the line", "[layers]") {

@@ -4,7 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <boost/json.hpp>
+#include <map>
 #include <regex>
+
+#include "sim/core/timeline.hpp"
 
 #include "tests/support/in_process_pod.hpp"
 #include "tests/support/run_podsim.hpp"
@@ -46,12 +50,27 @@ TEST_CASE("docs/architecture.md's hop table names the modules, queues, parts and
       ++keys;
     }
   }
-  // The rows follow a remote load through one switch, hop by hop, there and back.
-  const std::vector<std::string> through_one_switch{
-      "req.issue",   "req.gpuvm",    "req.port_tx",  "req.link", "req.switch",
-      "req.link",    "req.port_rx",  "req.npa_mmu",  "req.vram", "resp.port_tx",
-      "resp.switch", "resp.port_rx", "resp.complete"};
-  CHECK(path == through_one_switch);
+  // The rows follow a real remote load through one switch, hop by hop, there and back: the
+  // hops a sampled load of gpu0's from gpu1 went through, in order, from the run's timeline.
+  Timeline timeline(Timeline::Options{1, 100000});
+  pod.set_timeline(&timeline);
+  pod.run();
+  const auto trace = boost::json::parse(timeline.to_json(2)).as_object();
+  std::map<std::string, std::vector<std::string>> accesses;  // by id: its name, then its hops
+  for (const auto& e : trace.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (o.at("ph") != "b" || !o.contains("cat") || o.at("cat") != "access" || o.at("pid") != 0)
+      continue;
+    accesses[boost::json::serialize(o.at("id"))].push_back(std::string(o.at("name").as_string()));
+  }
+  std::vector<std::string> load;
+  for (const auto& [id, names] : accesses)
+    if (names.front().rfind("load", 0) == 0 && names.front().find("gpu1") != std::string::npos) {
+      load.assign(names.begin() + 1, names.end());
+      break;
+    }
+  REQUIRE_FALSE(load.empty());
+  CHECK(path == load);
   // The table is there and uses each kind of name.
   CHECK(modules >= 8);
   CHECK(queues_named >= 8);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/mailbox/firmware_mailbox.hpp"
+#include "tests/support/tlm_probe.hpp"
 
 using namespace podsim;
 
@@ -59,11 +60,17 @@ struct Bench {
   std::vector<Interrupt> interrupts;  // at b
   std::vector<Writeback> writebacks;  // at a
   int flushes = 0;                    // at b
+  // The base protocol on each of the mailboxes' sockets (commands are posted writes).
+  test::BaseProtocolChecker a_out{"a_out"}, b_out{"b_out"}, a_in{"a_in"}, b_in{"b_in"};
   Bench() {
-    a.to_port.bind(wire.in[0]);
-    b.to_port.bind(wire.in[1]);
-    wire.out[0].bind(a.from_port);
-    wire.out[1].bind(b.from_port);
+    a.to_port.bind(a_out.in);
+    a_out.out.bind(wire.in[0]);
+    b.to_port.bind(b_out.in);
+    b_out.out.bind(wire.in[1]);
+    wire.out[0].bind(a_in.in);
+    a_in.out.bind(a.from_port);
+    wire.out[1].bind(b_in.in);
+    b_in.out.bind(b.from_port);
     b.set_interrupt_handler([this](AccelId from, const FwCommand& c) {
       interrupts.push_back({sim_now(), from, c});
     });
@@ -77,6 +84,11 @@ struct Bench {
   TimedQueue<FwCommand> sends{events, "testbench.sends",
                               [this](FwCommand& c) { results.push_back(a.send(1, c)); }};
   std::vector<std::optional<std::uint32_t>> results;
+  ~Bench() {
+    for (const auto* c : {&a_out, &b_out, &a_in, &b_in})
+      test::check_clean(*c);
+    CHECK(a_out.begun() > 0);
+  }
 };
 
 FwCommand message(std::uint32_t x) {

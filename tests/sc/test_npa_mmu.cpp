@@ -1,43 +1,24 @@
 // The NPA MMU on its own: translation, retry and fault answers, and the invariant check that
 // an access served after its importer released is reported.
-#include <tlm_utils/simple_initiator_socket.h>
-
 #include <catch2/catch.hpp>
 #include <map>
 
 #include "models/npa_mmu/npa_mmu.hpp"
 #include "models/vram/vram.hpp"
+#include "tests/support/tlm_checker.hpp"
+#include "tests/support/tlm_probe.hpp"
 
 using namespace podsim;
 
 namespace {
-// Sends accesses into the NPA MMU as the port would, and collects the answers.
-struct Requester : sc_core::sc_module {
-  tlm_utils::simple_initiator_socket<Requester> out{"out"};
-  PacketPool pool;
-  std::map<std::uint64_t, AccessStatus> answers;  // by access id
-  std::uint64_t next_id = 0;
-  explicit Requester(sc_core::sc_module_name n) : sc_module(n) {
-    out.register_nb_transport_bw(this, &Requester::bw);
+// Accesses from importer `src` to `npa`, sent now, as a port would hand them over.
+struct Requester : test::TlmRequester {
+  using TlmRequester::TlmRequester;
+  std::uint64_t send(AccelId from, std::uint64_t npa) {
+    src = from;
+    return TlmRequester::send(sim_now(), AccessOp::Read, npa);
   }
-  std::uint64_t send(AccelId src, std::uint64_t npa) {
-    auto& gp = pool.acquire();
-    Access& a = access_of(gp);
-    a.id = next_id++;
-    a.src = src;
-    a.npa = npa;
-    a.size = 64;
-    a.op = AccessOp::Read;
-    tlm::tlm_phase ph = tlm::BEGIN_REQ;
-    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-    out->nb_transport_fw(gp, ph, d);
-    return a.id;
-  }
-  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time&) {
-    answers[access_of(gp).id] = access_of(gp).status;
-    gp.release();
-    return tlm::TLM_COMPLETED;
-  }
+  AccessStatus status(std::uint64_t id) const { return answers.at(id).status; }
 };
 }  // namespace
 
@@ -48,9 +29,12 @@ TEST_CASE("NPA MMU: served, retried, refused, served after release is reported",
   Dispatcher events("events");
   Vram vram("vram", vcfg, events, 1);
   NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, 7, &log, events);
-  Requester req("req");
-  req.out.bind(mmu.from_ports);
-  mmu.to_vram.bind(vram.in);
+  Requester req("req", events);
+  test::BaseProtocolChecker in("check_in"), out("check_out");
+  req.out.bind(in.in);
+  in.out.bind(mmu.from_ports);
+  mmu.to_vram.bind(out.in);
+  out.out.bind(vram.in);
 
   sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaboration done: the sockets are bound
   const std::uint64_t tag = 0xABCD'0007;
@@ -73,12 +57,12 @@ TEST_CASE("NPA MMU: served, retried, refused, served after release is reported",
   sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
 
   REQUIRE(req.answers.size() == 6);
-  CHECK(req.answers[served] == AccessStatus::Ok);
-  CHECK(req.answers[second_page] == AccessStatus::Ok);
-  CHECK(req.answers[unmapped] == AccessStatus::RemoteFault);
-  CHECK(req.answers[retried] == AccessStatus::Retry);
-  CHECK(req.answers[other] == AccessStatus::Ok);
-  CHECK(req.answers[stale] == AccessStatus::Ok);  // served, and reported
+  CHECK(req.status(served) == AccessStatus::Ok);
+  CHECK(req.status(second_page) == AccessStatus::Ok);
+  CHECK(req.status(unmapped) == AccessStatus::RemoteFault);
+  CHECK(req.status(retried) == AccessStatus::Retry);
+  CHECK(req.status(other) == AccessStatus::Ok);
+  CHECK(req.status(stale) == AccessStatus::Ok);  // served, and reported
   REQUIRE(log.violations().size() == 1);
   CHECK_THAT(log.violations()[0].what,
              Catch::Contains("gpu7 served an access from gpu3") && Catch::Contains("abcd0007"));
@@ -86,4 +70,6 @@ TEST_CASE("NPA MMU: served, retried, refused, served after release is reported",
   mmu.unmap_page(512);
   mmu.unmap_page(513);
   CHECK_FALSE(mmu.any_mapped(512, 2));
+  test::check_clean(in);
+  test::check_clean(out);
 }

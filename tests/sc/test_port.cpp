@@ -11,6 +11,7 @@
 #include "fabric/link.hpp"
 #include "fabric/ualink_port.hpp"
 #include "tests/support/fabric_probe.hpp"
+#include "tests/support/tlm_probe.hpp"
 
 using namespace podsim;
 using podsim::test::Injector;
@@ -74,14 +75,33 @@ struct Bench {
   Injector from_far{events,
                     [this](tlm::tlm_generic_payload& gp) { link.send(Link::B, gp, sim_now()); },
                     "tb.far"};
+  // The base protocol on the port's GPU-side sockets.
+  test::BaseProtocolChecker to_port{"to_port"}, from_port{"from_port"};
   Bench() {
-    gpu.to_port.bind(port.from_gpuvm);
-    port.to_npa_mmu.bind(gpu.from_port);
+    gpu.to_port.bind(to_port.in);
+    to_port.out.bind(port.from_gpuvm);
+    port.to_npa_mmu.bind(from_port.in);
+    from_port.out.bind(gpu.from_port);
     port.connect(link, Link::A);
     link.attach(Link::B, far, 0);
   }
   Time wire(std::uint64_t payload) const {
     return port.egress().costs().wire_time(port.egress().costs().tl_bytes(payload));
+  }
+  // The far end answers each request it receives: the same packet back as a response, its
+  // head leaving the far end at `t`.
+  void answer_from_far_at(Time t) {
+    far.on_receive = [this, t](std::uint32_t, tlm::tlm_generic_payload& gp, Time) {
+      Access& a = access_of(gp);
+      a.kind = PacketKind::Response;
+      a.route_to = a.src;
+      gp.set_response_status(tlm::TLM_OK_RESPONSE);
+      from_far.at(t, gp);
+    };
+  }
+  ~Bench() {
+    test::check_clean(to_port);
+    test::check_clean(from_port);
   }
   tlm::tlm_generic_payload& packet(PacketKind kind, AccessOp op, AccelId src, AccelId dst,
                                    AccelId route_to) {
@@ -102,10 +122,12 @@ TEST_CASE(
   REQUIRE(b.link.flight_time() == kFlight);
   const Time t0 = Time::ns(100);
   b.from_gpu.at(t0, b.packet(PacketKind::Request, AccessOp::Read, kSelf, 5, 5));
-  b.events.run_for(Time::us(1));
+  b.answer_from_far_at(Time::us(2));  // so the transaction ends (checked by the bench)
+  b.events.run_for(Time::us(3));
   REQUIRE(b.far.arrivals.size() == 1);
   CHECK(b.far.arrivals[0].head == t0 + b.cfg.tx_latency() + kFlight);
   CHECK(b.far.arrivals[0].tc == TrafficClass::Request);
+  CHECK(b.gpu.responses.size() == 1);
 }
 
 TEST_CASE(
@@ -135,10 +157,13 @@ TEST_CASE(
 
 TEST_CASE("a response from the fabric goes back to GpuVm on its backward path", "[fabric][port]") {
   Bench b;
-  const Time t0 = Time::ns(100);
-  b.from_far.at(t0, b.packet(PacketKind::Response, AccessOp::Read, kSelf, 5, kSelf));
-  b.events.run_for(Time::us(1));
+  auto& request = b.packet(PacketKind::Request, AccessOp::Read, kSelf, 5, 5);
+  b.from_gpu.at(Time::ns(10), request);
+  const Time t0 = Time::us(1);  // the far end answers then
+  b.answer_from_far_at(t0);
+  b.events.run_for(Time::us(2));
   REQUIRE(b.gpu.responses.size() == 1);
+  CHECK(b.gpu.responses[0].id == access_of(request).id);
   CHECK(b.gpu.responses[0].at == t0 + kFlight + b.wire(64) + b.cfg.rx_latency());
   CHECK(b.gpu.requests.empty());
 }

@@ -16,84 +16,15 @@
 #include "sim/kernel/base_protocol.hpp"
 #include "tests/support/fabric_probe.hpp"
 #include "tests/support/tlm_checker.hpp"
+#include "tests/support/tlm_probe.hpp"
 
 using namespace podsim;
 using podsim::test::BaseProtocolChecker;
+using Requester = podsim::test::TlmRequester;
 
 namespace {
 
 constexpr AccelId kSelf = 7;
-
-// An initiator as a port (or the compute agent) is one: sends requests at chosen times through
-// a request lane, takes answers. With `end_resp_after` set it answers BEGIN_RESP with
-// TLM_ACCEPTED and sends END_RESP that much later, as a slow initiator may.
-struct Requester : sc_core::sc_module {
-  tlm_utils::simple_initiator_socket<Requester> out{"out"};
-  test::PacketMaker packets;
-  struct Answer {
-    Time at;
-    AccessStatus status;
-    std::uint64_t first_lane;  // the first 8 data bytes
-  };
-  std::map<std::uint64_t, Answer> answers;              // by access id
-  std::vector<std::pair<Time, Time>> response_windows;  // BEGIN_RESP .. END_RESP
-  Time end_resp_after;
-  RequestLane lane{[this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
-    take(gp, sim_now() + from_sc(d));
-  }};
-  TimedQueue<tlm::tlm_generic_payload*> sends, end_resps;
-
-  Requester(sc_core::sc_module_name n, Dispatcher& events)
-      : sc_module(n),
-        sends(events, queue_name(*this, "sends"),
-              [this](auto* gp) { lane.send(out.operator->(), *gp, sc_core::SC_ZERO_TIME); }),
-        end_resps(events, queue_name(*this, "end_resps"), [this](auto* gp) {
-          tlm::tlm_phase ph = tlm::END_RESP;
-          sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-          response_windows.back().second = sim_now();
-          REQUIRE(out->nb_transport_fw(*gp, ph, d) == tlm::TLM_COMPLETED);
-          gp->release();
-        }) {
-    out.register_nb_transport_bw(this, &Requester::bw);
-  }
-  // An access of `op` to `addr` (an NPA for the NPA MMU, a virtual address for GpuVm), sent
-  // at `t`; stores carry `value` in every 8-byte lane.
-  std::uint64_t send(Time t, AccessOp op, std::uint64_t addr, bool posted = false,
-                     std::uint64_t value = 0) {
-    auto& gp = packets.make(PacketKind::Request, op, 64, kSelf);
-    Access& a = access_of(gp);
-    a.src = 3;
-    a.npa = a.vaddr = addr;
-    a.posted = posted;
-    gp.set_address(addr);
-    gp.set_command(op == AccessOp::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-    gp.set_data_length(64);
-    for (std::uint32_t off = 0; off < 64; off += 8)
-      std::memcpy(gp.get_data_ptr() + off, &value, 8);
-    sends.push(t, &gp, a.id);
-    return a.id;
-  }
-  void take(tlm::tlm_generic_payload& gp, Time at) {
-    std::uint64_t first;
-    std::memcpy(&first, gp.get_data_ptr(), 8);
-    answers[access_of(gp).id] = {at, access_of(gp).status, first};
-  }
-  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d) {
-    if (ph == tlm::END_REQ) return lane.end_request(gp);
-    REQUIRE(ph == tlm::BEGIN_RESP);
-    lane.begin_response(gp);
-    REQUIRE_FALSE(access_of(gp).posted);  // podsim answers no posted store
-    const Time at = sim_now() + from_sc(d);
-    take(gp, at);
-    if (end_resp_after > Time{}) {
-      response_windows.push_back({at, Time{}});
-      end_resps.push(at + end_resp_after, &gp, access_of(gp).id);
-      return tlm::TLM_ACCEPTED;
-    }
-    gp.release();
-    return tlm::TLM_COMPLETED;
-  }
-};
 
 // A standard TLM target: a plain memory with b_transport only. The simple target socket's
 // adapter turns the base protocol's non-blocking calls into blocking ones (TLM_ACCEPTED to
@@ -123,15 +54,6 @@ std::uint64_t npa_of(std::uint64_t window_page, std::uint64_t offset = 0) {
   return (static_cast<std::uint64_t>(kSelf) << 41) | (window_page << 12) | offset;
 }
 
-void require_clean(const BaseProtocolChecker& c) {
-  INFO(c.name());
-  for (const auto& v : c.violations())
-    UNSCOPED_INFO(v);
-  CHECK(c.violations().empty());
-  CHECK(c.open() == 0);
-  CHECK(c.begun() == c.completed());
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -158,17 +80,17 @@ TEST_CASE(
   std::vector<std::uint64_t> answered;
   for (std::uint64_t i = 0; i < 8; ++i)
     answered.push_back(port.send(Time::ns(10), AccessOp::Read, npa_of(512, i * 64)));
-  const auto posted = port.send(Time::ns(10), AccessOp::Write, npa_of(513), true, 0x1111);
-  const auto store = port.send(Time::ns(10), AccessOp::Write, npa_of(513, 64), false, 0x2222);
+  const auto posted = port.send(Time::ns(10), AccessOp::Write, npa_of(513), 64, 0x1111, true);
+  const auto store = port.send(Time::ns(10), AccessOp::Write, npa_of(513, 64), 64, 0x2222, false);
   const auto unmapped = port.send(Time::ns(10), AccessOp::Read, npa_of(600));
   const auto retried = port.send(Time::ns(10), AccessOp::Read, npa_of(514));
   const auto read_posted = port.send(Time::us(1), AccessOp::Read, npa_of(513));
-  const auto atomic = port.send(Time::us(1), AccessOp::Atomic, npa_of(513, 64), false, 5);
+  const auto atomic = port.send(Time::us(1), AccessOp::Atomic, npa_of(513, 64), 64, 5, false);
   const auto read_atomic = port.send(Time::us(2), AccessOp::Read, npa_of(513, 64));
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
 
-  require_clean(to_mmu);
-  require_clean(to_vram);
+  test::check_clean(to_mmu);
+  test::check_clean(to_vram);
   CHECK(to_mmu.begun() == 15);
   CHECK(to_vram.begun() == 13);        // all but the refused two
   REQUIRE(port.answers.size() == 14);  // all but the posted store
@@ -178,10 +100,10 @@ TEST_CASE(
   CHECK(port.answers.at(store).status == AccessStatus::Ok);
   CHECK(port.answers.at(unmapped).status == AccessStatus::RemoteFault);
   CHECK(port.answers.at(retried).status == AccessStatus::Retry);
-  CHECK(port.answers.at(read_posted).first_lane == 0x1111);  // the posted store landed
-  CHECK(port.answers.at(atomic).first_lane == 0x2222);       // fetch: the old value
-  CHECK(port.answers.at(read_atomic).first_lane == 0x2227);  // and the sum stayed
-  CHECK(port.packets.pool.in_use() == 0);                    // every reference given back
+  CHECK(port.lane(read_posted) == 0x1111);  // the posted store landed
+  CHECK(port.lane(atomic) == 0x2222);       // fetch: the old value
+  CHECK(port.lane(read_atomic) == 0x2227);  // and the sum stayed
+  CHECK(port.in_use() == 0);                // every reference given back
 }
 
 TEST_CASE("A standard TLM target (b_transport memory) stands in for VRAM behind the checker",
@@ -201,25 +123,25 @@ TEST_CASE("A standard TLM target (b_transport memory) stands in for VRAM behind 
   std::vector<std::uint64_t> stores, loads;
   for (std::uint64_t i = 0; i < 6; ++i)  // all at once: the memory takes one at a time
     stores.push_back(
-        port.send(Time::ns(10), AccessOp::Write, npa_of(512, i * 64), i % 2 == 0, 100 + i));
+        port.send(Time::ns(10), AccessOp::Write, npa_of(512, i * 64), 64, 100 + i, i % 2 == 0));
   for (std::uint64_t i = 0; i < 6; ++i)
     loads.push_back(port.send(Time::us(1), AccessOp::Read, npa_of(512, i * 64)));
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
 
-  require_clean(to_mmu);
-  require_clean(to_memory);
+  test::check_clean(to_mmu);
+  test::check_clean(to_memory);
   CHECK(memory.calls == 12);
   // The adapter answers BEGIN_REQ with TLM_ACCEPTED: each request waited for the one before.
   CHECK(to_memory.accepted_requests() == 12);
   for (std::uint64_t i = 0; i < 6; ++i) {
     CHECK(port.answers.count(stores[i]) == (i % 2 == 0 ? 0u : 1u));  // posted: no answer
     REQUIRE(port.answers.count(loads[i]) == 1);
-    CHECK(port.answers.at(loads[i]).first_lane == 100 + i);
+    CHECK(port.lane(loads[i]) == 100 + i);
     CHECK(memory.bytes.at(40 * 4096 + i * 64) == 100 + i);  // at the translated address
   }
   // Served one after another, 20 ns each: the last store's answer 6 x 20 ns after the first.
   CHECK(port.answers.at(stores[5]).at - port.answers.at(stores[1]).at == Time::ns(80));
-  CHECK(port.packets.pool.in_use() == 0);
+  CHECK(port.in_use() == 0);
 }
 
 TEST_CASE("An initiator slow to end responses gets them one at a time (response exclusion)",
@@ -242,14 +164,14 @@ TEST_CASE("An initiator slow to end responses gets them one at a time (response 
     port.send(Time::ns(10), AccessOp::Read, npa_of(512, i * 64));
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
 
-  require_clean(to_mmu);
-  require_clean(to_vram);
+  test::check_clean(to_mmu);
+  test::check_clean(to_vram);
   REQUIRE(port.response_windows.size() == 5);
   for (std::size_t i = 1; i < 5; ++i) {
     CHECK(port.response_windows[i].first >= port.response_windows[i - 1].second);
     CHECK(port.response_windows[i].second - port.response_windows[i].first == Time::ns(50));
   }
-  CHECK(port.packets.pool.in_use() == 0);
+  CHECK(port.in_use() == 0);
 }
 
 TEST_CASE("GpuVm behind the checker: local, remote, posted and faulting accesses", "[sc][tlm]") {
@@ -287,16 +209,16 @@ TEST_CASE("GpuVm behind the checker: local, remote, posted and faulting accesses
   far_mmu.map_page(512, 70, 0xB);
 
   const std::uint64_t lva = 0x100ull << 12, rva = 0x200ull << 12;
-  const auto l_store = agent.send(Time::ns(10), AccessOp::Write, lva, false, 0x11);
-  const auto r_posted = agent.send(Time::ns(10), AccessOp::Write, rva, true, 0x22);
+  const auto l_store = agent.send(Time::ns(10), AccessOp::Write, lva, 64, 0x11, false);
+  const auto r_posted = agent.send(Time::ns(10), AccessOp::Write, rva, 64, 0x22, true);
   const auto fault = agent.send(Time::ns(10), AccessOp::Read, 0x300ull << 12);
-  const auto posted_fault = agent.send(Time::ns(10), AccessOp::Write, 0x300ull << 12, true);
+  const auto posted_fault = agent.send(Time::ns(10), AccessOp::Write, 0x300ull << 12, 64, 0, true);
   const auto l_load = agent.send(Time::us(1), AccessOp::Read, lva);
   const auto r_load = agent.send(Time::us(1), AccessOp::Read, rva);
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
 
   for (const auto* c : {&to_gpuvm, &local, &remote, &far})
-    require_clean(*c);
+    test::check_clean(*c);
   CHECK(to_gpuvm.begun() == 6);
   CHECK(local.begun() == 2);
   CHECK(remote.begun() == 2);
@@ -306,9 +228,9 @@ TEST_CASE("GpuVm behind the checker: local, remote, posted and faulting accesses
   CHECK_FALSE(agent.answers.count(posted_fault));
   CHECK(agent.answers.at(l_store).status == AccessStatus::Ok);
   CHECK(agent.answers.at(fault).status == AccessStatus::Fault);
-  CHECK(agent.answers.at(l_load).first_lane == 0x11);
-  CHECK(agent.answers.at(r_load).first_lane == 0x22);
-  CHECK(agent.packets.pool.in_use() == 0);
+  CHECK(agent.lane(l_load) == 0x11);
+  CHECK(agent.lane(r_load) == 0x22);
+  CHECK(agent.in_use() == 0);
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // Testbench: Vram on its own, driven through its target socket by a requester that sends at
-// chosen times and records when each answer comes back and what it carries. Expected times
+// chosen times and records when each answer comes back and what it carries, with a
+// base-protocol checker between them. Expected times
 // from the config: a channel moves a request's bytes at its bandwidth (an atomic's twice),
 // one after another; addresses interleave over channels every `interleave` bytes; the answer
 // comes `access_latency` after the transfer.
@@ -10,65 +11,24 @@
 #include <map>
 
 #include "models/vram/vram.hpp"
-#include "tests/support/fabric_probe.hpp"
+#include "tests/support/tlm_checker.hpp"
+#include "tests/support/tlm_probe.hpp"
 
 using namespace podsim;
-using podsim::test::PacketMaker;
 
 namespace {
-
-struct Requester : sc_core::sc_module {
-  tlm_utils::simple_initiator_socket<Requester> out{"out"};
-  struct Answer {
-    Time at;
-    std::array<unsigned char, 64> data;
-  };
-  std::map<std::uint64_t, Answer> answers;  // by access id
-  PacketMaker packets;
-  TimedQueue<tlm::tlm_generic_payload*> sends;
-
-  Requester(sc_core::sc_module_name n, Dispatcher& events)
-      : sc_module(n), sends(events, queue_name(*this, "sends"), [this](auto* gp) {
-          tlm::tlm_phase ph = tlm::BEGIN_REQ;
-          sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-          out->nb_transport_fw(*gp, ph, d);
-        }) {
-    out.register_nb_transport_bw(this, &Requester::bw);
-  }
-  // A request of `size` bytes at `pa`, sent at `t`; for stores and atomics, 8-byte lanes of
-  // `value`.
-  std::uint64_t send(Time t, AccessOp op, std::uint64_t pa, std::uint32_t size,
-                     std::uint64_t value = 0) {
-    auto& gp = packets.make(PacketKind::Request, op, size);
-    gp.set_address(pa);
-    gp.set_data_length(size);
-    // A load's buffer starts as garbage (0xAA), so reading zeros means memory held zeros.
-    if (op == AccessOp::Read) std::memset(gp.get_data_ptr(), 0xAA, size);
-    for (std::uint32_t off = 0; op != AccessOp::Read && off + 8 <= size; off += 8)
-      std::memcpy(gp.get_data_ptr() + off, &value, 8);
-    sends.push(t, &gp, access_of(gp).id);
-    return access_of(gp).id;
-  }
-  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase&, sc_core::sc_time& d) {
-    Answer a{sim_now() + from_sc(d), {}};
-    std::memcpy(a.data.data(), gp.get_data_ptr(), 64);
-    answers[access_of(gp).id] = a;
-    gp.release();
-    return tlm::TLM_COMPLETED;
-  }
-  std::uint64_t lane(std::uint64_t id) const {
-    std::uint64_t x;
-    std::memcpy(&x, answers.at(id).data.data(), 8);
-    return x;
-  }
-};
 
 struct Bench {
   Dispatcher events{"events"};
   VramConfig cfg;
   Vram vram{"vram", cfg, events, 1};
-  Requester req{"req", events};
-  Bench() { req.out.bind(vram.in); }
+  test::TlmRequester req{"req", events};
+  test::BaseProtocolChecker checker{"checker"};  // every test: the base protocol kept
+  Bench() {
+    req.out.bind(checker.in);
+    checker.out.bind(vram.in);
+  }
+  ~Bench() { test::check_clean(checker); }
   Time transfer(std::uint64_t bytes) const {
     return cfg.channel_bandwidth.transfer_time(Bytes(bytes));
   }

@@ -21,6 +21,7 @@ NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMod
       to_vram_lane_(
           [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); }) {
   from_ports.register_nb_transport_fw(this, &NpaMmu::fw);
+  from_ports.register_b_transport(this, &NpaMmu::b_transport);
   to_vram.register_nb_transport_bw(this, &NpaMmu::bw);
 }
 
@@ -81,16 +82,43 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
     answer(*gp, d);
     return;
   }
-  if (invariants_ && !released_.empty()) {
-    auto r = released_.find(pte.tag);
-    if (r != released_.end() && r->second[a.src])
-      invariants_->report(now, fmt::format("gpu{} served an access from gpu{} to export {:016x} "
-                                           "(NPA {:#x}) after gpu{} had released it",
-                                           self_, a.src, pte.tag, a.npa, a.src));
-  }
+  check_released(a, pte, now);
   a.pa = (pte.frame << kPageShift) | (a.npa & (kPageSize - 1));
   gp->set_address(a.pa);
   to_vram_lane_.send(to_vram.operator->(), *gp, d);
+}
+
+void NpaMmu::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  Access* a = gp.get_extension<Access>();
+  if (!a) {  // whose NPA window it is depends on the requester, named only in the Access
+    gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+    return;
+  }
+  const Time at = sim_now() + from_sc(delay);
+  translations_.inc();
+  const auto t = mmu_.translate(0, key_of(a->npa, a->src), at, &table_);
+  (t.l1_hit || t.l2_hit ? tlb_hits_ : tlb_misses_).inc();
+  const Pte pte = t.pte.value_or(Pte{});
+  delay = to_sc(t.done - sim_now());
+  if (!pte.valid() || pte.retry) {
+    (pte.valid() ? retries_ : faults_).inc();
+    a->status = pte.valid() ? AccessStatus::Retry : AccessStatus::RemoteFault;
+    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  check_released(*a, pte, at);
+  a->pa = (pte.frame << kPageShift) | (a->npa & (kPageSize - 1));
+  gp.set_address(a->pa);
+  to_vram->b_transport(gp, delay);
+}
+
+void NpaMmu::check_released(const Access& a, const Pte& pte, Time at) {
+  if (!invariants_ || released_.empty()) return;
+  auto r = released_.find(pte.tag);
+  if (r != released_.end() && r->second[a.src])
+    invariants_->report(at, fmt::format("gpu{} served an access from gpu{} to export {:016x} "
+                                        "(NPA {:#x}) after gpu{} had released it",
+                                        self_, a.src, pte.tag, a.npa, a.src));
 }
 
 void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,

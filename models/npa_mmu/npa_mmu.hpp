@@ -61,6 +61,10 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
                         sc_core::sc_time& d);
   tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
   void translate(tlm::tlm_generic_payload* gp);
+  // A blocking (loosely timed) access: translated at once, then on to memory's b_transport.
+  void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  // The invariant: nothing is served to an importer after it released the export.
+  void check_released(const Access& a, const Pte& pte, Time at);
   // An answer (from VRAM, or a refusal here) goes back through the request's port.
   void answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d);
   void end_of_elaboration() override;

@@ -47,6 +47,7 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
   for (std::uint64_t n = 0; n <= 8; ++n)  // requests move 64-512 bytes (an atomic, twice)
     transfer_.push_back(cfg.channel_bandwidth.transfer_time(Bytes(64 * n)));
   in.register_nb_transport_fw(this, &Vram::fw);
+  in.register_b_transport(this, &Vram::b_transport);
 }
 
 void Vram::end_of_elaboration() {
@@ -86,40 +87,7 @@ void Vram::serve(const Arrival& arr) {
   queue_delay_.record(std::max(now, channel_free_[ch]) - now);
   const Time done = occupy(pa, bytes, now);
 
-  unsigned char* data = functional_data_ ? gp.get_data_ptr() : nullptr;
-  switch (a.op) {
-    case AccessOp::Read:
-      reads_.inc();
-      bytes_read_.inc(a.size);
-      if (data) read_bytes(pa, data, a.size);
-      break;
-    case AccessOp::Write:
-      writes_.inc();
-      bytes_written_.inc(a.size);
-      if (data) write_bytes(pa, data, a.size);
-      break;
-    case AccessOp::Atomic: {
-      // Fetch-and-add of 64-bit lanes: the old values go back, the sums stay.
-      atomics_.inc();
-      bytes_read_.inc(a.size);
-      bytes_written_.inc(a.size);
-      if (data) {
-        unsigned char old[Access::kMaxData];
-        read_bytes(pa, old, a.size);
-        unsigned char sum[Access::kMaxData];
-        for (std::uint32_t off = 0; off + 8 <= a.size; off += 8) {
-          std::uint64_t x, y;
-          std::memcpy(&x, old + off, 8);
-          std::memcpy(&y, data + off, 8);
-          x += y;
-          std::memcpy(sum + off, &x, 8);
-        }
-        write_bytes(pa, sum, a.size);
-        std::memcpy(data, old, a.size);
-      }
-      break;
-    }
-  }
+  apply(a.op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, a.size);
   if (unanswered(a)) {  // a posted store: done, and nobody waits for it
     gp.release();
     return;
@@ -127,6 +95,69 @@ void Vram::serve(const Arrival& arr) {
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   responses_[static_cast<std::size_t>(arr.socket)].respond(in[arr.socket], gp,
                                                            to_sc(done + access_latency_ - now));
+}
+
+void Vram::apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32_t size) {
+  switch (op) {
+    case AccessOp::Read:
+      reads_.inc();
+      bytes_read_.inc(size);
+      if (data) read_bytes(pa, data, size);
+      break;
+    case AccessOp::Write:
+      writes_.inc();
+      bytes_written_.inc(size);
+      if (data) write_bytes(pa, data, size);
+      break;
+    case AccessOp::Atomic: {
+      // Fetch-and-add of 64-bit lanes: the old values go back, the sums stay.
+      atomics_.inc();
+      bytes_read_.inc(size);
+      bytes_written_.inc(size);
+      if (data) {
+        unsigned char old[Access::kMaxData];
+        read_bytes(pa, old, size);
+        unsigned char sum[Access::kMaxData];
+        for (std::uint32_t off = 0; off + 8 <= size; off += 8) {
+          std::uint64_t x, y;
+          std::memcpy(&x, old + off, 8);
+          std::memcpy(&y, data + off, 8);
+          x += y;
+          std::memcpy(sum + off, &x, 8);
+        }
+        write_bytes(pa, sum, size);
+        std::memcpy(data, old, size);
+      }
+      break;
+    }
+  }
+}
+
+void Vram::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  const Time at = sim_now() + from_sc(delay);
+  if (gp.is_write() == gp.is_read()) {  // TLM_IGNORE_COMMAND: nothing to do
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    return;
+  }
+  const std::uint64_t pa = gp.get_address();
+  const std::uint32_t size = gp.get_data_length();
+  if (gp.get_byte_enable_ptr() || gp.get_streaming_width() < size) {
+    gp.set_response_status(gp.get_byte_enable_ptr() ? tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE
+                                                    : tlm::TLM_BURST_ERROR_RESPONSE);
+    return;
+  }
+  if (size == 0 || size > Access::kMaxData || pa + size > cfg_.capacity.count()) {
+    gp.set_response_status(size == 0 || size > Access::kMaxData ? tlm::TLM_BURST_ERROR_RESPONSE
+                                                                : tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  const Access* a = gp.get_extension<Access>();
+  const AccessOp op = a ? a->op : gp.is_read() ? AccessOp::Read : AccessOp::Write;
+  queue_delay_.record(std::max(at, channel_free_[channel_of(pa)]) - at);
+  const Time done = occupy(pa, op == AccessOp::Atomic ? 2ull * size : size, at);
+  apply(op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, size);
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  delay = to_sc(done + access_latency_ - sim_now());
 }
 
 // ---- allocation and clear-on-free -----------------------------------------------------------

@@ -30,7 +30,10 @@ namespace podsim {
 
 class Vram final : public sc_core::sc_module, public HasStats {
  public:
-  // Bind any number of initiators; each gets its responses on its own backward path.
+  // Bind any number of initiators; each gets its responses on its own backward path. Through
+  // nb_transport it takes podsim's packets (the Access extension says what to do); through
+  // b_transport, any payload (a read or write by command, address and length; an atomic only
+  // with the extension).
   tlm_utils::multi_passthrough_target_socket<Vram> in{"in"};
 
   using Pages = std::optional<std::vector<std::uint64_t>>;
@@ -85,6 +88,10 @@ class Vram final : public sc_core::sc_module, public HasStats {
   tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                         sc_core::sc_time& d);
   void serve(const Arrival& a);
+  // A blocking (loosely timed) access from any base-protocol initiator, plain payloads too.
+  void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  // Counts, and moves the data of, `size` bytes at `pa` for `op` (`data`: the payload's).
+  void apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32_t size);
   // Takes `bytes` at `pa` through its channel no earlier than `earliest`; when it is done.
   Time occupy(std::uint64_t pa, std::uint64_t bytes, Time earliest);
   void clear_next();

@@ -63,11 +63,11 @@ PacketPool::~PacketPool() {
 void PacketPool::grow() {
   auto* p = new Packet(this);
   // What never changes for a packet, set once: its data is its Access's, no byte enables,
-  // no streaming.
+  // no streaming (a streaming width at least any data length).
   p->set_data_ptr(p->access.data.data());
   p->set_byte_enable_ptr(nullptr);
   p->set_byte_enable_length(0);
-  p->set_streaming_width(0);
+  p->set_streaming_width(Access::kMaxData);
   all_.push_back(p);
   free_.push_back(p);
 }

@@ -1,13 +1,16 @@
 // Inside a GPU, podsim's modules speak the TLM-2.0 base protocol: the NPA MMU, VRAM and GpuVm
 // run behind a base-protocol checker on every socket; a standard TLM target (a b_transport
 // memory behind the simple socket's adapter) stands in for VRAM; an initiator that takes its
-// time to end responses is served one response at a time. And the checker itself reports
-// the breaches it exists to catch.
+// time to end responses is served one response at a time; a blocking initiator with plain
+// payloads reads and writes VRAM, and reaches it through the NPA MMU. And the checker itself
+// reports the breaches it exists to catch.
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "models/gpuvm/gpuvm.hpp"
@@ -300,4 +303,121 @@ TEST_CASE("The checker reports breaches of the base protocol", "[sc][tlm]") {
   ini.fw(x, tlm::BEGIN_REQ);
   CHECK(saw(c, "BEGIN_REQ with a response status other than TLM_INCOMPLETE_RESPONSE"));
   CHECK(c.open() == 3);  // a, b and x: none ended
+}
+
+namespace {
+// A loosely-timed initiator: an SC_THREAD calling b_transport with plain payloads (no memory
+// manager, no podsim extension), waiting out each call's delay.
+struct BlockingInitiator : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<BlockingInitiator> out{"out"};
+  struct Done {
+    Time at;
+    tlm::tlm_response_status status;
+    std::uint64_t value;
+  };
+  std::vector<Done> done;
+  std::function<void(BlockingInitiator&)> script;
+  SC_HAS_PROCESS(BlockingInitiator);
+  explicit BlockingInitiator(sc_core::sc_module_name n) : sc_module(n) { SC_THREAD(run); }
+  void run() { script(*this); }
+  // One access at the current time; returns when its delay has passed.
+  void access(tlm::tlm_command cmd, std::uint64_t addr, std::uint64_t value, std::uint32_t len = 64,
+              unsigned char* byte_enables = nullptr) {
+    tlm::tlm_generic_payload gp;
+    std::array<unsigned char, 64> data{};
+    for (std::uint32_t off = 0; off + 8 <= len; off += 8)
+      std::memcpy(data.data() + off, &value, 8);
+    gp.set_command(cmd);
+    gp.set_address(addr);
+    gp.set_data_ptr(data.data());
+    gp.set_data_length(len);
+    gp.set_streaming_width(len);
+    gp.set_byte_enable_ptr(byte_enables);
+    gp.set_byte_enable_length(byte_enables ? len : 0);
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    out->b_transport(gp, d);
+    sc_core::wait(d);
+    std::uint64_t first;
+    std::memcpy(&first, data.data(), 8);
+    done.push_back({sim_now(), gp.get_response_status(), first});
+  }
+};
+}  // namespace
+
+TEST_CASE("A blocking initiator with plain payloads reads and writes VRAM through b_transport",
+          "[sc][tlm]") {
+  Dispatcher events("events");
+  VramConfig vcfg;
+  Vram vram("vram", vcfg, events, 1);
+  BlockingInitiator ini("ini");
+  ini.out.bind(vram.in);
+  unsigned char enables[64] = {};
+  ini.script = [&](BlockingInitiator& i) {
+    sc_core::wait(sc_core::sc_time(100, sc_core::SC_NS));
+    i.access(tlm::TLM_WRITE_COMMAND, 0x4000, 0x77);
+    i.access(tlm::TLM_READ_COMMAND, 0x4000, 0);
+    i.access(tlm::TLM_READ_COMMAND, vcfg.capacity.count(), 0);  // past the end
+    i.access(tlm::TLM_WRITE_COMMAND, 0x4000, 1, 64, enables);   // byte enables: not taken
+    i.access(tlm::TLM_READ_COMMAND, 0x4000, 0);                 // unchanged by that
+  };
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
+
+  REQUIRE(ini.done.size() == 5);
+  const Time one = vcfg.channel_bandwidth.transfer_time(Bytes(64)) + vcfg.access_latency;
+  CHECK(ini.done[0].status == tlm::TLM_OK_RESPONSE);
+  CHECK(ini.done[0].at == Time::ns(100) + one);
+  CHECK(ini.done[1].status == tlm::TLM_OK_RESPONSE);
+  CHECK(ini.done[1].at == Time::ns(100) + one + one);
+  CHECK(ini.done[1].value == 0x77);
+  CHECK(ini.done[2].status == tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  CHECK(ini.done[3].status == tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+  CHECK(ini.done[4].value == 0x77);
+}
+
+TEST_CASE("A blocking access through the NPA MMU is translated and served, or refused",
+          "[sc][tlm]") {
+  Dispatcher events("events");
+  VramConfig vcfg;
+  Vram vram("vram", vcfg, events, 1);
+  NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, kSelf, nullptr, events);
+  BlockingInitiator plain("plain");
+  test::PacketMaker packets;  // payloads with podsim's Access
+  plain.out.bind(mmu.from_ports);
+  mmu.to_vram.bind(vram.in);
+  struct Outcome {
+    AccessStatus status;
+    tlm::tlm_response_status response;
+    std::uint64_t pa;
+  };
+  std::vector<Outcome> outcomes;
+  plain.script = [&](BlockingInitiator& i) {
+    sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+    for (std::uint64_t npa : {npa_of(512, 128), npa_of(777)}) {
+      auto& gp = packets.make(PacketKind::Request, AccessOp::Read, 64);
+      access_of(gp).src = 3;
+      access_of(gp).npa = npa;
+      gp.set_command(tlm::TLM_READ_COMMAND);
+      gp.set_address(npa);
+      gp.set_data_length(64);
+      sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+      i.out->b_transport(gp, d);
+      sc_core::wait(d);
+      outcomes.push_back({access_of(gp).status, gp.get_response_status(), access_of(gp).pa});
+      gp.release();
+    }
+    i.access(tlm::TLM_READ_COMMAND, npa_of(512), 0);  // a plain payload: whose window?
+  };
+  mmu.map_page(512, 40, 0xA);
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+
+  REQUIRE(outcomes.size() == 2);
+  CHECK(outcomes[0].status == AccessStatus::Ok);
+  CHECK(outcomes[0].response == tlm::TLM_OK_RESPONSE);
+  CHECK(outcomes[0].pa == 40 * 4096 + 128);
+  CHECK(outcomes[1].status == AccessStatus::RemoteFault);
+  CHECK(outcomes[1].response == tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  REQUIRE(plain.done.size() == 1);
+  CHECK(plain.done[0].status == tlm::TLM_GENERIC_ERROR_RESPONSE);
+  CHECK(packets.pool.in_use() == 0);
 }

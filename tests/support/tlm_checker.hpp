@@ -11,8 +11,9 @@
 //   its END_RESP);
 // - the payload: a memory manager and a reference held throughout (nb_transport), response
 //   status TLM_INCOMPLETE_RESPONSE at BEGIN_REQ and set by the time of a response or
-//   completion, a data pointer where there is data, command and data length unchanged by the
-//   target, the same payload never in two transactions on the hop at once.
+//   completion, a data pointer where there is data, a streaming width other than 0, byte
+//   enables with a length, command and data length unchanged by the target, the same payload
+//   never in two transactions on the hop at once.
 // Debian's SystemC ships no protocol checker, so the tests carry this one.
 #pragma once
 
@@ -102,6 +103,9 @@ class BaseProtocolChecker : public sc_core::sc_module {
         breach(gp, "BEGIN_REQ with a response status other than TLM_INCOMPLETE_RESPONSE");
       if (gp.get_data_length() > 0 && !gp.get_data_ptr())
         breach(gp, "BEGIN_REQ with data length but no data pointer");
+      if (gp.get_streaming_width() == 0) breach(gp, "BEGIN_REQ with a streaming width of 0");
+      if (gp.get_byte_enable_ptr() && gp.get_byte_enable_length() == 0)
+        breach(gp, "BEGIN_REQ with byte enables of length 0");
       it = open_.emplace(&gp, Open{State::Req, gp.get_command(), gp.get_data_length()}).first;
       ++begun_;
     } else if (sent == tlm::END_RESP) {

@@ -6,7 +6,7 @@ namespace podsim {
 
 GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
                  AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed,
-                 PacketPool& pool, Dispatcher& events, InvariantLog* invariants)
+                 PacketPool& pool, Dispatcher& events, InvariantLog* invariants, SocketTap* tap)
     : sc_module(name),
       vram("vram", cfg.vram, events, seed),
       gpuvm("gpuvm", cfg.gpuvm, id, fabric.planes, fabric.plane_interleave, events, seed),
@@ -16,20 +16,21 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
             Rng::for_component(seed, std::string(this->name()) + ".agent")),
       driver("driver", cfg.driver, id, std::move(vpod), mode, seed, gpuvm, npa_mmu, vram, mailbox,
              invariants, events),
+      tap_(tap),
       id_(id) {
   for (std::uint32_t p = 0; p < fabric.planes; ++p) {
     ports.push_back(std::make_unique<UalinkPort>(("port" + std::to_string(p)).c_str(), fabric.port,
                                                  fabric.link, events, seed));
     UalinkPort& port = *ports.back();
-    gpuvm.to_ports.bind(port.from_gpuvm);
-    port.to_npa_mmu.bind(npa_mmu.from_ports);
+    join(gpuvm.to_ports, port.from_gpuvm);
+    join(port.to_npa_mmu, npa_mmu.from_ports);
   }
   agent.set_fill_data(cfg.vram.functional_data);
-  agent.to_gpuvm.bind(gpuvm.from_agent);
-  gpuvm.to_vram.bind(vram.in);
-  npa_mmu.to_vram.bind(vram.in);
-  mailbox.to_port.bind(ports[0]->from_mailbox);
-  ports[0]->to_mailbox.bind(mailbox.from_port);
+  join(agent.to_gpuvm, gpuvm.from_agent);
+  join(gpuvm.to_vram, vram.in);
+  join(npa_mmu.to_vram, vram.in);
+  join(mailbox.to_port, ports[0]->from_mailbox);
+  join(ports[0]->to_mailbox, mailbox.from_port);
   mailbox.set_tlb_invalidate_handler([this] { gpuvm.invalidate_all(); });
   spawn_method("come_back", up_ev_, [this] {
     for (auto& p : ports)

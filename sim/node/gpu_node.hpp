@@ -18,6 +18,7 @@
 #include "sim/core/invariants.hpp"
 #include "sim/node/driver_shell.hpp"
 #include "sim/node/gpu_config.hpp"
+#include "sim/node/socket_tap.hpp"
 
 #include <memory>
 #include <vector>
@@ -28,7 +29,7 @@ class GpuNode final : public sc_core::sc_module {
  public:
   GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
           AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed, PacketPool& pool,
-          Dispatcher& events, InvariantLog* invariants);
+          Dispatcher& events, InvariantLog* invariants, SocketTap* tap = nullptr);
 
   AccelId id() const { return id_; }
 
@@ -49,6 +50,19 @@ class GpuNode final : public sc_core::sc_module {
   driver::DriverShell driver;
 
  private:
+  // Binds initiator socket `i` to target socket `t`, through the tap if there is one.
+  template <class I, class T>
+  void join(I& i, T& t) {
+    if (!tap_) {
+      i.bind(t);
+      return;
+    }
+    const auto ends = tap_->tap(std::string(i.name()) + "->" + t.name());
+    i.bind(*ends.in);
+    ends.out->bind(t);
+  }
+
+  SocketTap* tap_;
   AccelId id_;
   sc_core::sc_event up_ev_;
 };

@@ -20,7 +20,7 @@ driver::VpodInfo vpod_of(const PodConfig& cfg, std::uint32_t gpu) {
 }
 }  // namespace
 
-Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
+Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap)
     : sc_module(name),
       cfg_(cfg),
       pool_(static_cast<std::size_t>(cfg.pod.gpus) * (cfg.workload.traffic.outstanding + 8)),
@@ -32,7 +32,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg)
     auto id = static_cast<AccelId>(g);
     gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu, cfg.fabric,
                                               id, vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed,
-                                              pool_, events_, &invariants_));
+                                              pool_, events_, &invariants_, tap));
     gpus_.back()->agent.set_series(&summary_.series());
     for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
       fabric_->attach(gpus_.back()->port(p), id, p);

@@ -21,7 +21,8 @@ namespace podsim {
 
 class Pod final : public sc_core::sc_module, public HasStats {
  public:
-  Pod(sc_core::sc_module_name name, const PodConfig& cfg);
+  // `tap`, when given, sits on every TLM binding of every GPU (tests: protocol checkers).
+  Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap = nullptr);
   ~Pod() override;
 
   // Access phases replay this trace (each GPU its own lines) instead of generating accesses.

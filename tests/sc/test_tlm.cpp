@@ -9,15 +9,18 @@
 
 #include <array>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "models/gpuvm/gpuvm.hpp"
 #include "models/npa_mmu/npa_mmu.hpp"
 #include "models/vram/vram.hpp"
 #include "sim/kernel/base_protocol.hpp"
 #include "tests/support/fabric_probe.hpp"
+#include "tests/support/in_process_pod.hpp"
 #include "tests/support/tlm_checker.hpp"
 #include "tests/support/tlm_probe.hpp"
 
@@ -420,4 +423,41 @@ TEST_CASE("A blocking access through the NPA MMU is translated and served, or re
   REQUIRE(plain.done.size() == 1);
   CHECK(plain.done[0].status == tlm::TLM_GENERIC_ERROR_RESPONSE);
   CHECK(packets.pool.in_use() == 0);
+}
+
+namespace {
+// A checker on every TLM binding of every GPU of a pod.
+struct CheckerTap : SocketTap {
+  std::vector<std::unique_ptr<BaseProtocolChecker>> checkers;
+  Ends tap(const std::string& binding) override {
+    std::string name = "check";
+    for (char c : binding)
+      name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    checkers.push_back(std::make_unique<BaseProtocolChecker>(name.c_str()));
+    return {&checkers.back()->in, &checkers.back()->out};
+  }
+};
+}  // namespace
+
+TEST_CASE("A whole pod keeps the base protocol on every TLM binding of every GPU", "[sc][tlm]") {
+  CheckerTap tap;
+  // Loads, stores (posted too) and atomics, local and remote, over two planes; the driver's
+  // setup (export, import: control commands through the mailboxes) first.
+  Pod pod("pod",
+          test::config_with(
+              {"pod.gpus=4", "fabric.planes=2", "workload.traffic.accesses=300",
+               "workload.traffic.read_fraction=0.5", "workload.traffic.posted_writes=true",
+               "workload.traffic.atomic_fraction=0.1", "workload.traffic.local_fraction=0.2"}),
+          &tap);
+  pod.run();
+  // Per GPU: agent->GpuVm, GpuVm->VRAM, NPA MMU->VRAM, mailbox->port, port->mailbox, and
+  // GpuVm->port and port->NPA MMU per plane.
+  REQUIRE(tap.checkers.size() == 4 * (5 + 2 * 2));
+  std::uint64_t begun = 0;
+  for (const auto& c : tap.checkers) {
+    test::check_clean(*c);
+    begun += c->begun();
+  }
+  CHECK(begun > 4 * 300);
+  CHECK(pod.accesses_completed() == 4 * 300);
 }

@@ -9,6 +9,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
   libfmt-dev
   catch2
+  openmpi-bin libopenmpi-dev
 )
 # Extra packages can be asked for by the caller (e.g. the test set-up adds chromium).
 packages+=("$@")

@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/tools/bench.hpp"
+#include "sim/tools/mpi_world.hpp"
 #include "sim/tools/regress.hpp"
 #include "sim/tools/report.hpp"
 #include "sim/tools/sweep.hpp"
@@ -167,6 +169,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
   opt.jobs = vm["jobs"].as<unsigned>();
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
+  // Under mpirun, rank 0 speaks for the sweep (the others would repeat every message).
+  if (podsim::tools::MpiWorld::rank() != 0) {
+    std::ostringstream quiet_out, quiet_err;
+    opt.quiet = true;
+    return podsim::tools::sweep_command(opt, quiet_out, quiet_err);
+  }
   return podsim::tools::sweep_command(opt, std::cout, std::cerr);
 }
 
@@ -284,7 +292,8 @@ const bool kNoBanner = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0) == 0;
 // SystemC's main() calls this (declared extern "C" by SystemC).
 extern "C" int sc_main(int argc, char* argv[]);
 
-int sc_main(int argc, char* argv[]) {
+namespace {
+int dispatch(int argc, char* argv[]) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::cerr << kUsage;
@@ -301,6 +310,17 @@ int sc_main(int argc, char* argv[]) {
       std::cout << "podsim " << podsim::podsim_version() << "\n";
       return 0;
     }
+    using podsim::tools::MpiWorld;
+    if (MpiWorld::launched() && cmd != "sweep") {
+      // Each rank would simulate the whole pod and write the same files.
+      if (MpiWorld::rank() == 0)
+        fmt::print(std::cerr,
+                   "podsim {}: started by mpirun on {} ranks, but only `podsim sweep` runs "
+                   "across ranks (its points spread over them); run `podsim {}` without "
+                   "mpirun\n",
+                   cmd, MpiWorld::size(), cmd);
+      return 2;
+    }
     if (cmd == "run") return cmd_run(cmd, rest, false);
     if (cmd == "config") return cmd_run(cmd, rest, true);
     if (cmd == "regress") return cmd_regress(rest);
@@ -314,7 +334,21 @@ int sc_main(int argc, char* argv[]) {
     fmt::print(std::cerr, "podsim: unknown command '{}'\n\n{}", cmd, kUsage);
     return 2;
   } catch (const std::exception& e) {
+    using podsim::tools::MpiWorld;
+    if (MpiWorld::launched()) {  // the other ranks may be waiting for this one: end them all
+      fmt::print(std::cerr, "podsim (rank {} of {}): internal error: {}\n", MpiWorld::rank(),
+                 MpiWorld::size(), e.what());
+      MpiWorld::abort(1);
+    }
     fmt::print(std::cerr, "podsim: internal error: {}\n", e.what());
     return 1;
   }
+}
+}  // namespace
+
+int sc_main(int argc, char* argv[]) {
+  podsim::tools::MpiWorld::init(&argc, &argv);
+  const int rc = dispatch(argc, argv);
+  podsim::tools::MpiWorld::finalize();
+  return rc;
 }

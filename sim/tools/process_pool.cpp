@@ -10,12 +10,27 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 extern char** environ;
 
 namespace podsim::tools {
 
 namespace {
+
+// A child is a podsim of its own, one rank: it does not inherit the variables an MPI launcher
+// gives this process (it would take itself for one of the launcher's ranks).
+std::vector<char*> child_environment() {
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view v(*e);
+    if (v.rfind("OMPI_", 0) == 0 || v.rfind("PMIX_", 0) == 0 || v.rfind("PMI_", 0) == 0) continue;
+    env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  return env;
+}
 
 pid_t spawn(const ChildJob& job) {
   posix_spawn_file_actions_t fa;
@@ -30,7 +45,8 @@ pid_t spawn(const ChildJob& job) {
     argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  std::vector<char*> env = child_environment();
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) throw std::runtime_error("cannot start " + job.argv[0] + ": " + std::strerror(rc));
   return pid;

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +16,7 @@
 #include "sim/core/config_io.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
+#include "sim/tools/mpi_world.hpp"
 #include "sim/tools/process_pool.hpp"
 
 namespace podsim::tools {
@@ -78,6 +83,78 @@ const std::vector<Headline>& headline_stats() {
 }
 
 namespace {
+
+constexpr int kPointTag = 7;
+std::string slurp(const fs::path& p);
+
+// A point's result and every file it wrote (points/NNN/..., NNN.stdout, NNN.stderr), as one
+// byte string for MPI: u64 point, i32 exit code, i32 signal, i64 peak RSS, u32 files, then per
+// file its path (u32 length, bytes, relative to points/) and content (u64 length, bytes).
+template <class T>
+void put(std::string& b, T v) {
+  b.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+T take(const std::string& b, std::size_t& at) {
+  if (at + sizeof(T) > b.size()) throw std::runtime_error("sweep: a truncated point message");
+  T v;
+  std::memcpy(&v, b.data() + at, sizeof v);
+  at += sizeof v;
+  return v;
+}
+
+std::string pack_point(std::size_t i, const ChildResult& r, const fs::path& points_dir) {
+  std::vector<fs::path> files;
+  const std::string stem = fmt::format("{:03}", i);
+  for (const char* ext : {".stdout", ".stderr"})
+    if (fs::is_regular_file(points_dir / (stem + ext))) files.push_back(stem + ext);
+  if (fs::is_directory(points_dir / stem))
+    for (const auto& e : fs::recursive_directory_iterator(points_dir / stem))
+      if (e.is_regular_file()) files.push_back(fs::relative(e.path(), points_dir));
+  std::sort(files.begin(), files.end());
+  std::string b;
+  put<std::uint64_t>(b, i);
+  put<std::int32_t>(b, r.exit_code);
+  put<std::int32_t>(b, r.signal);
+  put<std::int64_t>(b, r.peak_rss_kb);
+  put<std::uint32_t>(b, static_cast<std::uint32_t>(files.size()));
+  for (const auto& f : files) {
+    const std::string path = f.generic_string(), text = slurp(points_dir / f);
+    put<std::uint32_t>(b, static_cast<std::uint32_t>(path.size()));
+    b += path;
+    put<std::uint64_t>(b, text.size());
+    b += text;
+  }
+  return b;
+}
+
+// Writes a packed point's files under `points_dir` and its result into `results`; its index.
+std::size_t unpack_point(const std::string& b, const fs::path& points_dir, std::size_t count,
+                         std::vector<ChildResult>& results) {
+  std::size_t at = 0;
+  const auto i = take<std::uint64_t>(b, at);
+  if (i >= count) throw std::runtime_error("sweep: a point message for no point");
+  ChildResult& r = results[i];
+  r.exit_code = take<std::int32_t>(b, at);
+  r.signal = take<std::int32_t>(b, at);
+  r.peak_rss_kb = static_cast<long>(take<std::int64_t>(b, at));
+  const auto files = take<std::uint32_t>(b, at);
+  for (std::uint32_t f = 0; f < files; ++f) {
+    const auto plen = take<std::uint32_t>(b, at);
+    if (at + plen > b.size()) throw std::runtime_error("sweep: a truncated point message");
+    const fs::path rel = fs::path(b.substr(at, plen)).lexically_normal();
+    at += plen;
+    const auto tlen = take<std::uint64_t>(b, at);
+    if (at + tlen > b.size()) throw std::runtime_error("sweep: a truncated point message");
+    if (rel.is_absolute() || *rel.begin() == "..")
+      throw std::runtime_error("sweep: a point file outside points/: " + rel.string());
+    fs::create_directories((points_dir / rel).parent_path());
+    std::ofstream(points_dir / rel, std::ios::binary)
+        .write(b.data() + at, static_cast<std::streamsize>(tlen));
+    at += tlen;
+  }
+  return static_cast<std::size_t>(i);
+}
 
 struct Column {
   std::string name, stat, field;
@@ -171,11 +248,10 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     }
 
   const fs::path dir(opt.out_dir);
-  fs::create_directories(dir / "points");
   const std::string self = self_executable();
-  std::vector<ChildJob> jobs;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const fs::path pdir = dir / "points" / fmt::format("{:03}", i);
+  // Point i's run, its outputs under `points` (points/NNN/, NNN.stdout, NNN.stderr).
+  auto job_of = [&](std::size_t i, const fs::path& points_dir) {
+    const fs::path pdir = points_dir / fmt::format("{:03}", i);
     ChildJob j;
     j.argv = {self, "run"};
     if (opt.config_path) j.argv.push_back(*opt.config_path);
@@ -188,17 +264,50 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       j.argv.push_back(std::to_string(*opt.seed));
     }
     j.argv.insert(j.argv.end(), {"--quiet", "--out", pdir.string()});
-    j.stdout_path = (dir / "points" / fmt::format("{:03}.stdout", i)).string();
-    j.stderr_path = (dir / "points" / fmt::format("{:03}.stderr", i)).string();
-    jobs.push_back(std::move(j));
-  }
+    j.stdout_path = (points_dir / fmt::format("{:03}.stdout", i)).string();
+    j.stderr_path = (points_dir / fmt::format("{:03}.stderr", i)).string();
+    return j;
+  };
+  // Under mpirun the points are dealt out over the ranks (point i to rank i mod ranks), each
+  // rank running its own `-j` at a time; the other ranks send their points' files to rank 0,
+  // which writes everything as one machine would.
+  const int ranks = MpiWorld::size(), me = MpiWorld::rank();
+  const fs::path points_dir = me == 0 ? dir / "points"
+                                      : fs::temp_directory_path() /
+                                            fmt::format("podsim-sweep-{}-rank{}", ::getpid(), me) /
+                                            "points";
+  fs::create_directories(points_dir);
+  std::vector<std::size_t> mine;
+  std::vector<ChildJob> jobs;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (static_cast<int>(i % static_cast<std::size_t>(ranks)) == me) {
+      mine.push_back(i);
+      jobs.push_back(job_of(i, points_dir));
+    }
   std::size_t done = 0;
-  const auto results = run_children(jobs, opt.jobs, [&](std::size_t i, const ChildResult& r) {
+  const auto ran = run_children(jobs, opt.jobs, [&](std::size_t k, const ChildResult& r) {
     ++done;
     if (!opt.quiet)
-      fmt::print(err, "[{}/{}] point {:03} ({}) exit {}\n", done, points.size(), i,
-                 fmt::join(points[i], ", "), r.exit_code);
+      fmt::print(err, "[{}/{}] point {:03} ({}) exit {}\n", done, jobs.size(), mine[k],
+                 fmt::join(points[mine[k]], ", "), r.exit_code);
   });
+  std::vector<ChildResult> results(points.size());
+  for (std::size_t k = 0; k < mine.size(); ++k)
+    results[mine[k]] = ran[k];
+  if (me != 0) {
+    for (std::size_t k = 0; k < mine.size(); ++k)
+      MpiWorld::send(0, kPointTag, pack_point(mine[k], ran[k], points_dir));
+    fs::remove_all(points_dir.parent_path());
+    return 0;
+  }
+  for (std::size_t n = mine.size(); n < points.size(); ++n) {
+    int from = 0;
+    const std::size_t i =
+        unpack_point(MpiWorld::receive(-1, kPointTag, &from), points_dir, points.size(), results);
+    if (!opt.quiet)
+      fmt::print(err, "point {:03} ({}) from rank {}: exit {}\n", i, fmt::join(points[i], ", "),
+                 from, results[i].exit_code);
+  }
 
   // One row per point, in grid order.
   std::string csv;

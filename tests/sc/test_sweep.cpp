@@ -1,8 +1,10 @@
 // podsim sweep: a grid of runs, one row per point, in grid order, the same every time.
 #include <catch2/catch.hpp>
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "sim/tools/sweep.hpp"
@@ -100,4 +102,88 @@ TEST_CASE("a sweep checks every point's config first: exit 2, the point named, n
   auto none = run_podsim({"sweep", "--out", out}, false);
   CHECK(none.exit_code == 2);
   CHECK_THAT(none.err, Catch::Contains("nothing to vary"));
+}
+
+namespace {
+// Every file under `dir`, by path relative to it, with its content.
+std::map<std::string, std::string> tree(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).generic_string()] = slurp(e.path());
+  return files;
+}
+// A run.json holds host times and memory ("host", "host_seconds"): the rest of it must match.
+std::string without_host(const std::string& run_json) {
+  auto v = boost::json::parse(run_json);
+  auto& o = v.as_object();
+  for (auto it = o.begin(); it != o.end();)
+    it = it->key().starts_with("host") ? o.erase(it) : std::next(it);
+  return boost::json::serialize(v);
+}
+}  // namespace
+
+TEST_CASE("the same sweep under mpirun -n 2 and -n 3 writes what -j 2 writes", "[sweep][mpi]") {
+  auto sweep = [](int ranks, const std::string& out) {
+    const std::vector<std::string> args{"sweep",
+                                        "--vary",
+                                        "fabric.switch.latency=100ns,300ns",
+                                        "--vary",
+                                        "workload.traffic.outstanding=1,4,8",
+                                        "--set",
+                                        "workload.traffic.accesses=60",
+                                        "--out",
+                                        out};
+    if (ranks == 1) {
+      auto a = args;
+      a.insert(a.end(), {"-j", "2"});
+      return run_podsim(a, false);
+    }
+    return podsim::test::run_podsim_mpi(ranks, args, false);
+  };
+  const std::string one = fresh_dir("sweep-j2"), two = fresh_dir("sweep-mpi2"),
+                    three = fresh_dir("sweep-mpi3");
+  auto r1 = sweep(1, one);
+  REQUIRE(r1.exit_code == 0);
+  const auto want = tree(one);
+  REQUIRE(want.count("sweep.csv") == 1);
+  REQUIRE(want.count("points/005/stats.json") == 1);
+  for (const auto& [ranks, dir] : {std::pair{2, two}, std::pair{3, three}}) {
+    INFO(ranks << " ranks");
+    auto r = sweep(ranks, dir);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("6 points, 0 failed"));
+    const auto got = tree(dir);
+    std::vector<std::string> names, want_names;
+    for (const auto& f : got)
+      names.push_back(f.first);
+    for (const auto& f : want)
+      want_names.push_back(f.first);
+    REQUIRE(names == want_names);
+    for (const auto& [name, text] : want) {
+      INFO(name);
+      if (name.size() > 8 && name.substr(name.size() - 8) == "run.json")
+        CHECK(without_host(got.at(name)) == without_host(text));
+      else
+        CHECK(got.at(name) == text);
+    }
+  }
+}
+
+TEST_CASE("under mpirun, a bad sweep is one error from rank 0, exit 2, and a run is refused",
+          "[sweep][mpi]") {
+  const std::string out = fresh_dir("sweep-mpi-bad");
+  auto r =
+      podsim::test::run_podsim_mpi(2, {"sweep", "--vary", "pod.gpus=4,5000", "--out", out}, false);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("pod.gpus=5000"));
+  // One rank speaks: the message once.
+  const auto first = r.err.find("podsim sweep: config error");
+  REQUIRE(first != std::string::npos);
+  CHECK(r.err.find("podsim sweep: config error", first + 1) == std::string::npos);
+  CHECK_FALSE(fs::exists(fs::path(out) / "sweep.csv"));
+  auto run = podsim::test::run_podsim_mpi(2, {"run"});
+  CHECK(run.exit_code != 0);
+  CHECK_THAT(run.err, Catch::Contains("only `podsim sweep` runs across ranks"));
+  CHECK_FALSE(run.out_dir_exists);
 }

@@ -53,11 +53,13 @@ double PodsimRun::stat(const std::string& path, const std::string& field) const 
   return s->at(field).to_number<double>();
 }
 
-PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out) {
+namespace {
+PodsimRun run_command(const std::string& launcher, const std::vector<std::string>& args,
+                      bool add_out) {
   fs::path work = fresh_dir();
   PodsimRun r;
   r.out_dir = (work / "out").string();
-  std::string cmd = quote(PODSIM_EXE);
+  std::string cmd = launcher + quote(PODSIM_EXE);
   for (const auto& a : args)
     cmd += " " + quote(a);
   if (add_out) cmd += " --out " + quote(r.out_dir);
@@ -72,6 +74,18 @@ PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out) {
   r.config = read_json(fs::path(r.out_dir) / "config.json");
   r.run = read_json(fs::path(r.out_dir) / "run.json");
   return r;
+}
+}  // namespace
+
+PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out) {
+  return run_command("", args, add_out);
+}
+
+PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out) {
+  return run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+                         quote(PODSIM_MPIEXEC) + " --oversubscribe -n " + std::to_string(ranks) +
+                         " ",
+                     args, add_out);
 }
 
 std::string slurp(const std::string& path) {

@@ -23,6 +23,8 @@ struct PodsimRun {
 
 // `args` after the binary name; "--out <fresh dir>" is added for `run`.
 PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out = true);
+// The same under `mpirun --oversubscribe -n RANKS` (allowed to run as root, as CI does).
+PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out = true);
 
 std::string source_path(const std::string& relative);
 std::string write_temp_file(const std::string& name, const std::string& text);

@@ -41,10 +41,18 @@ Driver::Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode
 
 Driver::~Driver() = default;
 
+// The IRQ worker handles protocol messages one at a time, in arrival order; the cleanup worker
+// runs revokes, one at a time; the unpinned design adds the eviction worker.
 void Driver::start_workers() {
-  runner_.run(irq_worker());
-  runner_.run(cleanup_worker());
+  runner_.run(
+      serve(irq_queue_, env_, [this](Interrupt i) { return handle(i.from, std::move(i.dw)); }));
+  runner_.run(
+      serve(cleanup_queue_, env_, [this](ExportPtr node) { return cleanup(std::move(node)); }));
   if (cfg_.exported_memory == ExportedMemory::Unpinned) runner_.run(eviction_worker());
+}
+
+std::size_t Driver::workers() const {
+  return cfg_.exported_memory == ExportedMemory::Unpinned ? 3 : 2;
 }
 
 std::uint64_t Driver::messages_sent(MsgType t) const {
@@ -484,18 +492,7 @@ void Driver::revoke(Bo& bo) {
 
 void Driver::put_export(const ExportPtr& node) {
   if (!exports_.put(*node)) return;
-  cleanup_queue_.push_back(node);
-  cleanup_ready_.wake_all();
-}
-
-Task<void> Driver::cleanup_worker() {
-  while (true) {
-    while (cleanup_queue_.empty())
-      co_await cleanup_ready_.wait(env_);
-    ExportPtr node = cleanup_queue_.front();
-    cleanup_queue_.pop_front();
-    co_await cleanup(node);
-  }
+  cleanup_queue_.post(node);
 }
 
 Task<void> Driver::cleanup(ExportPtr node) {
@@ -856,18 +853,7 @@ Task<Errno> Driver::shootdown(AccelId dst) {
 }
 
 void Driver::on_interrupt(AccelId from, const Dwords& dw) {
-  irq_queue_.emplace_back(from, dw);
-  irq_ready_.wake_all();
-}
-
-Task<void> Driver::irq_worker() {
-  while (true) {
-    while (irq_queue_.empty())
-      co_await irq_ready_.wait(env_);
-    auto [from, dw] = irq_queue_.front();
-    irq_queue_.pop_front();
-    co_await handle(from, dw);
-  }
+  irq_queue_.post({from, dw});
 }
 
 Task<void> Driver::handle(AccelId from, Dwords dw) {
@@ -969,9 +955,8 @@ void Driver::device_reset() {
 }
 
 bool Driver::quiescent() const {
-  const std::size_t workers = cfg_.exported_memory == ExportedMemory::Unpinned ? 3 : 2;
-  return irq_queue_.empty() && cleanup_queue_.empty() && exports_.revoking() == 0 &&
-         runner_.running() <= workers && irq_ready_.size() == 1 && cleanup_ready_.size() == 1;
+  return irq_queue_.idle() && cleanup_queue_.idle() && exports_.revoking() == 0 &&
+         runner_.running() <= workers();
 }
 
 Holdings Driver::holdings() const {
@@ -995,9 +980,8 @@ Holdings Driver::holdings() const {
   h.waiters += imports_.waiting();
   // The IRQ and cleanup workers (and the eviction worker) always run; anything else is a
   // call or a message still in progress.
-  const std::size_t workers = cfg_.exported_memory == ExportedMemory::Unpinned ? 3 : 2;
   const std::size_t running = runner_.running();
-  h.busy_tasks = running > workers ? running - workers : 0;
+  h.busy_tasks = running > workers() ? running - workers() : 0;
   return h;
 }
 
@@ -1116,7 +1100,9 @@ void Driver::digest(Digest& d) const {
     d.add(owner);
     w.digest(d);
   }
-  d.add("work").add(irq_queue_.size()).add(cleanup_queue_.size());
+  d.add("work");
+  irq_queue_.digest(d);
+  cleanup_queue_.digest(d);
 }
 
 }  // namespace podsim::driver

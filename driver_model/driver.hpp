@@ -10,15 +10,15 @@
 // block (co_await), and re-check state after blocking.
 //
 // The tables are their own classes, each keeping its state and rules: the export table
-// (export_table.hpp), the import table (import_table.hpp), the connections (connections.hpp).
-// The Driver runs the contexts, sends the messages and asks the tables.
+// (export_table.hpp), the import table (import_table.hpp), the connections (connections.hpp);
+// so are the workers' queues and their loop (work_queue.hpp). The Driver runs the contexts,
+// sends the messages and asks the parts.
 //
 // The user API returns GEM handles, 128-bit UALink handles and dma-buf file descriptors;
 // never an NPA.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +35,7 @@
 #include "driver_model/import_table.hpp"
 #include "driver_model/messages.hpp"
 #include "driver_model/npa_allocator.hpp"
+#include "driver_model/work_queue.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
 #include "sim/core/digest.hpp"
 #include "sim/core/rng.hpp"
@@ -176,16 +177,19 @@ class Driver {
   };
   using ExportPtr = ExportTable::Ptr;
   using ImportPtr = ImportTable::Ptr;
+  struct Interrupt {  // a protocol message as firmware delivered it
+    AccelId from;
+    Dwords dw;
+  };
 
   // time and blocking
   Sleep sleep(Time d) { return Sleep(env_, d); }
   Task<Errno> send(AccelId dst, Message m);
   Task<Errno> shootdown(AccelId dst);
   // workers
-  Task<void> irq_worker();
-  Task<void> cleanup_worker();
   Task<void> eviction_worker();
   void start_workers();
+  std::size_t workers() const;  // the tasks that always run
   // connections
   Task<Errno> setup(AccelId peer, bool wait);
   void established(AccelId peer);
@@ -250,10 +254,8 @@ class Driver {
   ImportTable imports_;  // imp_xa
   Connections conns_;
   std::map<AccelId, NpaRangeAllocator> windows_;
-  std::deque<std::pair<AccelId, Dwords>> irq_queue_;
-  WaitQueue irq_ready_;
-  std::deque<ExportPtr> cleanup_queue_;
-  WaitQueue cleanup_ready_;
+  WorkQueue<Interrupt> irq_queue_;      // the IRQ worker's: messages in arrival order
+  WorkQueue<ExportPtr> cleanup_queue_;  // the cleanup worker's: exports to revoke
   std::uint64_t next_bo_ = 1;
 
   StatGroup stats_;

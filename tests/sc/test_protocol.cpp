@@ -159,6 +159,20 @@ TEST_CASE("the checker catches B6: an NPA range freed under live PTEs", "[protoc
   CHECK(b1_only.exit_code == 0);
 }
 
+TEST_CASE("the checker catches B1 on a node reset: the reset importer's pins are left behind",
+          "[protocol][invariants]") {
+  auto fixed = run_podsim({"run", source_path("configs/node-reset.json")});
+  CHECK(fixed.exit_code == 0);
+  auto b1 = run_podsim({"run", source_path("configs/node-reset.json"), "--set",
+                        "gpu.driver.reintroduce_bugs=[\"B1\"]"});
+  INFO(b1.err);
+  CHECK(b1.exit_code == 1);  // a violation, reported; not an internal error
+  CHECK_THAT(b1.err,
+             Catch::Contains("invariant violated") && Catch::Contains("freed while pinned"));
+  CHECK_THAT(b1.err, !Catch::Contains("internal error"));
+  CHECK(b1.stats.has_value());  // the run's results are written, with the violation in them
+}
+
 TEST_CASE("scenario steps: an unexpected errno fails the run naming the step", "[scenario]") {
   const std::string cfg = write_temp_file("steps.json", R"({
     "pod": {"gpus": 2},

@@ -6,6 +6,7 @@
 //   podsim --help | --version
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -169,12 +170,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   opt.jobs = vm["jobs"].as<unsigned>();
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
-  // Under mpirun, rank 0 speaks for the sweep (the others would repeat every message).
-  if (podsim::tools::MpiWorld::rank() != 0) {
-    std::ostringstream quiet_out, quiet_err;
-    opt.quiet = true;
-    return podsim::tools::sweep_command(opt, quiet_out, quiet_err);
-  }
+  if (podsim::tools::MpiWorld::rank() != 0) opt.quiet = true;  // rank 0 reports progress
   return podsim::tools::sweep_command(opt, std::cout, std::cerr);
 }
 
@@ -293,6 +289,8 @@ const bool kNoBanner = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0) == 0;
 extern "C" int sc_main(int argc, char* argv[]);
 
 namespace {
+std::streambuf* g_terminal_err = nullptr;  // stderr as it was, for a rank's internal error
+
 int dispatch(int argc, char* argv[]) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -311,7 +309,10 @@ int dispatch(int argc, char* argv[]) {
       return 0;
     }
     using podsim::tools::MpiWorld;
-    if (MpiWorld::launched() && cmd != "sweep") {
+    static const std::vector<std::string> commands{"run",    "config", "regress",         "sweep",
+                                                   "report", "bench",  "config-reference"};
+    if (MpiWorld::launched() && cmd != "sweep" &&
+        std::find(commands.begin(), commands.end(), cmd) != commands.end()) {
       // Each rank would simulate the whole pod and write the same files.
       if (MpiWorld::rank() == 0)
         fmt::print(std::cerr,
@@ -336,8 +337,10 @@ int dispatch(int argc, char* argv[]) {
   } catch (const std::exception& e) {
     using podsim::tools::MpiWorld;
     if (MpiWorld::launched()) {  // the other ranks may be waiting for this one: end them all
-      fmt::print(std::cerr, "podsim (rank {} of {}): internal error: {}\n", MpiWorld::rank(),
+      std::ostream terminal(g_terminal_err ? g_terminal_err : std::cerr.rdbuf());
+      fmt::print(terminal, "podsim (rank {} of {}): internal error: {}\n", MpiWorld::rank(),
                  MpiWorld::size(), e.what());
+      terminal.flush();
       MpiWorld::abort(1);
     }
     fmt::print(std::cerr, "podsim: internal error: {}\n", e.what());
@@ -347,8 +350,21 @@ int dispatch(int argc, char* argv[]) {
 }  // namespace
 
 int sc_main(int argc, char* argv[]) {
-  podsim::tools::MpiWorld::init(&argc, &argv);
+  using podsim::tools::MpiWorld;
+  MpiWorld::init(&argc, &argv);
+  // Under mpirun, rank 0 speaks for all (the others would print every message again); a rank's
+  // own internal error still reaches the terminal (dispatch prints it to the saved stream).
+  std::ostringstream silenced;
+  std::streambuf* out = std::cout.rdbuf();
+  std::streambuf* err = std::cerr.rdbuf();
+  if (MpiWorld::rank() != 0) {
+    std::cout.rdbuf(silenced.rdbuf());
+    std::cerr.rdbuf(silenced.rdbuf());
+  }
+  g_terminal_err = err;
   const int rc = dispatch(argc, argv);
-  podsim::tools::MpiWorld::finalize();
+  std::cout.rdbuf(out);
+  std::cerr.rdbuf(err);
+  MpiWorld::finalize();
   return rc;
 }

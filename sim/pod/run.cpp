@@ -11,6 +11,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/timeline.hpp"
 #include "sim/pod/pod.hpp"
@@ -33,19 +34,6 @@ const char* podsim_version() {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Writes `text` to `path` through a temporary file, so no half-written file is left behind.
-void write_file(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + tmp.string());
-    f << text;
-    if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
-}
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "sim/core/config_io.hpp"
+#include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/tools/process_pool.hpp"
@@ -263,8 +264,8 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     o["notifications_per_access"] = r.notifications;
     jrows.push_back(std::move(o));
   }
-  std::ofstream(dir / "bench.md") << md;
-  std::ofstream(dir / "bench.json") << config::to_pretty_json(json::object{{"points", jrows}});
+  write_file(dir / "bench.md", md);
+  write_file(dir / "bench.json", config::to_pretty_json(json::object{{"points", jrows}}));
   out << md;
   return rc;
 }

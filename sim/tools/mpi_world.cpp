@@ -1,11 +1,15 @@
 #include "sim/tools/mpi_world.hpp"
 
 #include <mpi.h>
+#include <sched.h>
+#include <sys/sysinfo.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 namespace podsim::tools {
 
@@ -32,6 +36,14 @@ void MpiWorld::init(int* argc, char*** argv) {
   g_active = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  // mpirun binds each rank to a core (with two ranks or fewer, by default); a rank's work is
+  // done by its children, `-j` of them, which would all share that core. Let them use every
+  // core this process may run on.
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int c = 0; c < CPU_SETSIZE && c < get_nprocs_conf(); ++c)
+    CPU_SET(c, &all);
+  sched_setaffinity(0, sizeof all, &all);  // the kernel keeps only the allowed ones
 }
 
 void MpiWorld::finalize() {
@@ -47,27 +59,45 @@ int MpiWorld::size() {
   return g_size;
 }
 
+namespace {
+// Waits for `req` without spinning a core (Open MPI's blocking calls poll): a rank that waits
+// for another's points would otherwise take a core from the children doing the work.
+void wait_idle(MPI_Request& req, MPI_Status* st) {
+  for (int idle = 0;; ++idle) {
+    int done = 0;
+    check(MPI_Test(&req, &done, st ? st : MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(idle < 100 ? 10 : 1000));
+  }
+}
+}  // namespace
+
 void MpiWorld::send(int to, int tag, const std::string& bytes) {
   const std::uint64_t n = bytes.size();
-  check(MPI_Send(&n, 1, MPI_UINT64_T, to, tag, MPI_COMM_WORLD), "MPI_Send");
+  MPI_Request req;
+  check(MPI_Isend(&n, 1, MPI_UINT64_T, to, tag, MPI_COMM_WORLD, &req), "MPI_Isend");
+  wait_idle(req, nullptr);
   for (std::uint64_t off = 0; off < n; off += kChunk) {
     const int len = static_cast<int>(std::min(kChunk, n - off));
-    check(MPI_Send(bytes.data() + off, len, MPI_CHAR, to, tag, MPI_COMM_WORLD), "MPI_Send");
+    check(MPI_Isend(bytes.data() + off, len, MPI_CHAR, to, tag, MPI_COMM_WORLD, &req), "MPI_Isend");
+    wait_idle(req, nullptr);
   }
 }
 
 std::string MpiWorld::receive(int from, int tag, int* source) {
   std::uint64_t n = 0;
   MPI_Status st;
-  check(MPI_Recv(&n, 1, MPI_UINT64_T, from < 0 ? MPI_ANY_SOURCE : from, tag, MPI_COMM_WORLD, &st),
-        "MPI_Recv");
+  MPI_Request req;
+  check(MPI_Irecv(&n, 1, MPI_UINT64_T, from < 0 ? MPI_ANY_SOURCE : from, tag, MPI_COMM_WORLD, &req),
+        "MPI_Irecv");
+  wait_idle(req, &st);
   if (source) *source = st.MPI_SOURCE;
   std::string bytes(n, '\0');
   for (std::uint64_t off = 0; off < n; off += kChunk) {
     const int len = static_cast<int>(std::min(kChunk, n - off));
-    check(MPI_Recv(bytes.data() + off, len, MPI_CHAR, st.MPI_SOURCE, tag, MPI_COMM_WORLD,
-                   MPI_STATUS_IGNORE),
-          "MPI_Recv");
+    check(MPI_Irecv(bytes.data() + off, len, MPI_CHAR, st.MPI_SOURCE, tag, MPI_COMM_WORLD, &req),
+          "MPI_Irecv");
+    wait_idle(req, nullptr);
   }
   return bytes;
 }

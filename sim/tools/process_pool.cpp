@@ -1,12 +1,13 @@
 #include "sim/tools/process_pool.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -32,23 +33,53 @@ std::vector<char*> child_environment() {
   return env;
 }
 
+// Starts a child: stdin from /dev/null, stdout and stderr to the job's files. The child dies
+// with this process (PR_SET_PDEATHSIG): a sweep rank that is killed leaves no run behind
+// writing into its output after the job has ended.
 pid_t spawn(const ChildJob& job) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   const std::string out = job.stdout_path.empty() ? "/dev/null" : job.stdout_path;
   const std::string err = job.stderr_path.empty() ? "/dev/null" : job.stderr_path;
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<char*> argv;
   for (const auto& a : job.argv)
     argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t pid = 0;
   std::vector<char*> env = child_environment();
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), env.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("cannot start " + job.argv[0] + ": " + std::strerror(rc));
+  const pid_t parent = ::getpid();
+  int ready[2];  // the child reports a failed exec (its errno) through this pipe
+  if (::pipe2(ready, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("cannot start a child: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(ready[0]);
+    ::close(ready[1]);
+    throw std::runtime_error("cannot start " + job.argv[0] + ": " + std::strerror(e));
+  }
+  if (pid == 0) {  // the child: only async-signal-safe calls from here
+    ::close(ready[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent is already gone
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || o < 0 || e < 0 || ::dup2(in, 0) < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) {
+      const int code = errno;
+      (void)!::write(ready[1], &code, sizeof code);
+      ::_exit(127);
+    }
+    ::execve(argv[0], argv.data(), env.data());
+    const int code = errno;
+    (void)!::write(ready[1], &code, sizeof code);
+    ::_exit(127);
+  }
+  ::close(ready[1]);
+  int code = 0;
+  const auto n = ::read(ready[0], &code, sizeof code);
+  ::close(ready[0]);
+  if (n == static_cast<ssize_t>(sizeof code)) {
+    ::waitpid(pid, nullptr, 0);
+    throw std::runtime_error("cannot start " + job.argv[0] + ": " + std::strerror(code));
+  }
   return pid;
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/tools/golden.hpp"
 #include "sim/tools/process_pool.hpp"
@@ -211,7 +212,7 @@ int regress_command(const RegressOptions& opt, std::ostream& out, std::ostream& 
     }
     if (opt.bless) {
       fs::create_directories(golden_file.parent_path());
-      std::ofstream(golden_file) << config::to_pretty_json(actual);
+      write_file(golden_file, config::to_pretty_json(actual));
       if (!have_golden)
         fmt::print(out, "{}: new golden {}\n", c.name, golden_file.string());
       else if (diffs.empty())

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "sim/core/config_io.hpp"
+#include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/tools/mpi_world.hpp"
@@ -117,6 +118,7 @@ std::string pack_point(std::size_t i, const ChildResult& r, const fs::path& poin
   put<std::int32_t>(b, r.exit_code);
   put<std::int32_t>(b, r.signal);
   put<std::int64_t>(b, r.peak_rss_kb);
+  put<std::uint8_t>(b, fs::is_directory(points_dir / stem) ? 1 : 0);  // even an empty one
   put<std::uint32_t>(b, static_cast<std::uint32_t>(files.size()));
   for (const auto& f : files) {
     const std::string path = f.generic_string(), text = slurp(points_dir / f);
@@ -138,6 +140,7 @@ std::size_t unpack_point(const std::string& b, const fs::path& points_dir, std::
   r.exit_code = take<std::int32_t>(b, at);
   r.signal = take<std::int32_t>(b, at);
   r.peak_rss_kb = static_cast<long>(take<std::int64_t>(b, at));
+  if (take<std::uint8_t>(b, at)) fs::create_directories(points_dir / fmt::format("{:03}", i));
   const auto files = take<std::uint32_t>(b, at);
   for (std::uint32_t f = 0; f < files; ++f) {
     const auto plen = take<std::uint32_t>(b, at);
@@ -149,8 +152,7 @@ std::size_t unpack_point(const std::string& b, const fs::path& points_dir, std::
     if (rel.is_absolute() || *rel.begin() == "..")
       throw std::runtime_error("sweep: a point file outside points/: " + rel.string());
     fs::create_directories((points_dir / rel).parent_path());
-    std::ofstream(points_dir / rel, std::ios::binary)
-        .write(b.data() + at, static_cast<std::streamsize>(tlen));
+    write_file(points_dir / rel, std::string_view(b).substr(at, tlen));
     at += tlen;
   }
   return static_cast<std::size_t>(i);
@@ -272,10 +274,25 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   // rank running its own `-j` at a time; the other ranks send their points' files to rank 0,
   // which writes everything as one machine would.
   const int ranks = MpiWorld::size(), me = MpiWorld::rank();
+  // What an earlier sweep left in DIR goes first, so a sweep that fails part way never leaves
+  // a set of sweep files that look like its own.
+  if (me == 0) {
+    for (const char* f : {"sweep.csv", "sweep.json", "sweep.md"})
+      fs::remove(dir / f);
+    fs::remove_all(dir / "points");
+  }
   const fs::path points_dir = me == 0 ? dir / "points"
                                       : fs::temp_directory_path() /
                                             fmt::format("podsim-sweep-{}-rank{}", ::getpid(), me) /
                                             "points";
+  // A rank's private directory goes when this function is left, by an error too.
+  struct Staging {
+    fs::path dir;
+    ~Staging() {
+      std::error_code ignored;
+      if (!dir.empty()) fs::remove_all(dir, ignored);
+    }
+  } staging{me == 0 ? fs::path() : points_dir.parent_path()};
   fs::create_directories(points_dir);
   std::vector<std::size_t> mine;
   std::vector<ChildJob> jobs;
@@ -297,7 +314,6 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   if (me != 0) {
     for (std::size_t k = 0; k < mine.size(); ++k)
       MpiWorld::send(0, kPointTag, pack_point(mine[k], ran[k], points_dir));
-    fs::remove_all(points_dir.parent_path());
     return 0;
   }
   for (std::size_t n = mine.size(); n < points.size(); ++n) {
@@ -392,9 +408,9 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     }
     md += "\n";
   }
-  std::ofstream(dir / "sweep.md", std::ios::binary) << md;
-  std::ofstream(dir / "sweep.csv", std::ios::binary) << csv;
-  std::ofstream(dir / "sweep.json", std::ios::binary) << config::to_pretty_json(doc);
+  write_file(dir / "sweep.md", md);
+  write_file(dir / "sweep.csv", csv);
+  write_file(dir / "sweep.json", config::to_pretty_json(doc));
   if (!opt.quiet) {
     fmt::print(out, "{}\n{} points, {} failed; wrote {}, {} and {}\n", md, points.size(),
                std::count_if(results.begin(), results.end(),

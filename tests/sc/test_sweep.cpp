@@ -187,3 +187,21 @@ TEST_CASE("under mpirun, a bad sweep is one error from rank 0, exit 2, and a run
   CHECK_THAT(run.err, Catch::Contains("only `podsim sweep` runs across ranks"));
   CHECK_FALSE(run.out_dir_exists);
 }
+
+TEST_CASE("a sweep replaces what an earlier sweep left in its directory", "[sweep]") {
+  const std::string out = fresh_dir("sweep-stale");
+  fs::create_directories(fs::path(out) / "points" / "099");
+  std::ofstream(fs::path(out) / "points" / "099" / "stats.json") << "{}";
+  std::ofstream(fs::path(out) / "sweep.csv") << "stale\n";
+  // A sweep that fails before writing its files leaves none of the old ones behind.
+  auto bad = run_podsim({"sweep", "--vary", "workload.traffic.accesses=20", "--set",
+                         "workload.traffic.outstanding=0", "--out", out},
+                        false);
+  CHECK(bad.exit_code == 2);  // a config error: nothing run, nothing touched
+  CHECK(fs::exists(fs::path(out) / "sweep.csv"));
+  auto r = run_podsim({"sweep", "--vary", "workload.traffic.accesses=20,30", "--out", out}, false);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(fs::exists(fs::path(out) / "points" / "099"));
+  CHECK(fs::exists(fs::path(out) / "points" / "001" / "stats.json"));
+  CHECK(slurp(fs::path(out) / "sweep.csv") != "stale\n");
+}

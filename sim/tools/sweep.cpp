@@ -408,9 +408,18 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     }
     md += "\n";
   }
-  write_file(dir / "sweep.md", md);
-  write_file(dir / "sweep.csv", csv);
-  write_file(dir / "sweep.json", config::to_pretty_json(doc));
+  try {
+    write_file(dir / "sweep.md", md);
+    write_file(dir / "sweep.csv", csv);
+    write_file(dir / "sweep.json", config::to_pretty_json(doc));
+  } catch (const std::runtime_error& e) {  // a full disk, a directory gone: said plainly
+    for (const char* f : {"sweep.csv", "sweep.json", "sweep.md"}) {
+      std::error_code ignored;
+      fs::remove(dir / f, ignored);  // all three or none
+    }
+    fmt::print(err, "podsim sweep: {}\n", e.what());
+    return 1;
+  }
   if (!opt.quiet) {
     fmt::print(out, "{}\n{} points, {} failed; wrote {}, {} and {}\n", md, points.size(),
                std::count_if(results.begin(), results.end(),

@@ -42,7 +42,8 @@ int sc_main(int argc, char* argv[]) {
   fmt::print(
       "bench_pod gpus={} accesses/gpu={} outstanding={}: {} remote accesses, simulated {}, "
       "build {:.2f} s, run {:.2f} s, {:.0f} remote accesses per host second\n",
-      gpus, accesses, outstanding, pod.remote_accesses(), podsim::pretty(podsim::sim_now()),
-      build_s, run_s, static_cast<double>(pod.remote_accesses()) / run_s);
+      gpus, accesses, outstanding, pod.summary().remote_accesses(),
+      podsim::pretty(podsim::sim_now()), build_s, run_s,
+      static_cast<double>(pod.summary().remote_accesses()) / run_s);
   return pod.ok() ? 0 : 1;
 }

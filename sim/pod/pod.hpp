@@ -74,35 +74,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
   Dispatcher& events() { return events_; }
   const Dispatcher& events() const { return events_; }
 
-  // Headline results (the summary, gathered when the run ends).
+  // Headline results (the summary, gathered when the run ends): latency, breakdown, paths,
+  // bandwidth, counts, driver times, plane balance, payload efficiency.
   const PodSummary& summary() const { return summary_; }
-  const Distribution& remote_latency() const { return summary_.remote_latency(); }
-  const Breakdown& remote_breakdown() const { return summary_.remote_breakdown(); }
-  // Latency by path, all GPUs: "local", "remote", then "remote_via_N_switch(es)" for each
-  // number of switches a request crossed.
-  std::vector<std::pair<std::string, const Distribution*>> latency_paths() const {
-    return summary_.latency_paths();
-  }
-  // Payload bytes completed over time, all GPUs: channel "remote" and "local".
-  const TimeSeries& bandwidth_series() const { return summary_.series(); }
-  std::uint64_t remote_accesses() const { return summary_.remote_accesses(); }
-  std::uint64_t remote_reads() const { return summary_.remote_reads(); }
-  std::uint64_t remote_writes() const { return summary_.remote_writes(); }
-  std::uint64_t faults() const { return summary_.faults(); }
-  std::uint64_t retries() const { return summary_.retries(); }
-  // Bytes/s of remote payload in the access phases.
-  double achieved_bandwidth() const { return summary_.achieved_bandwidth(); }
-  Time access_phase() const { return summary_.access_phase(); }
-  const Distribution& import_time() const { return summary_.import_time(); }
-  const Distribution& import_repeat_time() const { return summary_.import_repeat_time(); }
-  const Distribution& export_time() const { return summary_.export_time(); }
-  const Distribution& revoke_time() const { return summary_.revoke_time(); }
-  const Distribution& send_time() const { return summary_.send_time(); }
-  std::uint64_t messages(driver::MsgType t) const { return summary_.messages(t); }
-  // Least over most bytes the GPUs sent on any plane (1: perfectly even).
-  double plane_balance() const { return summary_.plane_balance(); }
-  // Data bytes per wire byte, over every GPU port.
-  double payload_efficiency() const { return summary_.payload_efficiency(); }
 
  private:
   void control();  // the pod's own thread: waits for the workload, tears down, checks

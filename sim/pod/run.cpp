@@ -241,10 +241,11 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   try {
     write_file(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
     write_file(out_dir / "stats.json", config::to_pretty_json(stats));
-    write_file(out_dir / "latency.csv", latency_csv(pod.latency_paths()));
-    write_file(out_dir / "latency_histogram.csv", latency_histogram_csv(pod.latency_paths()));
-    write_file(out_dir / "breakdown.csv", breakdown_csv(pod.remote_breakdown()));
-    write_file(out_dir / "timeseries.csv", timeseries_csv(pod.bandwidth_series()));
+    write_file(out_dir / "latency.csv", latency_csv(pod.summary().latency_paths()));
+    write_file(out_dir / "latency_histogram.csv",
+               latency_histogram_csv(pod.summary().latency_paths()));
+    write_file(out_dir / "breakdown.csv", breakdown_csv(pod.summary().remote_breakdown()));
+    write_file(out_dir / "timeseries.csv", timeseries_csv(pod.summary().series()));
     if (opt.access_log) write_file(*opt.access_log, format_trace(pod.access_log()));
     if (opt.state_digest) write_file(*opt.state_digest, config::to_pretty_json(digest_doc));
     if (timeline) {

@@ -14,7 +14,7 @@ namespace podsim {
 void print_summary(const Pod& pod, const HostTiming& host, const std::string& out_dir,
                    std::ostream& out) {
   const PodConfig& cfg = pod.config();
-  const Distribution& lat = pod.remote_latency();
+  const Distribution& lat = pod.summary().remote_latency();
   const LogHistogram& h = lat.histogram();
   auto ns = [&](std::uint64_t v) { return lat.reported(static_cast<double>(v)); };
   const Time sim = sim_now();
@@ -24,21 +24,21 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
              enum_name(std::span<const EnumName<Topology>>(kTopologyNames), cfg.fabric.topology),
              cfg.seed);
   const double rate =
-      host.seconds > 0 ? static_cast<double>(pod.remote_accesses()) / host.seconds : 0;
+      host.seconds > 0 ? static_cast<double>(pod.summary().remote_accesses()) / host.seconds : 0;
   fmt::print(out,
              "simulated {} in {:.2f} s of host time ({:.0f} remote accesses per host second)\n\n",
              pretty(sim), host.seconds, rate);
 
   fmt::print(out, "{:<18}{} ({} loads, {} stores); {} not served, {} retried\n", "remote accesses",
-             pod.remote_accesses(), pod.remote_reads(), pod.remote_writes(), pod.faults(),
-             pod.retries());
+             pod.summary().remote_accesses(), pod.summary().remote_reads(),
+             pod.summary().remote_writes(), pod.summary().faults(), pod.summary().retries());
   if (h.count() > 0) {
     fmt::print(out, "{:<18}mean {:.1f}  p50 {:.1f}  p99 {:.1f}  min {:.1f}  max {:.1f}\n",
                "latency (ns)", lat.reported(h.mean()), ns(h.percentile(0.5)),
                ns(h.percentile(0.99)), ns(h.min()), ns(h.max()));
     fmt::print(out, "{:<18}{:.2f} GB/s of remote payload over a {} access phase\n", "bandwidth",
-               pod.achieved_bandwidth() / 1e9, pretty(pod.access_phase()));
-    const Breakdown& b = pod.remote_breakdown();
+               pod.summary().achieved_bandwidth() / 1e9, pretty(pod.summary().access_phase()));
+    const Breakdown& b = pod.summary().remote_breakdown();
     fmt::print(out, "per-hop breakdown (mean ns per remote access)\n");
     double total = 0;
     std::string last_dir;
@@ -63,8 +63,8 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
              enum_name(std::span<const EnumName<Topology>>(kTopologyNames), cfg.fabric.topology),
              port.lanes,
              fmt::format("{:g} Gb/s", static_cast<double>(port.lane_rate.bits_per_second()) / 1e9),
-             100.0 * pod.payload_efficiency(), data, 100.0 * payload_efficiency(data, port),
-             pod.plane_balance());
+             100.0 * pod.summary().payload_efficiency(), data,
+             100.0 * payload_efficiency(data, port), pod.summary().plane_balance());
   auto line = [&](const char* what, const Distribution& d) {
     const LogHistogram& hh = d.histogram();
     if (hh.count() == 0) return;
@@ -73,17 +73,17 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
                pretty(Time::ps(static_cast<std::int64_t>(hh.percentile(0.99)))));
   };
   fmt::print(out, "control path\n");
-  line("export", pod.export_time());
-  line("import (first)", pod.import_time());
-  line("import (again)", pod.import_repeat_time());
-  line("revoke", pod.revoke_time());
-  line("message send", pod.send_time());
+  line("export", pod.summary().export_time());
+  line("import (first)", pod.summary().import_time());
+  line("import (again)", pod.summary().import_repeat_time());
+  line("revoke", pod.summary().revoke_time());
+  line("message send", pod.summary().send_time());
   std::string msgs;
   for (std::size_t t = 1; t < driver::kMsgTypes; ++t) {
     const auto type = static_cast<driver::MsgType>(t);
-    if (pod.messages(type) == 0) continue;
+    if (pod.summary().messages(type) == 0) continue;
     msgs += fmt::format("{}{} {}", msgs.empty() ? "" : ", ", driver::msg_name(type),
-                        pod.messages(type));
+                        pod.summary().messages(type));
   }
   if (!msgs.empty()) fmt::print(out, "  messages        {}\n", msgs);
   fmt::print(out, "{:<18}{}\n", "invariants",

@@ -57,7 +57,7 @@ TEST_CASE(
   pod.run();
   REQUIRE(pod.ok());
   const std::uint64_t n = trace.size();
-  REQUIRE(pod.remote_reads() == n);
+  REQUIRE(pod.summary().remote_reads() == n);
 
   // What the sweep implies, from the importer's page table: one TLB entry per fragment (an
   // aligned group of 2^fragment pages). The first sweep walks once per group; in the second,
@@ -246,7 +246,7 @@ TEST_CASE("with functional data off, stores are not kept and functional reads gi
                               "workload.traffic.read_fraction=0"}));
   pod.run();
   REQUIRE(pod.ok());
-  REQUIRE(pod.remote_writes() == 400);
+  REQUIRE(pod.summary().remote_writes() == 400);
   CHECK(pod.gpu(1).vram.data().lines() == 0);
   unsigned char buf[64];
   std::fill(std::begin(buf), std::end(buf), 0xAB);

@@ -17,12 +17,12 @@ TEST_CASE("one remote load goes through every module and back", "[sc][pod]") {
                               "workload.traffic.accesses=1", "workload.traffic.read_fraction=1"}));
   pod.run();
   REQUIRE(pod.ok());
-  CHECK(pod.remote_accesses() == 1);
-  CHECK(pod.remote_reads() == 1);
-  CHECK(pod.faults() == 0);
+  CHECK(pod.summary().remote_accesses() == 1);
+  CHECK(pod.summary().remote_reads() == 1);
+  CHECK(pod.summary().faults() == 0);
 
   // Every hop of the path took part, in both directions.
-  const Breakdown& b = pod.remote_breakdown();
+  const Breakdown& b = pod.summary().remote_breakdown();
   std::set<std::string> seen;
   for (std::size_t i = 0; i < b.part_count(); ++i)
     if (b.part_sum(i) > 0) seen.insert(b.part_name(i));
@@ -33,7 +33,8 @@ TEST_CASE("one remote load goes through every module and back", "[sc][pod]") {
   double sum = 0;
   for (std::size_t i = 0; i < b.part_count(); ++i)
     sum += b.part_mean(i);
-  CHECK(sum == Approx(pod.remote_latency().reported(pod.remote_latency().histogram().mean())));
+  CHECK(sum == Approx(pod.summary().remote_latency().reported(
+                   pod.summary().remote_latency().histogram().mean())));
 
   // The exporter's NPA MMU translated it and its VRAM served it.
   GpuNode& exporter = pod.gpu(1);
@@ -62,7 +63,7 @@ TEST_CASE(
   pod.replay(trace);
   pod.run();
   REQUIRE(pod.ok());
-  CHECK(pod.remote_writes() == pages);
+  CHECK(pod.summary().remote_writes() == pages);
 
   GpuNode& importer = pod.gpu(0);
   GpuNode& exporter = pod.gpu(1);
@@ -123,8 +124,8 @@ TEST_CASE("the default pod: every GPU loads from and stores to every other", "[s
   Pod pod("pod", config_with({"workload.traffic.accesses=400", "workload.teardown=false"}));
   pod.run();
   REQUIRE(pod.ok());
-  CHECK(pod.remote_accesses() == 8 * 400);
-  CHECK(pod.faults() == 0);
+  CHECK(pod.summary().remote_accesses() == 8 * 400);
+  CHECK(pod.summary().faults() == 0);
   for (std::size_t g = 0; g < pod.gpu_count(); ++g) {
     GpuNode& n = pod.gpu(g);
     CHECK(n.agent.completed() == 400);

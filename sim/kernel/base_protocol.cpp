@@ -22,10 +22,6 @@ const char* sync_name(tlm::tlm_sync_enum r) {
   SC_REPORT_ERROR("podsim/tlm", what.c_str());
   throw std::logic_error(what);  // reached only if SystemC is told not to throw
 }
-
-sc_core::sc_time due_delay(Time due) {
-  return to_sc(std::max(due, sim_now()) - sim_now());
-}
 }  // namespace
 
 void phase_error(const char* where, const tlm::tlm_phase& ph) {
@@ -74,14 +70,9 @@ tlm::tlm_sync_enum RequestLane::end_request(tlm::tlm_generic_payload& gp) {
   return tlm::TLM_ACCEPTED;
 }
 
-// The open request ended: send what waited behind it, in order, until one stays open.
+// The open request ended: send what waited behind it.
 void RequestLane::reopen() {
-  open_ = nullptr;
-  while (!open_ && !held_.empty()) {
-    const Held h = held_.front();
-    held_.pop_front();
-    issue(*h.gp, due_delay(h.due));
-  }
+  drain([this](tlm::tlm_generic_payload& gp, sc_core::sc_time d) { issue(gp, d); });
 }
 
 void ResponseLane::returned(tlm::tlm_generic_payload& gp, tlm::tlm_sync_enum r, tlm::tlm_phase ph) {
@@ -98,12 +89,7 @@ tlm::tlm_sync_enum ResponseLane::end_response(tlm::tlm_generic_payload& gp) {
   if (open_ != &gp)
     protocol_error(
         fmt::format("END_RESP for access {} whose response phase is not open", access_of(gp).id));
-  open_ = nullptr;
-  while (!open_ && !held_.empty()) {
-    const Held h = held_.front();
-    held_.pop_front();
-    issue(*h.gp, due_delay(h.due));
-  }
+  drain([this](tlm::tlm_generic_payload& g, sc_core::sc_time d) { issue(g, d); });
   return tlm::TLM_COMPLETED;
 }
 

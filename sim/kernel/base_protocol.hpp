@@ -17,6 +17,7 @@
 //   the return path are taken, and an END_RESP is sent where the rules ask for one.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <tlm>
@@ -59,22 +60,53 @@ inline tlm::tlm_sync_enum accept_request(TimedQueue<tlm::tlm_generic_payload*>& 
   return accept_request(queue, gp, ph, delay, &gp);
 }
 
+// What both lanes share: the one transaction in the phase an exclusion rule guards (`open_`),
+// and the ones held behind it, in order, with the time each was due.
+class ExclusiveLane {
+ public:
+  std::size_t held() const { return held_.size(); }
+
+ protected:
+  // Holds `gp` (true) if another is open or already waiting; false: send it now.
+  bool hold_if_busy(tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
+    if (!open_ && held_.empty()) [[likely]]
+      return false;
+    held_.push_back({&gp, sim_now() + from_sc(delay)});
+    return true;
+  }
+  // The open one ended: `issue(gp, delay)` what waited, in order, until one stays open.
+  template <class Issue>
+  void drain(Issue&& issue) {
+    open_ = nullptr;
+    while (!open_ && !held_.empty()) {
+      const Held h = held_.front();
+      held_.pop_front();
+      issue(*h.gp, to_sc(std::max(h.due, sim_now()) - sim_now()));
+    }
+  }
+
+  tlm::tlm_generic_payload* open_ = nullptr;
+
+ private:
+  struct Held {
+    tlm::tlm_generic_payload* gp;
+    Time due;
+  };
+  std::deque<Held> held_;
+};
+
 // One initiator binding's request side: BEGIN_REQ now, or held until the previous request on
 // this binding has ended (END_REQ, BEGIN_RESP or completion). `answered` gets a response the
 // target gave on the return path (TLM_COMPLETED or TLM_UPDATED with BEGIN_RESP) to an answered
 // request, with the delay it came with; an unanswered request's completion drops the payload.
-class RequestLane {
+class RequestLane : public ExclusiveLane {
  public:
   using Answered = std::function<void(tlm::tlm_generic_payload&, const sc_core::sc_time&)>;
   explicit RequestLane(Answered answered) : answered_(std::move(answered)) {}
 
   void send(FwIf* fw, tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
     fw_ = fw;
-    if (open_ || !held_.empty()) [[unlikely]] {
-      held_.push_back({&gp, sim_now() + from_sc(delay)});
-      return;
-    }
-    issue(gp, delay);
+    if (!hold_if_busy(gp, delay)) issue(gp, delay);
   }
   // Backward path: END_REQ for `gp`.
   tlm::tlm_sync_enum end_request(tlm::tlm_generic_payload& gp);
@@ -83,13 +115,8 @@ class RequestLane {
     if (open_ == &gp) [[unlikely]]
       reopen();
   }
-  std::size_t held() const { return held_.size(); }
 
  private:
-  struct Held {
-    tlm::tlm_generic_payload* gp;
-    Time due;
-  };
   void issue(tlm::tlm_generic_payload& gp, sc_core::sc_time delay) {
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     tlm::tlm_phase ph = tlm::BEGIN_REQ;
@@ -103,32 +130,21 @@ class RequestLane {
   void reopen();
 
   Answered answered_;
-  FwIf* fw_ = nullptr;
-  tlm::tlm_generic_payload* open_ = nullptr;  // sent, waiting for END_REQ
-  std::deque<Held> held_;
+  FwIf* fw_ = nullptr;  // open_: sent, waiting for END_REQ
 };
 
 // One target binding's response side: BEGIN_RESP now, or held until the previous response on
 // this binding has ended (the initiator's END_RESP).
-class ResponseLane {
+class ResponseLane : public ExclusiveLane {
  public:
   void respond(BwIf* bw, tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
     bw_ = bw;
-    if (open_ || !held_.empty()) [[unlikely]] {
-      held_.push_back({&gp, sim_now() + from_sc(delay)});
-      return;
-    }
-    issue(gp, delay);
+    if (!hold_if_busy(gp, delay)) issue(gp, delay);
   }
   // Forward path: END_RESP for `gp`.
   tlm::tlm_sync_enum end_response(tlm::tlm_generic_payload& gp);
-  std::size_t held() const { return held_.size(); }
 
  private:
-  struct Held {
-    tlm::tlm_generic_payload* gp;
-    Time due;
-  };
   void issue(tlm::tlm_generic_payload& gp, sc_core::sc_time delay) {
     tlm::tlm_phase ph = tlm::BEGIN_RESP;
     const tlm::tlm_sync_enum r = bw_->nb_transport_bw(gp, ph, delay);
@@ -138,9 +154,7 @@ class ResponseLane {
   }
   void returned(tlm::tlm_generic_payload& gp, tlm::tlm_sync_enum r, tlm::tlm_phase ph);
 
-  BwIf* bw_ = nullptr;
-  tlm::tlm_generic_payload* open_ = nullptr;  // sent, waiting for END_RESP
-  std::deque<Held> held_;
+  BwIf* bw_ = nullptr;  // open_: sent, waiting for END_RESP
 };
 
 }  // namespace podsim

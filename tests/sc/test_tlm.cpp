@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "models/gpuvm/gpuvm.hpp"
 #include "models/npa_mmu/npa_mmu.hpp"
@@ -56,6 +57,24 @@ struct PlainMemory : sc_core::sc_module {
   }
 };
 
+// A port's requests into the NPA MMU, and the NPA MMU into VRAM, a checker on each binding.
+struct MmuBench {
+  Dispatcher events{"events"};
+  VramConfig vcfg;
+  Vram vram{"vram", vcfg, events, 1};
+  NpaMmu mmu{"npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, kSelf, nullptr, events};
+  Requester port{"port", events};
+  BaseProtocolChecker to_mmu{"check_port_mmu"}, to_vram{"check_mmu_vram"};
+  MmuBench() {
+    port.out.bind(to_mmu.in);
+    to_mmu.out.bind(mmu.from_ports);
+    mmu.to_vram.bind(to_vram.in);
+    to_vram.out.bind(vram.in);
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  }
+  auto parts() { return std::tie(mmu, port, to_mmu, to_vram); }
+};
+
 std::uint64_t npa_of(std::uint64_t window_page, std::uint64_t offset = 0) {
   return (static_cast<std::uint64_t>(kSelf) << 41) | (window_page << 12) | offset;
 }
@@ -66,17 +85,8 @@ TEST_CASE(
     "NPA MMU and VRAM behind the base-protocol checker: loads, stores, posted stores, "
     "atomics, refusals",
     "[sc][tlm]") {
-  Dispatcher events("events");
-  VramConfig vcfg;
-  Vram vram("vram", vcfg, events, 1);
-  NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, kSelf, nullptr, events);
-  Requester port("port", events);
-  BaseProtocolChecker to_mmu("check_port_mmu"), to_vram("check_mmu_vram");
-  port.out.bind(to_mmu.in);
-  to_mmu.out.bind(mmu.from_ports);
-  mmu.to_vram.bind(to_vram.in);
-  to_vram.out.bind(vram.in);
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  MmuBench b;
+  auto [mmu, port, to_mmu, to_vram] = b.parts();
 
   mmu.map_page(512, 40, 0xA);
   mmu.map_page(513, 41, 0xA);
@@ -152,18 +162,9 @@ TEST_CASE("A standard TLM target (b_transport memory) stands in for VRAM behind 
 
 TEST_CASE("An initiator slow to end responses gets them one at a time (response exclusion)",
           "[sc][tlm]") {
-  Dispatcher events("events");
-  VramConfig vcfg;
-  Vram vram("vram", vcfg, events, 1);
-  NpaMmu mmu("npa_mmu", NpaMmuConfig{}, NpaAddrMode::SourceAliasing, kSelf, nullptr, events);
-  Requester port("port", events);
+  MmuBench b;
+  auto [mmu, port, to_mmu, to_vram] = b.parts();
   port.end_resp_after = Time::ns(50);
-  BaseProtocolChecker to_mmu("check_port_mmu"), to_vram("check_mmu_vram");
-  port.out.bind(to_mmu.in);
-  to_mmu.out.bind(mmu.from_ports);
-  mmu.to_vram.bind(to_vram.in);
-  to_vram.out.bind(vram.in);
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
 
   mmu.map_page(512, 40, 0xA);
   for (std::uint64_t i = 0; i < 5; ++i)

@@ -8,31 +8,14 @@
 
 #include "driver_model/import_table.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
+#include "tests/unit/steps_scheduler.hpp"
 
 using namespace podsim;
 using namespace podsim::driver;
 
 namespace {
 
-// A scheduler that runs what is due when asked (time stands still): enough to wake waiters.
-class Steps : public Scheduler {
- public:
-  Time now() const override { return Time(); }
-  TimerId call_at(Time, std::function<void()> fn) override {
-    due_.push_back(std::move(fn));
-    return due_.size();
-  }
-  void cancel(TimerId id) override {
-    if (id != 0 && id <= due_.size()) due_[id - 1] = nullptr;
-  }
-  void run() {
-    for (std::size_t i = 0; i < due_.size(); ++i)
-      if (auto fn = std::exchange(due_[i], nullptr)) fn();
-  }
-
- private:
-  std::vector<std::function<void()>> due_;
-};
+using test::Steps;
 
 Task<void> wait_for_answer(ImportTable::Ptr n, Scheduler& s, int& woken) {
   const bool answered = co_await n->answered().wait(s);

@@ -23,6 +23,14 @@ driver::VpodInfo vpod_of(const PodConfig& cfg, std::uint32_t gpu) {
 Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap)
     : sc_module(name),
       cfg_(cfg),
+      owned_(cfg.pod.gpus, true),
+      net_(events_, "pod.host_net", cfg.pod.host_latency,
+           [this](const HostNote& n) {
+             if (n.kind == HostNote::Kind::Idle)
+               note_idle(n);
+             else
+               scenario_->apply(n);
+           }),
       pool_(static_cast<std::size_t>(cfg.pod.gpus) * (cfg.workload.traffic.outstanding + 8)),
       summary_(cfg.fabric.planes, cfg.sim.sample_interval) {
   host_.count(events_);
@@ -38,7 +46,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap)
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
   }
-  scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, &replay_, &host_);
+  scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, net_, owned_, &replay_, &host_);
   spawn_thread("control", [this] { control(); });
 }
 
@@ -56,31 +64,56 @@ bool Pod::settled() const {
   return true;
 }
 
+bool Pod::local_settled() const {
+  for (std::size_t g = 0; g < gpus_.size(); ++g)
+    if (owned_[g] && !gpus_[g]->down() && !gpus_[g]->driver.quiescent()) return false;
+  return true;
+}
+
+void Pod::note_idle(const HostNote& n) {
+  IdleRound& r = idle_rounds_[n.index];
+  ++r.answers;
+  r.idle = r.idle && n.a != 0;
+  if (r.answers == ranks_) notify_event(idle_decided_);
+}
+
 void Pod::control() {
+  // The pod hears that every process is done (the host latency after the last one was).
   while (!scenario_->finished())
     sc_core::wait(scenario_->finished_event());
   if (cfg_.workload.teardown) {
     // Every process exits, as the kernel would close what it holds; then revokes run.
     std::size_t exiting = 0;
-    sc_core::sc_event exited;
     for (auto [gpu, process] : scenario_->processes()) {
       GpuNode& node = *gpus_[gpu];
-      if (node.down()) continue;
+      if (!owned_[gpu] || node.down()) continue;
       ++exiting;
       node.driver.start(node.driver.driver().process_exit(static_cast<driver::ProcessId>(process)),
-                        std::function<void()>([&] {
-                          if (--exiting == 0) notify_event(exited);
-                        }));
+                        std::function<void()>([&] { --exiting; }));
     }
-    while (exiting > 0)
-      sc_core::wait(exited);
-    // Revokes wait up to release_timeout for releases and each send may poll for up to
-    // writeback_timeout: allow for a chain of both, then check.
+    // Rounds: every `interval` from now, each rank says whether its processes have exited
+    // and its drivers are idle; the pod hears every answer the host latency later and stops
+    // when all are, or when revokes (up to release_timeout for releases, each send polling up
+    // to writeback_timeout) have had time for a chain of both.
     const driver::DriverConfig& d = cfg_.gpu.driver;
-    const Time limit = sim_now() + (d.release_timeout + d.writeback_timeout) * 3 + Time::ms(1);
-    while (!settled() && sim_now() < limit)
-      sc_core::wait(to_sc(Time::us(10)));
-    if (!settled())
+    const Time start = sim_now();
+    const Time limit = start + (d.release_timeout + d.writeback_timeout) * 3 + Time::ms(1);
+    const Time interval = std::max(Time::us(10), net_.latency() * 2);
+    bool idle = false;
+    for (std::uint32_t round = 0;; ++round) {
+      const Time poll = start + interval * round;
+      if (poll > sim_now()) sc_core::wait(to_sc(poll - sim_now()));
+      HostNote n;
+      n.kind = HostNote::Kind::Idle;
+      n.index = round;
+      n.a = exiting == 0 && local_settled() ? 1 : 0;
+      net_.publish(std::move(n));
+      while (idle_rounds_[round].answers < ranks_)
+        sc_core::wait(idle_decided_);
+      idle = idle_rounds_[round].idle;
+      if (idle || poll >= limit) break;
+    }
+    if (!idle && owned_[0])
       invariants_.report(sim_now(), "the drivers were still busy long after teardown");
     check_holdings();
   }
@@ -90,7 +123,7 @@ void Pod::control() {
 
 void Pod::check_holdings() {
   for (const auto& g : gpus_) {
-    if (g->down()) continue;
+    if (!owned_[g->id()] || g->down()) continue;
     const driver::Holdings h = g->driver.driver().holdings();
     std::vector<std::string> held;
     auto add = [&](std::uint64_t n, const char* what) {

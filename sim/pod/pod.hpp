@@ -12,6 +12,7 @@
 #include "sim/core/invariants.hpp"
 #include "sim/core/time_series.hpp"
 #include "sim/node/gpu_node.hpp"
+#include "sim/pod/host_net.hpp"
 #include "sim/pod/host_phases.hpp"
 #include "sim/pod/pod_config.hpp"
 #include "sim/pod/pod_summary.hpp"
@@ -80,7 +81,17 @@ class Pod final : public sc_core::sc_module, public HasStats {
 
  private:
   void control();  // the pod's own thread: waits for the workload, tears down, checks
+  // The teardown's rounds: every `interval`, each rank says whether its drivers are idle;
+  // the pod hears all answers the host latency later.
+  void note_idle(const HostNote& n);
+  bool local_settled() const;
   sc_core::sc_event access_started_;
+  struct IdleRound {
+    std::uint32_t answers = 0;
+    bool idle = true;
+  };
+  std::map<std::uint32_t, IdleRound> idle_rounds_;
+  sc_core::sc_event idle_decided_;
   void finalize();
   bool settled() const;
   void check_holdings();
@@ -88,6 +99,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
   HostPhases host_;  // first: its clock starts when the pod starts being built
   PodConfig cfg_;
   Dispatcher events_{"events"};  // declared before the modules that queue work: outlives them
+  std::vector<bool> owned_;      // by GPU: simulated here
+  std::uint32_t ranks_ = 1;
+  HostNet net_;
   InvariantLog invariants_;
   PacketPool pool_;
   std::unique_ptr<Fabric> fabric_;

@@ -24,6 +24,7 @@ struct PodSection {
   std::uint32_t gpus = 8;
   std::uint32_t vpod_size = 0;
   NpaAddrMode addr_mode = NpaAddrMode::SourceAliasing;
+  Time host_latency = Time::us(2);
 
   template <class V>
   void visit(V& v) {
@@ -34,6 +35,12 @@ struct PodSection {
             between<std::uint32_t>(0, 1024));
     v.choice("addr_mode", addr_mode, "the vPod's NPA address mode",
              std::span<const EnumName<NpaAddrMode>>(kAddrModeNames));
+    v.field("host_latency", host_latency,
+            "how long what GPU processes tell each other over their hosts' network takes: a "
+            "barrier releases, a handle passed with send_handle arrives, a failed step stops "
+            "the pod, and the pod learns that the workload (or its teardown) is done, this "
+            "long after the event",
+            between(Time::ns(1), Time::ms(1)));
   }
 };
 

@@ -91,9 +91,17 @@ std::vector<Step> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
   return steps;
 }
 
-ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
+ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus, HostNet& net,
+                               std::vector<bool> owned,
                                const std::vector<std::vector<TraceEntry>>* replay, HostPhases* host)
-    : cfg_(cfg), gpus_(std::move(gpus)), replay_(replay), host_(host), handles_(cfg.pod.gpus) {
+    : cfg_(cfg),
+      gpus_(std::move(gpus)),
+      net_(net),
+      owned_(std::move(owned)),
+      replay_(replay),
+      host_(host),
+      handles_(cfg.pod.gpus) {
+  if (owned_.empty()) owned_.assign(cfg.pod.gpus, true);
   // The config's steps passed StepConfig::check when read: typed here, once.
   steps_ = cfg.workload.kind == WorkloadKind::Scenario ? to_steps(cfg.workload.steps)
                                                        : all_to_all_steps(cfg);
@@ -109,8 +117,15 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
     groups_[key].push_back(i);
     if (const auto* b = std::get_if<BarrierStep>(&s.kind)) ++barriers_[b->name].expected;
   }
+  for (auto& [name, b] : barriers_) {
+    b.index = static_cast<std::uint32_t>(barrier_by_index_.size());
+    barrier_by_index_.push_back(&b);
+  }
+  // Each GPU's processes run where the GPU is; the pod's own steps (node resets) on every
+  // rank, each acting only on GPUs it holds.
   for (auto& [key, idx] : groups_) {
     const Key k = key;
+    if (k.second != 0 && !owned_[k.first]) continue;
     const std::vector<std::size_t> steps = idx;
     spawn_thread(fmt::format("gpu{}_process{}", k.first, k.second).c_str(),
                  [this, k, steps] { run_group(k, steps); });
@@ -126,16 +141,44 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> ScenarioRunner::processes()
   return {all.begin(), all.end()};
 }
 
+// The pod stops once the failure has reached it (the host latency later, on every rank).
 void ScenarioRunner::fail(const std::string& what) {
   failures_.push_back(what);
-  sc_core::sc_stop();
+  HostNote n;
+  n.kind = HostNote::Kind::Failure;
+  n.text = what;
+  net_.publish(std::move(n));
+}
+
+void ScenarioRunner::apply(const HostNote& n) {
+  switch (n.kind) {
+    case HostNote::Kind::Barrier: {
+      Barrier& bar = *barrier_by_index_.at(n.index);
+      if (++bar.arrived == bar.expected) notify_event(bar.ev);
+      break;
+    }
+    case HostNote::Kind::Handle:
+      handles_.at(n.index)[n.text] = driver::UalinkHandle{n.a, n.b};
+      notify_event(handle_ev_);
+      break;
+    case HostNote::Kind::GroupDone:
+      if (++finished_groups_ == groups_.size()) notify_event(finished_ev_);
+      break;
+    case HostNote::Kind::Failure: sc_core::sc_stop(); break;
+    case HostNote::Kind::Idle:
+      throw std::logic_error("ScenarioRunner::apply: an Idle note is the pod's");
+  }
 }
 
 void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
   ProcessState& ps = states_[key];
+  // The pod's own steps run on every rank alike; what they report, the rank holding the GPU
+  // they act on reports (and the end of the group, the rank holding GPU 0).
+  const bool pod_group = key.second == 0;
   for (std::size_t i : steps) {
     const Step& step = steps_[i];
     const StepCommon& s = step.common;
+    const bool reports = !pod_group || owned_[s.gpu];
     if (s.at && *s.at > sim_now()) sc_core::wait(to_sc(*s.at - sim_now()));
     StepRecord rec;
     rec.index = i;
@@ -153,20 +196,26 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
     }
     rec.ended = sim_now();
     rec.result = std::string(driver::errno_name(e));
-    records_.push_back(rec);
+    if (reports) records_.push_back(rec);
     if (!detail.empty()) {
-      fail(fmt::format("step {} ({} on gpu{} process {}) at {}: {}", i, rec.op, s.gpu, s.process,
-                       pretty(rec.started), detail));
+      if (reports)
+        fail(fmt::format("step {} ({} on gpu{} process {}) at {}: {}", i, rec.op, s.gpu, s.process,
+                         pretty(rec.started), detail));
       return;
     }
     if (e != s.expect) {
-      fail(fmt::format("step {} ({} on gpu{} process {}) at {}: returned {}, expected {}", i,
-                       rec.op, s.gpu, s.process, pretty(rec.started), rec.result,
-                       driver::errno_name(s.expect)));
+      if (reports)
+        fail(fmt::format("step {} ({} on gpu{} process {}) at {}: returned {}, expected {}", i,
+                         rec.op, s.gpu, s.process, pretty(rec.started), rec.result,
+                         driver::errno_name(s.expect)));
       return;
     }
   }
-  if (++finished_groups_ == groups_.size()) notify_event(finished_ev_);
+  if (pod_group && !owned_[0]) return;
+  HostNote done;
+  done.kind = HostNote::Kind::GroupDone;
+  done.origin = key.first;
+  net_.publish(std::move(done));
 }
 
 // One step, simulated: what it returned; `detail` says why the run cannot go on (a name the
@@ -212,8 +261,15 @@ struct ScenarioRunner::StepRun {
   Errno operator()(const SendHandleStep& x) {
     auto* h = lookup(r.handles_[s.gpu], x.handle, "handle");
     if (!h) return Errno::Ok;
-    r.handles_[x.to][x.as] = *h;
-    notify_event(r.handle_ev_);
+    // It reaches the other GPU's process over the hosts' network.
+    HostNote n;
+    n.kind = HostNote::Kind::Handle;
+    n.origin = s.gpu;
+    n.index = x.to;
+    n.a = h->lo;
+    n.b = h->hi;
+    n.text = x.as;
+    r.net_.publish(std::move(n));
     return Errno::Ok;
   }
   Errno operator()(const ImportStep& x) {
@@ -317,14 +373,20 @@ struct ScenarioRunner::StepRun {
     return Errno::Ok;
   }
   Errno operator()(const BarrierStep& b) {
+    // The arrival reaches every process over the hosts' network: the barrier releases the
+    // host latency after its last arrival.
     Barrier& bar = r.barriers_.at(b.name);
-    if (++bar.arrived == bar.expected) notify_event(bar.ev);
+    HostNote n;
+    n.kind = HostNote::Kind::Barrier;
+    n.origin = s.gpu;
+    n.index = bar.index;
+    r.net_.publish(std::move(n));
     while (bar.arrived < bar.expected)
       sc_core::wait(bar.ev);
     return Errno::Ok;
   }
   Errno operator()(const ResetNodeStep& x) {
-    node.reset(x.down_for);
+    if (r.owned_[s.gpu]) node.reset(x.down_for);  // on the rank that holds the GPU
     return Errno::Ok;
   }
 };

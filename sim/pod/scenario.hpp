@@ -10,6 +10,7 @@
 
 #include "driver_model/messages.hpp"
 #include "sim/node/gpu_node.hpp"
+#include "sim/pod/host_net.hpp"
 #include "sim/pod/host_phases.hpp"
 #include "sim/pod/pod_config.hpp"
 #include "sim/pod/steps.hpp"
@@ -28,21 +29,30 @@ struct StepRecord {
 
 class ScenarioRunner {
  public:
-  // Spawns the threads; call during elaboration (the Pod's constructor).
-  // `replay`, when not null, holds each GPU's trace: its access phases replay it. `host`,
-  // when not null, hears when access phases begin and end.
-  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
+  // Spawns the threads; call during elaboration (the Pod's constructor). Barriers, handles
+  // passed between GPUs, the end of each process's steps and failures travel as notes on
+  // `net` (sim/pod/host_net.hpp). `owned[g]`: GPU g's processes run here (a partitioned run
+  // runs each GPU's on one rank; empty: every GPU's). `replay`, when not null, holds each
+  // GPU's trace: its access phases replay it. `host`, when not null, hears when access phases
+  // begin and end.
+  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus, HostNet& net,
+                 std::vector<bool> owned = {},
                  const std::vector<std::vector<TraceEntry>>* replay = nullptr,
                  HostPhases* host = nullptr);
+  // A note on the host network takes effect (HostNet's `apply`, for every kind but Idle).
+  void apply(const HostNote& n);
 
   // The steps of an all_to_all workload, in scenario form.
   static std::vector<Step> all_to_all_steps(const PodConfig& cfg);
 
+  // Every process's steps (on every rank) are done, and the pod has heard so.
   bool finished() const { return finished_groups_ == groups_.size(); }
   const sc_core::sc_event& finished_event() const { return finished_ev_; }
+  // Failures of steps run here (and of a direct setup, on every rank alike).
   const std::vector<std::string>& failures() const { return failures_; }
+  // The steps run here, in the order they ended.
   const std::vector<StepRecord>& records() const { return records_; }
-  // The (gpu, process) pairs that ran steps.
+  // The (gpu, process) pairs that ran steps (on every rank).
   std::vector<std::pair<std::uint32_t, std::uint32_t>> processes() const;
   // Called once, when the first access phase is about to start (before any access).
   void on_first_access(std::function<void()> fn) { on_first_access_ = std::move(fn); }
@@ -60,6 +70,7 @@ class ScenarioRunner {
     std::uint64_t next_va = 0x0000'1000'0000'0000ull;
   };
   struct Barrier {
+    std::uint32_t index = 0;  // in name order
     std::size_t expected = 0, arrived = 0;
     sc_core::sc_event ev;
   };
@@ -76,6 +87,8 @@ class ScenarioRunner {
 
   const PodConfig& cfg_;
   std::vector<GpuNode*> gpus_;
+  HostNet& net_;
+  std::vector<bool> owned_;
   const std::vector<std::vector<TraceEntry>>* replay_;
   HostPhases* host_;
   std::vector<Step> steps_;
@@ -84,6 +97,7 @@ class ScenarioRunner {
   std::vector<std::map<std::string, driver::UalinkHandle>> handles_;  // per GPU
   sc_core::sc_event handle_ev_;
   std::map<std::string, Barrier> barriers_;
+  std::vector<Barrier*> barrier_by_index_;
   std::size_t finished_groups_ = 0;
   sc_core::sc_event finished_ev_;
   std::vector<std::string> failures_;

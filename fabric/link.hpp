@@ -15,6 +15,18 @@
 
 namespace podsim {
 
+// Where a cut link sends what reaches its far end, when that end is simulated by another rank
+// (a pod split across ranks: docs/parallel.md). `link` is the ID the link was cut with; `to`
+// the side (0: A, 1: B) the packet or credits are for.
+class CutSink {
+ public:
+  virtual ~CutSink() = default;
+  virtual void packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_payload& gp,
+                      Time head) = 0;
+  virtual void credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, std::uint64_t tl,
+                       Time at) = 0;
+};
+
 class Link final : public sc_core::sc_module, public HasStats {
  public:
   enum Side : std::uint8_t { A = 0, B = 1 };
@@ -29,13 +41,33 @@ class Link final : public sc_core::sc_module, public HasStats {
     access_of(gp).stamp(HopKind::Link, departs);
     (from == A ? packets_ab_ : packets_ba_).inc();
     const End& to = ends_[1 - from];
+    if (cut_ && remote_[1 - from]) [[unlikely]]
+      return cut_->packet(id_, static_cast<std::uint8_t>(1 - from), gp, departs + flight_);
     to.end->receive(to.port, gp, departs + flight_);
   }
   // End `from` freed buffer space for `tl` TL bytes of class `tc` at `at`: the credits fly to
   // the other end.
   void return_credits(Side from, TrafficClass tc, std::uint64_t tl, Time at) {
     const End& to = ends_[1 - from];
+    if (cut_ && remote_[1 - from]) [[unlikely]]
+      return cut_->credits(id_, static_cast<std::uint8_t>(1 - from), tc, tl, at + flight_);
     to.end->credits(to.port, tc, tl, at + flight_);
+  }
+
+  // Partitioned pods: end `remote` is simulated by another rank; what reaches it goes to
+  // `sink`, tagged `id`.
+  void cut(Side remote, CutSink& sink, std::uint32_t id) {
+    cut_ = &sink;
+    remote_[remote] = true;
+    id_ = id;
+  }
+  // What another rank sent across this link (at `sent`), handed to end `to` as send and
+  // return_credits would have (`head` and `at` already include the flight).
+  void deliver(Side to, tlm::tlm_generic_payload& gp, Time head, Time sent) {
+    ends_[to].end->receive_sent(ends_[to].port, gp, head, sent);
+  }
+  void deliver_credits(Side to, TrafficClass tc, std::uint64_t tl, Time at) {
+    ends_[to].end->credits(ends_[to].port, tc, tl, at);
   }
 
   const StatGroup& stat_group() const override { return stats_; }
@@ -49,6 +81,9 @@ class Link final : public sc_core::sc_module, public HasStats {
   };
   Time flight_;
   std::array<End, 2> ends_{};
+  CutSink* cut_ = nullptr;
+  std::array<bool, 2> remote_{};
+  std::uint32_t id_ = 0;
   StatGroup stats_;
   Counter packets_ab_{stats_, "packets_a_to_b", "count", "packets carried from end A to end B"};
   Counter packets_ba_{stats_, "packets_b_to_a", "count", "packets carried from end B to end A"};

@@ -20,6 +20,13 @@ class LinkEnd {
   virtual ~LinkEnd() = default;
   // A packet's head reaches this end's port `port` at `head` (not before now).
   virtual void receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head) = 0;
+  // The same packet, handed over later than it was sent (at `sent`) because another rank sent
+  // it (a pod split across ranks): the end must act as it would have at `sent`.
+  virtual void receive_sent(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head,
+                            Time sent) {
+    (void)sent;
+    receive(port, gp, head);
+  }
   // The far end of port `port` freed room for `tl` TL bytes of class `tc`; the credits reach
   // this end at `at`.
   virtual void credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl, Time at) = 0;

@@ -17,7 +17,7 @@ FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, 
                                                       gpus, events, seed));
     UaloeSwitch& sw = *switches_.back();
     for (std::uint32_t g = 0; g < gpus; ++g) {
-      Link& l = make_link(fmt::format("link{}", g));
+      Link& l = make_link(fmt::format("link{}", g), true, g, 0);
       sw.connect(g, l, Link::B);
       sw.set_route(static_cast<AccelId>(g), g);
       sw.set_peer_buffer(g, cfg.port.rx_buffer);
@@ -45,13 +45,13 @@ FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, 
     const std::uint32_t first = l * gpus_per_leaf_;
     const std::uint32_t down = std::min(gpus_per_leaf_, gpus - first);
     for (std::uint32_t k = 0; k < down; ++k) {
-      Link& link = make_link(fmt::format("link{}", first + k));
+      Link& link = make_link(fmt::format("link{}", first + k), true, first + k, l);
       leaf.connect(k, link, Link::B);
       leaf.set_peer_buffer(k, cfg.port.rx_buffer);
       gpu_links_[first + k] = &link;
     }
     for (std::uint32_t s = 0; s < spines; ++s) {
-      Link& up = make_link(fmt::format("uplink{}_{}", l, s));
+      Link& up = make_link(fmt::format("uplink{}_{}", l, s), false, l, leaves + s);
       leaf.connect(down + s, up, Link::A);
       switches_[leaves + s]->connect(l, up, Link::B);
       leaf.set_peer_buffer(down + s, cfg.switch_.input_buffer);
@@ -69,8 +69,10 @@ FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, 
       switches_[leaves + s]->set_route(static_cast<AccelId>(g), g / gpus_per_leaf_);
 }
 
-Link& FabricPlane::make_link(const std::string& name) {
+Link& FabricPlane::make_link(const std::string& name, bool a_is_gpu, std::uint32_t a,
+                             std::uint32_t b) {
   links_.push_back(std::make_unique<Link>(name.c_str(), cfg_.link));
+  link_ends_.push_back(LinkEnds{links_.back().get(), {a_is_gpu, false}, {a, b}});
   return *links_.back();
 }
 

@@ -23,19 +23,29 @@ class FabricPlane final : public sc_core::sc_module {
   // Switches a packet from `src` to `dst` passes through.
   std::uint32_t switch_hops(AccelId src, AccelId dst) const;
   const std::vector<std::unique_ptr<UaloeSwitch>>& switches() const { return switches_; }
+  // Every link of the plane and what is at its two ends: a GPU (its ID) or a switch (its
+  // index in switches()). In the order the links were made.
+  struct LinkEnds {
+    Link* link;
+    bool gpu[2];
+    std::uint32_t index[2];
+  };
+  const std::vector<LinkEnds>& link_ends() const { return link_ends_; }
   void finalize() {
     for (auto& s : switches_)
       s->finalize();
   }
 
  private:
-  Link& make_link(const std::string& name);
+  // A link from end A (a GPU or switch `a`) to end B (switch `b`).
+  Link& make_link(const std::string& name, bool a_is_gpu, std::uint32_t a, std::uint32_t b);
 
   FabricConfig cfg_;
   std::uint32_t gpus_per_leaf_;
   std::vector<std::unique_ptr<UaloeSwitch>> switches_;  // single: [switch]; else leaves, spines
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<Link*> gpu_links_;  // by GPU
+  std::vector<LinkEnds> link_ends_;
 };
 
 class Fabric final : public sc_core::sc_module {

@@ -105,6 +105,20 @@ void UalinkPort::return_credits(tlm::tlm_generic_payload& gp, Time at) {
 }
 
 void UalinkPort::receive(std::uint32_t, tlm::tlm_generic_payload& gp, Time head) {
+  receive_as(gp, head, down_);
+}
+
+void UalinkPort::receive_sent(std::uint32_t, tlm::tlm_generic_payload& gp, Time head, Time sent) {
+  receive_as(gp, head, down_for_packet_sent(sent));
+}
+
+bool UalinkPort::down_for_packet_sent(Time sent) const {
+  for (auto it = changes_.rbegin(); it != changes_.rend(); ++it)
+    if (it->first < sent) return it->second;
+  return false;
+}
+
+void UalinkPort::receive_as(tlm::tlm_generic_payload& gp, Time head, bool down) {
   Access& a = access_of(gp);
   a.stamp(HopKind::PortRx, head);
   const WireCosts& costs = egress_.costs();
@@ -115,7 +129,7 @@ void UalinkPort::receive(std::uint32_t, tlm::tlm_generic_payload& gp, Time head)
   const Time ready = head + costs.wire_time(tl) + cfg_.rx_latency();
   return_credits(gp, ready);
   sc_core::sc_time delay = to_sc(ready - sim_now());
-  if (down_) {
+  if (down) {
     if (a.kind == PacketKind::Request) {
       a.status = AccessStatus::Unreachable;
       a.kind = PacketKind::Response;

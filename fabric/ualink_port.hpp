@@ -43,7 +43,10 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   void set_peer_buffer(Bytes per_class) { egress_.set_peer_buffer(per_class); }
   // A port that is down (its GPU is being reset) sends and takes nothing, except that it
   // answers incoming data requests with an error, as the switch would for a dead link.
-  void set_down(bool down) { down_ = down; }
+  void set_down(bool down) {
+    down_ = down;
+    changes_.push_back({sim_now(), down});
+  }
   bool down() const { return down_; }
   const Egress& egress() const { return egress_; }
 
@@ -63,6 +66,8 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   void answer_remote(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d);
   // LinkEnd
   void receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head) override;
+  void receive_sent(std::uint32_t port, tlm::tlm_generic_payload& gp, Time head,
+                    Time sent) override;
   void credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl, Time at) override;
   void transmit(tlm::tlm_generic_payload* gp);
   void return_credits(tlm::tlm_generic_payload& gp, Time at);
@@ -71,6 +76,12 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   Link* link_ = nullptr;
   Link::Side side_ = Link::A;
   bool down_ = false;
+  // When it went down or up (a few entries: one per reset and return).
+  std::vector<std::pair<Time, bool>> changes_;
+  // Whether it was down for a packet sent at `sent` (changes at that very time come after the
+  // packets sent then, as the pod's event queue serves its work before a reset step's).
+  bool down_for_packet_sent(Time sent) const;
+  void receive_as(tlm::tlm_generic_payload& gp, Time head, bool down);
   StatGroup stats_;
   Egress egress_;
   TimedQueue<tlm::tlm_generic_payload*> tx_queue_;

@@ -177,7 +177,7 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
 
   tlm::tlm_generic_payload& gp = pool_.acquire();
   Access& a = access_of(gp);
-  a.id = (static_cast<std::uint64_t>(self_) << 48) | (issued_ + 1);  // 0: control messages
+  a.id = (static_cast<std::uint64_t>(self_) << 48) | (issued_ + 1);  // control packets: top bit set
   a.kind = PacketKind::Request;
   a.op = op;
   a.src = self_;

@@ -60,6 +60,9 @@ void FirmwareMailbox::emit(AccelId dst, Packet kind, unsigned ring, std::uint32_
   Access& a = access_of(gp);
   a.kind = PacketKind::Control;
   a.op = AccessOp::Write;
+  // Its own ID (the top bit set: never an access's): packets due at the same time are served
+  // in ID order, so the order of control packets never rests on when each was queued.
+  a.id = 1ull << 63 | static_cast<std::uint64_t>(self_) << 48 | ++packets_emitted_;
   a.src = self_;
   a.dst = dst;
   a.route_to = dst;

@@ -116,7 +116,8 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   Counter shootdowns_{stats_, "tlb_shootdowns", "count", "remote TLB shootdowns carried out"};
   Counter ring_full_{stats_, "ring_full", "count", "sends refused because the ring was full"};
   Counter dropped_{stats_, "dropped", "count", "packets dropped while the device was down"};
-  std::uint64_t epoch_ = 0;  // firmware work queued before a reset is abandoned
+  std::uint64_t epoch_ = 0;            // firmware work queued before a reset is abandoned
+  std::uint64_t packets_emitted_ = 0;  // control packets sent (their IDs)
 };
 
 }  // namespace podsim

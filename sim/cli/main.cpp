@@ -18,6 +18,7 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/tools/bench.hpp"
+#include "sim/tools/mpi_ranks.hpp"
 #include "sim/tools/mpi_world.hpp"
 #include "sim/tools/regress.hpp"
 #include "sim/tools/report.hpp"
@@ -126,6 +127,12 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   if (opt.timeline_sample == 0) {
     std::cerr << "podsim run: --trace-sample must be at least 1\n";
     return 2;
+  }
+  // Under mpirun, the pod is split across the ranks.
+  std::unique_ptr<podsim::RankComm> ranks;
+  if (podsim::tools::MpiWorld::launched()) {
+    ranks = podsim::tools::mpi_ranks();
+    opt.ranks = ranks.get();
   }
   return podsim::run_command(opt, std::cout, std::cerr);
 }
@@ -311,14 +318,14 @@ int dispatch(int argc, char* argv[]) {
     using podsim::tools::MpiWorld;
     static const std::vector<std::string> commands{"run",    "config", "regress",         "sweep",
                                                    "report", "bench",  "config-reference"};
-    if (MpiWorld::launched() && cmd != "sweep" &&
+    if (MpiWorld::launched() && cmd != "sweep" && cmd != "run" &&
         std::find(commands.begin(), commands.end(), cmd) != commands.end()) {
-      // Each rank would simulate the whole pod and write the same files.
+      // Each rank would do the same work and write the same files.
       if (MpiWorld::rank() == 0)
         fmt::print(std::cerr,
-                   "podsim {}: started by mpirun on {} ranks, but only `podsim sweep` runs "
-                   "across ranks (its points spread over them); run `podsim {}` without "
-                   "mpirun\n",
+                   "podsim {}: started by mpirun on {} ranks, but only `podsim run` (one pod "
+                   "split across the ranks) and `podsim sweep` (its points spread over them) "
+                   "run across ranks; run `podsim {}` without mpirun\n",
                    cmd, MpiWorld::size(), cmd);
       return 2;
     }

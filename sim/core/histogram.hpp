@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace podsim {
@@ -43,6 +44,17 @@ class LogHistogram {
   static std::uint64_t bucket_lower(std::size_t i);
   static std::uint64_t bucket_upper(std::size_t i);
   std::uint64_t bucket_value(std::size_t i) const { return counts_[i]; }
+
+  // The whole state, to move a histogram between processes (sim/core/stat_pack.hpp): the
+  // counts per bucket, and min and sum as stored (min is UINT64_MAX while count() is 0).
+  std::span<const std::uint64_t> counts() const { return counts_; }
+  std::uint64_t stored_min() const { return min_; }
+  unsigned __int128 stored_sum() const { return sum_; }
+  // A histogram in a state the accessors above gave. Throws std::invalid_argument if no
+  // sequence of record() calls could reach that state (the counts do not add up to `count`, a
+  // count outside [min, max]'s buckets, too many buckets...), saying what is wrong.
+  static LogHistogram from_state(std::span<const std::uint64_t> counts, std::uint64_t count,
+                                 std::uint64_t min, std::uint64_t max, unsigned __int128 sum);
 
   static std::size_t index_of(std::uint64_t v) {
     if (v < (2u << kSubBits)) return static_cast<std::size_t>(v);

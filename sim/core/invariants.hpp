@@ -3,6 +3,7 @@
 // with any violation fails, naming each one.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ class InvariantLog {
   void report(Time at, std::string what) { violations_.push_back({at, std::move(what)}); }
   const std::vector<Violation>& violations() const { return violations_; }
   bool ok() const { return violations_.empty(); }
+  // Into time order (violations gathered from several ranks; same-time ones keep their order).
+  void sort() {
+    std::stable_sort(violations_.begin(), violations_.end(),
+                     [](const Violation& a, const Violation& b) { return a.at < b.at; });
+  }
 
  private:
   std::vector<Violation> violations_;

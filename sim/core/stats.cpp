@@ -2,6 +2,7 @@
 
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 
 namespace podsim {
@@ -19,7 +20,7 @@ const StatInfo* intern(std::string name, std::string unit, std::string desc) {
 }
 }  // namespace
 
-void StatGroup::add(Stat::Kind kind, const void* obj, std::string name, std::string unit,
+void StatGroup::add(Stat::Kind kind, void* obj, std::string name, std::string unit,
                     std::string desc) {
   entries_.push_back(Stat(intern(std::move(name), std::move(unit), std::move(desc)), kind, obj));
   stats_.push_back(&entries_.back());
@@ -60,9 +61,16 @@ double Breakdown::part_mean(std::size_t i) const {
 
 void Breakdown::merge(const Breakdown& o) {
   if (o.parts_ != parts_) throw std::logic_error("Breakdown::merge: parts differ");
+  merge(o.sums_, o.samples_);
+}
+
+void Breakdown::merge(std::span<const std::uint64_t> sums, std::uint64_t samples) {
+  if (sums.size() != sums_.size())
+    throw std::invalid_argument("Breakdown::merge: " + std::to_string(sums.size()) +
+                                " part sums for " + std::to_string(sums_.size()) + " parts");
   for (std::size_t i = 0; i < sums_.size(); ++i)
-    sums_[i] += o.sums_[i];
-  samples_ += o.samples_;
+    sums_[i] += sums[i];
+  samples_ += samples;
 }
 
 void StatGroup::for_each(const std::string& prefix,

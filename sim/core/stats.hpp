@@ -9,9 +9,11 @@
 // the group's registry, kept once for every stat that shares them, away from the hot path.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,10 +62,19 @@ class Stat {
 
  private:
   friend class StatGroup;
-  Stat(const StatInfo* info, Kind kind, const void* obj) : info_(info), kind_(kind), obj_(obj) {}
+  // The reduction of a finished run adds other processes' values into the stats themselves
+  // (sim/core/stat_pack.hpp): the one caller that changes a stat through its Stat.
+  friend const std::uint64_t* merge_packed(const Stat&, const std::uint64_t*, const std::uint64_t*);
+  friend void clear_stat(const Stat&);
+  friend void fix_formula(const Stat&, double);
+  Stat(const StatInfo* info, Kind kind, void* obj) : info_(info), kind_(kind), obj_(obj) {}
+  template <class T>
+  T* as_mutable() const {
+    return kind_ == T::kKind ? static_cast<T*>(obj_) : nullptr;
+  }
   const StatInfo* info_;
   Kind kind_;
-  const void* obj_;
+  void* obj_;
 };
 
 // A named set of stats and nested groups. A component owns one; stats register into it.
@@ -83,7 +94,7 @@ class StatGroup {
                 const std::function<void(const std::string&, const Stat&)>& fn) const;
 
   // What a stat's constructor calls.
-  void add(Stat::Kind kind, const void* obj, std::string name, std::string unit, std::string desc);
+  void add(Stat::Kind kind, void* obj, std::string name, std::string unit, std::string desc);
 
  private:
   std::string name_;
@@ -103,6 +114,7 @@ class Counter {
   Counter& operator=(const Counter&) = delete;
   void inc(std::uint64_t n = 1) { value_ += n; }
   std::uint64_t value() const { return value_; }
+  void clear() { value_ = 0; }
 
  private:
   std::uint64_t value_ = 0;
@@ -119,6 +131,7 @@ class Series {
   Series(const Series&) = delete;
   Series& operator=(const Series&) = delete;
   void add(std::size_t i, std::uint64_t n) { values_[i] += n; }
+  void clear() { std::fill(values_.begin(), values_.end(), 0); }
   const std::vector<std::uint64_t>& values() const { return values_; }
 
  private:
@@ -133,10 +146,19 @@ class Formula {
           std::function<double()> fn);
   Formula(const Formula&) = delete;
   Formula& operator=(const Formula&) = delete;
-  double value() const { return fn_(); }
+  double value() const { return fixed_ ? fixed_value_ : fn_(); }
+  // From now on the value is `v`, whatever the inputs (a pod split across ranks: rank 0 takes
+  // the value the rank that simulated the component computed).
+  void fix(double v) {
+    fixed_ = true;
+    fixed_value_ = v;
+  }
+  void unfix() { fixed_ = false; }
 
  private:
   std::function<double()> fn_;
+  bool fixed_ = false;
+  double fixed_value_ = 0;
 };
 
 // Samples are recorded as integers in a base unit (ps for times) and reported in `unit`,
@@ -155,6 +177,8 @@ class Distribution {
   void record(Time t) { hist_.record(t.as_ps() < 0 ? 0 : static_cast<std::uint64_t>(t.as_ps())); }
   const LogHistogram& histogram() const { return hist_; }
   void merge(const Distribution& other) { hist_.merge(other.hist_); }
+  void merge(const LogHistogram& other) { hist_.merge(other); }
+  void clear() { hist_.clear(); }
   double divisor() const { return divisor_; }
   // Writers also list the histogram's buckets (for small-valued ones such as occupancies).
   void report_buckets(bool on) { report_buckets_ = on; }
@@ -185,6 +209,14 @@ class Breakdown {
   std::uint64_t samples() const { return samples_; }
   double part_mean(std::size_t i) const;  // in the reported unit
   void merge(const Breakdown& other);     // same parts, in the same order
+  // Adds part sums (one per part, in order) and a number of samples: what merge() adds,
+  // given as values (throws std::invalid_argument if the number of sums is not part_count()).
+  void merge(std::span<const std::uint64_t> sums, std::uint64_t samples);
+  std::span<const std::uint64_t> sums() const { return sums_; }
+  void clear() {
+    std::fill(sums_.begin(), sums_.end(), 0);
+    samples_ = 0;
+  }
 
  private:
   std::vector<std::uint64_t> sums_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,14 +34,31 @@ class TimeSeries {
   }
 
   Time interval() const { return interval_; }
+  Time base_interval() const { return base_interval_; }  // the interval it was built with
+  std::size_t max_bins() const { return max_bins_; }
   std::size_t bins() const { return bins_; }
   const std::vector<std::string>& channels() const { return names_; }
   std::uint64_t value(std::size_t channel, std::size_t bin) const { return values_[channel][bin]; }
+  // A channel's bins() values.
+  std::span<const std::uint64_t> values(std::size_t channel) const {
+    return std::span<const std::uint64_t>(values_[channel]).first(bins_);
+  }
+
+  // Appends the series' state (its shape, interval and values) to `out`, for another process
+  // to merge (the reduction of a run split across MPI ranks).
+  void pack(std::vector<std::uint64_t>& out) const;
+  // Adds a series packed by pack() into this one: afterwards this holds exactly what one
+  // series would hold had it received the adds of both. The coarser interval of the two wins
+  // (the finer side's bins are merged up to it). Returns the position after what it read.
+  // Throws std::runtime_error, changing nothing, if the buffer is short or malformed or the
+  // two series differ in channel count, base interval or max_bins.
+  const std::uint64_t* merge_packed(const std::uint64_t* in, const std::uint64_t* end);
 
  private:
   void grow(std::size_t bins);
   void coarsen();
   std::vector<std::string> names_;
+  Time base_interval_;
   Time interval_;
   std::size_t max_bins_;
   std::size_t bins_ = 0;

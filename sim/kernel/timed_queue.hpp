@@ -89,6 +89,8 @@ class Dispatcher final : public sc_core::sc_module {
   KernelCounters counters() const;
   // Items waiting, all queues.
   std::size_t pending() const { return pending_; }
+  // The earliest due time waiting (Time::max(): nothing).
+  Time next_due() const;
   // Runs the simulation for `duration` with the dispatcher allowed to run ahead up to its end
   // (sc_start for podsim: use it instead of a bare sc_start).
   void run_for(Time duration);
@@ -168,8 +170,6 @@ class Dispatcher final : public sc_core::sc_module {
   // the run.
   bool load_next(Time limit);
   void sort_large_run();
-  // The earliest due time waiting (max: nothing).
-  Time next_due() const;
 
   struct Chunk {
     static constexpr std::uint32_t kNodes = 15;

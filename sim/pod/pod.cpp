@@ -1,10 +1,14 @@
 #include "sim/pod/pod.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "fabric/traffic.hpp"
+#include "sim/core/stat_pack.hpp"
+#include "sim/kernel/stats_collector.hpp"
 
 namespace podsim {
 
@@ -20,7 +24,7 @@ driver::VpodInfo vpod_of(const PodConfig& cfg, std::uint32_t gpu) {
 }
 }  // namespace
 
-Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap)
+Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, RankComm* ranks)
     : sc_module(name),
       cfg_(cfg),
       owned_(cfg.pod.gpus, true),
@@ -34,6 +38,14 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap)
       pool_(static_cast<std::size_t>(cfg.pod.gpus) * (cfg.workload.traffic.outstanding + 8)),
       summary_(cfg.fabric.planes, cfg.sim.sample_interval) {
   host_.count(events_);
+  PartitionPlan plan;
+  if (ranks && ranks->ranks() > 1) {
+    comm_ = ranks;
+    ranks_ = ranks->ranks();
+    plan_ = plan = plan_partition(cfg, ranks_);
+    for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
+      owned_[g] = plan.gpu[g] == ranks->rank();
+  }
   fabric_ = std::make_unique<Fabric>("fabric", cfg.fabric, cfg.pod.gpus, events_, cfg.seed);
   std::vector<GpuNode*> nodes;
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g) {
@@ -46,6 +58,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap)
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
   }
+  if (comm_) partition_ = std::make_unique<Partition>(*comm_, plan, *fabric_, pool_, net_);
   scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, net_, owned_, &replay_, &host_);
   spawn_thread("control", [this] { control(); });
 }
@@ -54,6 +67,7 @@ Pod::~Pod() = default;
 
 std::vector<std::string> Pod::failures() const {
   std::vector<std::string> out = scenario_->failures();
+  out.insert(out.end(), rank_failures_.begin(), rank_failures_.end());
   out.insert(out.end(), own_failures_.begin(), own_failures_.end());
   return out;
 }
@@ -179,7 +193,9 @@ void Pod::run(const std::function<void()>& between, Time slice) {
   // The end of a run gathers per-module samples into the pod's (finalize): once.
   if (ran_) throw std::logic_error("Pod::run: a pod runs once");
   ran_ = true;
-  if (!between) {
+  if (partition_) {
+    run_windows();
+  } else if (!between) {
     events_.run_for(cfg_.sim.max_time);
   } else {
     while (sc_core::sc_get_status() != sc_core::SC_STOPPED && sim_now() < cfg_.sim.max_time) {
@@ -198,9 +214,42 @@ std::uint64_t Pod::accesses_completed() const {
   return n;
 }
 
+void Pod::run_windows() {
+  // Windows [start, end] no longer than the lookahead: whatever a rank sends in one is due
+  // after its end, so every rank can simulate it on its own, then exchange (docs/parallel.md).
+  const Time step = partition_->lookahead();
+  const Time one = Time::ps(1);
+  const Time max = cfg_.sim.max_time;
+  Time end = step - one;
+  for (;;) {
+    end = std::min(end, max);
+    if (end > sim_now()) events_.run_for(end - sim_now());
+    const bool stopped = sc_core::sc_get_status() == sc_core::SC_STOPPED;
+    partition_->exchange();
+    Time next = events_.next_due();
+    if (sc_core::sc_pending_activity())
+      next = std::min(next, kernel_now() + from_sc(sc_core::sc_time_to_pending_activity()));
+    const RankComm::Agreement a =
+        comm_->agree(stopped ? Time::max().as_ps() : next.as_ps(), stopped);
+    if (a.stopped == ranks_) break;
+    if (a.stopped != 0)
+      throw std::logic_error(
+          fmt::format("partitioned run: {} of {} ranks stopped at {}, the others did not",
+                      a.stopped, ranks_, pretty(sim_now())));
+    if (sim_now() >= max) break;
+    // The next window starts at the earliest thing due anywhere (idle stretches are skipped).
+    end = a.next >= max.as_ps() ? max : Time::ps(a.next) + step - one;
+  }
+}
+
 void Pod::finalize() {
   fabric_->finalize();
-  summary_.gather(gpus_, invariants_);
+  if (!partition_) {
+    summary_.gather(gpus_, invariants_);
+    return;
+  }
+  summary_.gather(gpus_, invariants_, comm_->or_all(PodSummary::paths_seen(gpus_)), &owned_);
+  gather_ranks();
 }
 
 std::map<std::string, std::uint64_t> Pod::cache_digests() const {
@@ -248,6 +297,301 @@ std::map<std::string, std::uint64_t> Pod::state_digests() const {
     take("mailbox", [&](Digest& d) { g->mailbox.digest(d); });
   }
   return out;
+}
+
+// ---- a partitioned run's end ---------------------------------------------------------------
+
+namespace {
+
+// Bytes for gather_ranks (every rank runs the same build on the same kind of machine).
+class Bytes_out {
+ public:
+  template <class T>
+  void put(const T& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    b.insert(b.end(), p, p + sizeof v);
+  }
+  void str(const std::string& s) {
+    put(static_cast<std::uint64_t>(s.size()));
+    b.insert(b.end(), s.begin(), s.end());
+  }
+  std::vector<unsigned char> b;
+};
+
+class Bytes_in {
+ public:
+  explicit Bytes_in(const std::vector<unsigned char>& v)
+      : p_(v.data()), end_(v.data() + v.size()) {}
+  template <class T>
+  T get() {
+    T v;
+    need(sizeof v);
+    std::memcpy(&v, p_, sizeof v);
+    p_ += sizeof v;
+    return v;
+  }
+  std::string str() {
+    const auto n = get<std::uint64_t>();
+    need(n);
+    std::string s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+  const unsigned char* here() const { return p_; }
+  void skip(std::size_t n) {
+    need(n);
+    p_ += n;
+  }
+
+ private:
+  void need(std::size_t n) const {
+    if (static_cast<std::size_t>(end_ - p_) < n)
+      throw std::runtime_error("partitioned run: another rank's results are cut short");
+  }
+  const unsigned char* p_;
+  const unsigned char* end_;
+};
+
+}  // namespace
+
+void Pod::gather_ranks() {
+  Bytes_out out;
+  // The stats whose values count here: those of the GPUs and switches this rank simulated
+  // (rank 0 replaces its own copies' with them: a direct setup, say, ran on every rank), and
+  // those every rank adds to (links, whose ends count what each sends; the summary of each
+  // rank's GPUs). A formula of a component simulated here goes as its value.
+  {
+    std::vector<std::uint64_t> words;
+    std::uint64_t count = 0;
+    Bytes_out stats;
+    const std::int64_t me = comm_->rank();
+    collect_stats([&](const std::string& path, const Stat& s) {
+      const std::int64_t owner = stat_owner(path);
+      if (owner != me && owner != -1) return;
+      words.clear();
+      std::uint8_t kind = 0;
+      if (s.kind() == Stat::Kind::Formula) {
+        if (owner == -1) return;  // evaluated on rank 0 from the merged stats
+        const double v = s.as<Formula>()->value();
+        std::uint64_t bits;
+        std::memcpy(&bits, &v, sizeof v);
+        words.push_back(bits);
+        kind = 1;
+      } else {
+        pack_stat(s, words);
+      }
+      stats.str(path);
+      stats.put(kind);
+      stats.put(static_cast<std::uint64_t>(words.size()));
+      const auto* p = reinterpret_cast<const unsigned char*>(words.data());
+      stats.b.insert(stats.b.end(), p, p + words.size() * sizeof(std::uint64_t));
+      ++count;
+    });
+    out.put(count);
+    out.b.insert(out.b.end(), stats.b.begin(), stats.b.end());
+  }
+  {
+    std::vector<std::uint64_t> words;
+    summary_.pack_extras(words);
+    out.put(static_cast<std::uint64_t>(words.size()));
+    const auto* p = reinterpret_cast<const unsigned char*>(words.data());
+    out.b.insert(out.b.end(), p, p + words.size() * sizeof(std::uint64_t));
+  }
+  const std::vector<std::string> fails = scenario_->failures();
+  out.put(static_cast<std::uint64_t>(fails.size()));
+  for (const auto& f : fails)
+    out.str(f);
+  out.put(static_cast<std::uint64_t>(invariants_.violations().size()));
+  for (const Violation& v : invariants_.violations()) {
+    out.put(v.at.as_ps());
+    out.str(v.what);
+  }
+  std::uint64_t faulted = 0;
+  for (std::size_t g = 0; g < gpus_.size(); ++g)
+    faulted += owned_[g] && !gpus_[g]->gpuvm.fault_log().empty();
+  out.put(faulted);
+  for (std::size_t g = 0; g < gpus_.size(); ++g) {
+    const auto& log = gpus_[g]->gpuvm.fault_log();
+    if (!owned_[g] || log.empty()) continue;
+    out.put(static_cast<std::uint64_t>(g));
+    out.put(static_cast<std::uint64_t>(log.size()));
+    for (const FaultRecord& f : log) {
+      out.put(f.at.as_ps());
+      out.put(f.vmid);
+      out.put(f.va);
+      out.put(static_cast<std::uint8_t>(f.write));
+    }
+  }
+  out.put(static_cast<std::uint64_t>(scenario_->records().size()));
+  for (const StepRecord& r : scenario_->records()) {
+    out.put(static_cast<std::uint64_t>(r.index));
+    out.put(r.gpu);
+    out.put(r.process);
+    out.str(r.op);
+    out.put(r.started.as_ps());
+    out.put(r.ended.as_ps());
+    out.str(r.result);
+    out.put(r.retries);
+  }
+
+  const std::vector<std::vector<unsigned char>> all = comm_->gather(out.b);
+  if (comm_->rank() != 0) return;
+
+  std::map<std::string, const Stat*> by_path;
+  collect_stats([&](const std::string& path, const Stat& s) { by_path.emplace(path, &s); });
+  for (std::uint32_t r = 1; r < all.size(); ++r) {
+    Bytes_in in(all[r]);
+    const auto count = in.get<std::uint64_t>();
+    std::vector<std::uint64_t> words;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const std::string path = in.str();
+      const auto kind = in.get<std::uint8_t>();
+      const auto n = in.get<std::uint64_t>();
+      words.resize(n);
+      const unsigned char* at = in.here();
+      in.skip(n * sizeof(std::uint64_t));
+      std::memcpy(words.data(), at, n * sizeof(std::uint64_t));
+      auto it = by_path.find(path);
+      if (it == by_path.end()) {
+        // A stat made the first time something happened, which happened on that rank only.
+        const Stat* made = make_stat(path);
+        if (!made)
+          throw std::runtime_error(
+              fmt::format("partitioned run: rank {} has a stat rank 0 does not: {}", r, path));
+        it = by_path.emplace(path, made).first;
+      }
+      if (kind == 1) {
+        double v;
+        if (words.size() != 1)
+          throw std::runtime_error("partitioned run: a formula's value is cut short");
+        std::memcpy(&v, words.data(), sizeof v);
+        fix_formula(*it->second, v);
+      } else {
+        if (stat_owner(path) == static_cast<std::int64_t>(r)) clear_stat(*it->second);
+        merge_packed(*it->second, words.data(), words.data() + words.size());
+      }
+    }
+    const auto n = in.get<std::uint64_t>();
+    words.resize(n);
+    const unsigned char* at = in.here();
+    in.skip(n * sizeof(std::uint64_t));
+    std::memcpy(words.data(), at, n * sizeof(std::uint64_t));
+    summary_.merge_extras(words.data(), words.data() + words.size());
+    const auto nf = in.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < nf; ++i) {
+      std::string f = in.str();
+      // A direct setup's failure happened alike on every rank.
+      const auto& own = scenario_->failures();
+      if (std::find(own.begin(), own.end(), f) == own.end() &&
+          std::find(rank_failures_.begin(), rank_failures_.end(), f) == rank_failures_.end())
+        rank_failures_.push_back(std::move(f));
+    }
+    const auto nv = in.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < nv; ++i) {
+      const Time t = Time::ps(in.get<std::int64_t>());
+      invariants_.report(t, in.str());
+    }
+    const auto ng = in.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < ng; ++i) {
+      const auto g = in.get<std::uint64_t>();
+      const auto nr = in.get<std::uint64_t>();
+      auto& log = rank_faults_[g];
+      for (std::uint64_t k = 0; k < nr; ++k) {
+        FaultRecord f;
+        f.at = Time::ps(in.get<std::int64_t>());
+        f.vmid = in.get<std::uint16_t>();
+        f.va = in.get<std::uint64_t>();
+        f.write = in.get<std::uint8_t>() != 0;
+        log.push_back(f);
+      }
+    }
+    const auto ns = in.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < ns; ++i) {
+      StepRecord s;
+      s.index = in.get<std::uint64_t>();
+      s.gpu = in.get<std::uint32_t>();
+      s.process = in.get<std::uint32_t>();
+      s.op = in.str();
+      s.started = Time::ps(in.get<std::int64_t>());
+      s.ended = Time::ps(in.get<std::int64_t>());
+      s.result = in.str();
+      s.retries = in.get<std::uint32_t>();
+      rank_records_.push_back(std::move(s));
+    }
+  }
+  invariants_.sort();
+}
+
+std::int64_t Pod::stat_owner(const std::string& path) const {
+  // "pod.gpuN...." and "pod.fabric.planeP.{switch0,leafL,spineS}...."
+  auto number_after = [&](std::size_t at, std::size_t& end) -> std::int64_t {
+    end = at;
+    while (end < path.size() && path[end] >= '0' && path[end] <= '9')
+      ++end;
+    if (end == at || (end < path.size() && path[end] != '.')) return -1;
+    return std::stoll(path.substr(at, end - at));
+  };
+  const std::string pod = std::string(name()) + ".";
+  if (path.rfind(pod, 0) != 0) return -1;
+  std::size_t end = 0;
+  if (path.compare(pod.size(), 3, "gpu") == 0) {
+    const std::int64_t g = number_after(pod.size() + 3, end);
+    return g >= 0 && static_cast<std::size_t>(g) < plan_.gpu.size() ? plan_.gpu[g] : -1;
+  }
+  const std::string fabric = pod + "fabric.plane";
+  if (path.rfind(fabric, 0) != 0) return -1;
+  const std::int64_t p = number_after(fabric.size(), end);
+  if (p < 0 || static_cast<std::size_t>(p) >= plan_.switch_.size()) return -1;
+  const std::vector<std::uint32_t>& sw = plan_.switch_[p];
+  const std::size_t at = end + 1;
+  for (const auto& [kind, first] :
+       {std::pair<const char*, std::size_t>{"switch", 0}, {"leaf", 0}, {"spine", 1}}) {
+    const std::size_t len = std::strlen(kind);
+    if (path.compare(at, len, kind) != 0) continue;
+    std::int64_t i = number_after(at + len, end);
+    if (i < 0) return -1;
+    if (first) {  // spines come after the leaves
+      std::size_t leaves = 0;
+      const std::uint32_t per_leaf = cfg_.fabric.leaf_spine.gpus_per_leaf;
+      leaves = (cfg_.pod.gpus + per_leaf - 1) / per_leaf;
+      i += static_cast<std::int64_t>(leaves);
+    }
+    return static_cast<std::size_t>(i) < sw.size() ? sw[i] : -1;
+  }
+  return -1;
+}
+
+const Stat* Pod::make_stat(const std::string& path) {
+  // pod.gpuN.agent.remote_latency_via_K_switch(es): made by the agent that saw K switches.
+  const std::string gpu = std::string(name()) + ".gpu";
+  if (path.rfind(gpu, 0) == 0) {
+    const std::size_t dot = path.find('.', gpu.size());
+    const std::string rest = dot == std::string::npos ? "" : path.substr(dot + 1);
+    const std::string prefix = "agent.remote_latency_";
+    if (rest.rfind(prefix, 0) != 0) return nullptr;
+    const std::size_t g = std::stoul(path.substr(gpu.size(), dot - gpu.size()));
+    if (g >= gpus_.size()) return nullptr;
+    for (std::size_t k = 0; k < 64; ++k)
+      if (rest == prefix + ComputeAgent::switches_name(k)) {
+        gpus_[g]->agent.latency_via(k);
+        for (const Stat* s : gpus_[g]->agent.stat_group().stats())
+          if (s->name() == "remote_latency_" + ComputeAgent::switches_name(k)) return s;
+      }
+  }
+  return nullptr;
+}
+
+std::vector<StepRecord> Pod::step_records() const {
+  std::vector<StepRecord> all = scenario_->records();
+  all.insert(all.end(), rank_records_.begin(), rank_records_.end());
+  std::stable_sort(all.begin(), all.end(),
+                   [](const StepRecord& a, const StepRecord& b) { return a.index < b.index; });
+  return all;
+}
+
+const std::vector<FaultRecord>& Pod::fault_log(std::size_t g) const {
+  auto it = rank_faults_.find(g);
+  return it != rank_faults_.end() ? it->second : gpus_.at(g)->gpuvm.fault_log();
 }
 
 }  // namespace podsim

@@ -14,6 +14,7 @@
 #include "sim/node/gpu_node.hpp"
 #include "sim/pod/host_net.hpp"
 #include "sim/pod/host_phases.hpp"
+#include "sim/pod/partition.hpp"
 #include "sim/pod/pod_config.hpp"
 #include "sim/pod/pod_summary.hpp"
 #include "sim/pod/scenario.hpp"
@@ -23,7 +24,11 @@ namespace podsim {
 class Pod final : public sc_core::sc_module, public HasStats {
  public:
   // `tap`, when given, sits on every TLM binding of every GPU (tests: protocol checkers).
-  Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap = nullptr);
+  // `ranks`, when given with more than one rank, splits the pod across them
+  // (sim/pod/partition.hpp): this process simulates its part, and once the run is over rank 0
+  // holds the whole pod's results (stats, summary, failures, violations, faults, steps).
+  Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap = nullptr,
+      RankComm* ranks = nullptr);
   ~Pod() override;
 
   // Access phases replay this trace (each GPU its own lines) instead of generating accesses.
@@ -49,6 +54,12 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::vector<std::string> failures() const;
   const InvariantLog& invariants() const { return invariants_; }
   const ScenarioRunner& scenario() const { return *scenario_; }
+  // Every step run, in step order (a partitioned run: every rank's, on rank 0).
+  std::vector<StepRecord> step_records() const;
+  // GPU `g`'s first faults (a partitioned run: from the rank that simulated it, on rank 0).
+  const std::vector<FaultRecord>& fault_log(std::size_t g) const;
+  // The split across ranks, if any.
+  const Partition* partition() const { return partition_.get(); }
   const PodConfig& config() const { return cfg_; }
   GpuNode& gpu(std::size_t i) { return *gpus_[i]; }
   std::size_t gpu_count() const { return gpus_.size(); }
@@ -93,6 +104,15 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::map<std::uint32_t, IdleRound> idle_rounds_;
   sc_core::sc_event idle_decided_;
   void finalize();
+  void run_windows();
+  // A partitioned run's end: every rank's results into rank 0's pod.
+  void gather_ranks();
+  // A stat made the first time something happened (a latency by switches crossed), made here
+  // because another rank's copy of its component has it; null if `path` is no such stat.
+  const Stat* make_stat(const std::string& path);
+  // The rank whose copy of the component a stat belongs to counts (a GPU's, a switch's), or -1
+  // for stats every rank adds to (links, the summary).
+  std::int64_t stat_owner(const std::string& path) const;
   bool settled() const;
   void check_holdings();
 
@@ -112,6 +132,12 @@ class Pod final : public sc_core::sc_module, public HasStats {
   bool finished_ = false;
   bool ran_ = false;
   std::vector<std::string> own_failures_;
+  RankComm* comm_ = nullptr;
+  std::unique_ptr<Partition> partition_;
+  PartitionPlan plan_;
+  std::vector<std::string> rank_failures_;                       // other ranks' (rank 0)
+  std::vector<StepRecord> rank_records_;                         // other ranks' (rank 0)
+  std::map<std::size_t, std::vector<FaultRecord>> rank_faults_;  // by GPU (rank 0)
   PodSummary summary_;
 };
 

@@ -1,5 +1,7 @@
 #include "sim/pod/pod_summary.hpp"
 
+#include <stdexcept>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -39,10 +41,26 @@ PodSummary::PodSummary(std::uint32_t planes, Time sample_interval)
   }
 }
 
-void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
-                        const InvariantLog& invariants) {
-  phase_start_ = Time::max();
+std::uint64_t PodSummary::paths_seen(const std::vector<std::unique_ptr<GpuNode>>& gpus) {
+  std::uint64_t mask = 0;
   for (const auto& g : gpus) {
+    const auto& by = g->agent.remote_latency_by_switches();
+    for (std::size_t n = 0; n < by.size() && n < 64; ++n)
+      if (by[n]) mask |= 1ull << n;
+  }
+  return mask;
+}
+
+void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
+                        const InvariantLog& invariants, std::uint64_t paths,
+                        const std::vector<bool>* owned) {
+  paths |= paths_seen(gpus);
+  for (std::size_t n = 0; n < 64; ++n)
+    if (paths >> n & 1) path_via(n);
+  phase_start_ = Time::max();
+  auto counts = [&](const GpuNode& g) { return !owned || (*owned)[g.id()]; };
+  for (const auto& g : gpus) {
+    if (!counts(*g)) continue;
     const driver::Driver& d = g->driver.driver();
     import_time_.merge(d.import_time());
     import_repeat_time_.merge(d.import_repeat_time());
@@ -59,26 +77,19 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     path_local_.merge(a.local_latency());
     path_remote_.merge(a.remote_latency());
     const auto& by = a.remote_latency_by_switches();
-    if (path_switches_.size() < by.size()) path_switches_.resize(by.size());
-    for (std::size_t n = 0; n < by.size(); ++n) {
-      if (!by[n]) continue;
-      if (!path_switches_[n])
-        path_switches_[n] = std::make_unique<Distribution>(
-            paths_, "remote_" + ComputeAgent::switches_name(n), "ns",
-            "latency of remote accesses whose request crossed this many switches, all GPUs",
-            kPsPerNs);
-      path_switches_[n]->merge(*by[n]);
-    }
+    for (std::size_t n = 0; n < by.size(); ++n)
+      if (by[n]) path_via(n).merge(*by[n]);
     breakdown_.merge(a.remote_breakdown());
     bytes_.inc(a.remote_bytes());
     reads_.inc(a.remote_reads());
     writes_.inc(a.remote_writes());
     phase_start_ = std::min(phase_start_, a.first_issue());
     phase_end_ = std::max(phase_end_, a.last_complete());
+    any_phase_ = true;
   }
   if (phase_start_ == Time::max()) phase_start_ = phase_end_ = Time{};
   for (const auto& g : gpus)
-    for (std::uint32_t p = 0; p < g->ports.size(); ++p) {
+    for (std::uint32_t p = 0; p < g->ports.size() && counts(*g); ++p) {
       const Egress& e = g->ports[p]->egress();
       plane_bytes_[p]->inc(e.wire_bytes_sent(TrafficClass::Request) +
                            e.wire_bytes_sent(TrafficClass::Response));
@@ -87,6 +98,40 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     }
   accesses_.inc(latency_.histogram().count());
   violations_.inc(invariants.violations().size());
+}
+
+Distribution& PodSummary::path_via(std::size_t n) {
+  if (path_switches_.size() <= n) path_switches_.resize(n + 1);
+  if (!path_switches_[n])
+    path_switches_[n] = std::make_unique<Distribution>(
+        paths_, "remote_" + ComputeAgent::switches_name(n), "ns",
+        "latency of remote accesses whose request crossed this many switches, all GPUs", kPsPerNs);
+  return *path_switches_[n];
+}
+
+void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
+  out.push_back(any_phase_);
+  out.push_back(static_cast<std::uint64_t>(phase_start_.as_ps()));
+  out.push_back(static_cast<std::uint64_t>(phase_end_.as_ps()));
+  // Sums of byte counts: whole numbers far below 2^53, so exact as doubles in any order.
+  out.push_back(static_cast<std::uint64_t>(payload_));
+  out.push_back(static_cast<std::uint64_t>(wire_));
+  series_.pack(out);
+}
+
+const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std::uint64_t* end) {
+  if (end - in < 5) throw std::runtime_error("pod summary: another rank's figures are cut short");
+  const bool any = in[0] != 0;
+  const Time start = Time::ps(static_cast<std::int64_t>(in[1]));
+  const Time stop = Time::ps(static_cast<std::int64_t>(in[2]));
+  if (any) {
+    phase_start_ = any_phase_ ? std::min(phase_start_, start) : start;
+    phase_end_ = any_phase_ ? std::max(phase_end_, stop) : stop;
+    any_phase_ = true;
+  }
+  payload_ += static_cast<double>(in[3]);
+  wire_ += static_cast<double>(in[4]);
+  return series_.merge_packed(in + 5, end);
 }
 
 std::vector<std::pair<std::string, const Distribution*>> PodSummary::latency_paths() const {

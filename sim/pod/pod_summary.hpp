@@ -20,10 +20,24 @@ class PodSummary {
  public:
   PodSummary(std::uint32_t planes, Time sample_interval);
 
-  // Gathers every GPU's figures and the invariant log's count. Once, after the run.
-  void gather(const std::vector<std::unique_ptr<GpuNode>>& gpus, const InvariantLog& invariants);
+  // Gathers every GPU's figures and the invariant log's count. Once, after the run. The
+  // latency by switches crossed is listed for every count in `paths` (bit n: n switches) and
+  // every count a GPU saw, in increasing order.
+  // `owned`, when given, says which GPUs count here (a pod split across ranks: those this rank
+  // simulated; the others' figures come from their ranks).
+  void gather(const std::vector<std::unique_ptr<GpuNode>>& gpus, const InvariantLog& invariants,
+              std::uint64_t paths = 0, const std::vector<bool>* owned = nullptr);
+  // Bit n: some GPU's request crossed n switches.
+  static std::uint64_t paths_seen(const std::vector<std::unique_ptr<GpuNode>>& gpus);
 
   const StatGroup& group() const { return stats_; }
+
+  // A pod split across ranks: what gather found beyond the stats (the access phases' span,
+  // the wire's bytes, the bandwidth series), packed on one rank and merged into another's.
+  void pack_extras(std::vector<std::uint64_t>& out) const;
+  const std::uint64_t* merge_extras(const std::uint64_t* in, const std::uint64_t* end);
+  // The latency of remote accesses that crossed `n` switches (made if it is not there yet).
+  Distribution& path_via(std::size_t n);
   // Payload bytes completed over time, all GPUs: channel "remote" and "local" (the agents add
   // to it as they complete accesses).
   TimeSeries& series() { return series_; }
@@ -51,6 +65,7 @@ class PodSummary {
 
  private:
   Time phase_start_, phase_end_;
+  bool any_phase_ = false;
   double payload_ = 0, wire_ = 0;  // bytes over every GPU port
 
   StatGroup stats_{"summary"};

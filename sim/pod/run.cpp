@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -90,6 +91,21 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   }
   if (opt.seed) cfg.seed = *opt.seed;
 
+  // Split across ranks: every rank checked the same config the same way (and failed alike,
+  // above); rank 0 alone writes and prints.
+  RankComm* const ranks = opt.ranks && opt.ranks->ranks() > 1 ? opt.ranks : nullptr;
+  const bool writer = !ranks || ranks->rank() == 0;
+  if (ranks) {
+    const char* refused = opt.timeline       ? "--trace"
+                          : opt.access_log   ? "--access-log"
+                          : opt.state_digest ? "--state-digest"
+                                             : nullptr;
+    if (refused) {
+      fmt::print(err, "podsim: {} is not available when the pod is split across ranks\n", refused);
+      return 2;
+    }
+  }
+
   // A trace to replay: its path is relative to the config file; it is checked line by line
   // now, before anything is written.
   std::vector<TraceEntry> replay;
@@ -108,18 +124,25 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
 
   const fs::path out_dir(opt.out_dir);
   std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) {
-    fmt::print(err, "podsim: cannot create the output directory {}: {}\n", out_dir.string(),
-               ec.message());
-    return 2;
+  if (writer) {
+    fs::create_directories(out_dir, ec);
+    if (ec) {
+      fmt::print(err, "podsim: cannot create the output directory {}: {}\n", out_dir.string(),
+                 ec.message());
+      return 2;
+    }
+    // What an earlier run left goes first: a directory without run.json is a run that did
+    // not finish (a killed process, a failed rank), never an old result passing as new.
+    for (const char* f : {"run.json", "stats.json", "config.json", "latency.csv",
+                          "latency_histogram.csv", "breakdown.csv", "timeseries.csv"})
+      fs::remove(out_dir / f, ec);
   }
 
   // 2. Build and run. (sc_stop's "simulation stopped by user" is not news.)
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
                                           sc_core::SC_DO_NOTHING);
   const auto t0 = std::chrono::steady_clock::now();
-  Pod pod("pod", cfg);
+  Pod pod("pod", cfg, nullptr, ranks);
   if (!replay.empty()) pod.replay(replay);
   if (opt.access_log) pod.record_accesses();
   boost::json::object digest_doc;  // stays empty if no access phase starts
@@ -144,7 +167,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   }
   // A progress line on stderr for runs longer than about two seconds, when stderr is a
   // terminal and the run is not --quiet.
-  Progress progress(err, !opt.quiet && ::isatty(2), cfg.sim.max_time);
+  Progress progress(err, !opt.quiet && !ranks && ::isatty(2), cfg.sim.max_time);
   if (progress.enabled())
     pod.run([&] { progress.update(sim_now(), pod.accesses_completed()); });
   else
@@ -152,6 +175,36 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   progress.finish();
   const double host_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // Each rank's share of the work, for run.json (rank 0 gets them all).
+  boost::json::array per_rank;
+  if (ranks) {
+    const Partition& part = *pod.partition();
+    const KernelCounters k = pod.events().counters();
+    const PartitionCounters& c = part.counters();
+    const std::vector<std::uint64_t> mine = {
+        k.serves,     c.windows,       c.packets_sent, c.credits_sent,
+        c.notes_sent, c.messages_sent, c.bytes_sent,   static_cast<std::uint64_t>(host_s * 1e9)};
+    const auto* p = reinterpret_cast<const unsigned char*>(mine.data());
+    const auto all = ranks->gather(std::vector<unsigned char>(p, p + mine.size() * 8));
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      std::vector<std::uint64_t> v(all[r].size() / 8);
+      std::memcpy(v.data(), all[r].data(), v.size() * 8);
+      if (v.size() != mine.size()) throw std::runtime_error("rank figures cut short");
+      boost::json::object o;
+      o["rank"] = r;
+      o["serves"] = v[0];
+      o["windows"] = v[1];
+      o["packets_sent"] = v[2];
+      o["credits_sent"] = v[3];
+      o["notes_sent"] = v[4];
+      o["messages_sent"] = v[5];
+      o["bytes_sent"] = v[6];
+      o["host_seconds"] = static_cast<double>(v[7]) / 1e9;
+      per_rank.push_back(std::move(o));
+    }
+    if (!writer) return 0;  // rank 0 reports for every rank
+  }
 
   // 3. Results: the resolved config, the run's identity, every stat.
   boost::json::object run;
@@ -164,6 +217,14 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   run["overrides"] = std::move(sets);
   run["simulated_time_ns"] = sim_now().as_ns();
   run["host_seconds"] = host_s;
+  if (ranks) {
+    boost::json::object part;
+    part["ranks"] = ranks->ranks();
+    part["lookahead_ns"] = pod.partition()->lookahead().as_ns();
+    part["cut_links"] = pod.partition()->cut_links();
+    part["per_rank"] = std::move(per_rank);
+    run["partition"] = std::move(part);
+  }
   {
     // Where the host time went, and the kernel's work (deterministic counts) in the access
     // phases: what `podsim bench` reads.
@@ -202,7 +263,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   run["invariant_violations"] = std::move(violations);
   boost::json::array faults;  // each GPU's first faults, with address and time
   for (std::size_t g = 0; g < pod.gpu_count(); ++g)
-    for (const FaultRecord& f : pod.gpu(g).gpuvm.fault_log()) {
+    for (const FaultRecord& f : pod.fault_log(g)) {
       boost::json::object o;
       o["gpu"] = g;
       o["vmid"] = f.vmid;
@@ -213,7 +274,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     }
   run["faults"] = std::move(faults);
   boost::json::array steps;
-  for (const StepRecord& r : pod.scenario().records()) {
+  for (const StepRecord& r : pod.step_records()) {
     boost::json::object o;
     o["step"] = r.index;
     o["gpu"] = r.gpu;

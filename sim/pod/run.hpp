@@ -9,6 +9,8 @@
 
 namespace podsim {
 
+class RankComm;
+
 struct RunOptions {
   std::optional<std::string> config_path;  // none: the embedded default pod
   std::vector<std::string> overrides;      // "key.path=value"
@@ -21,6 +23,9 @@ struct RunOptions {
   // Write digests of every GPU's state, taken as the first access phase starts, here.
   std::optional<std::string> state_digest;
   bool quiet = false;
+  // The ranks this run is split across (sim/pod/partition.hpp), when more than one; only
+  // rank 0 prints and writes.
+  RankComm* ranks = nullptr;
 };
 
 // Exit codes: 0 ok; 1 the run failed (a workload error, an unfinished workload); 2 the

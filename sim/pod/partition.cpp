@@ -1,0 +1,214 @@
+#include "sim/pod/partition.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "sim/kernel/base_protocol.hpp"
+#include "sim/kernel/packet_wire.hpp"
+
+namespace podsim {
+
+namespace {
+
+enum class Record : std::uint8_t { Packet = 1, Credits = 2, Note = 3 };
+
+template <class T>
+void put(std::vector<unsigned char>& out, const T& v) {
+  const auto* p = reinterpret_cast<const unsigned char*>(&v);
+  out.insert(out.end(), p, p + sizeof v);
+}
+template <class T>
+const unsigned char* get(const unsigned char* in, const unsigned char* end, T& v) {
+  if (end - in < static_cast<std::ptrdiff_t>(sizeof v))
+    throw std::runtime_error("partition: a message from another rank is cut short");
+  std::memcpy(&v, in, sizeof v);
+  return in + sizeof v;
+}
+
+}  // namespace
+
+PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks) {
+  PartitionPlan plan;
+  plan.ranks = ranks;
+  const std::uint32_t n = cfg.pod.gpus;
+  for (std::uint32_t g = 0; g < n; ++g)
+    plan.gpu.push_back(static_cast<std::uint32_t>(static_cast<std::uint64_t>(g) * ranks / n));
+  const FabricConfig& f = cfg.fabric;
+  for (std::uint32_t p = 0; p < f.planes; ++p) {
+    std::vector<std::uint32_t> sw;
+    if (f.topology == Topology::SingleSwitch) {
+      sw.push_back(p % ranks);
+    } else {
+      const std::uint32_t per_leaf = f.leaf_spine.gpus_per_leaf;
+      const std::uint32_t leaves = (n + per_leaf - 1) / per_leaf;
+      for (std::uint32_t l = 0; l < leaves; ++l) {
+        const std::uint32_t first = l * per_leaf;
+        const std::uint32_t last = std::min(n, first + per_leaf) - 1;
+        sw.push_back(plan.gpu[(first + last) / 2]);
+      }
+      const std::uint32_t spines = leaves > 1 ? f.leaf_spine.spines : 0;
+      for (std::uint32_t s = 0; s < spines; ++s)
+        sw.push_back((p + s) % ranks);
+    }
+    plan.switch_.push_back(std::move(sw));
+  }
+  return plan;
+}
+
+Partition::Partition(RankComm& comm, const PartitionPlan& plan, Fabric& fabric, PacketPool& pool,
+                     HostNet& net)
+    : comm_(comm), plan_(plan), pool_(pool), net_(net), out_(comm.ranks()) {
+  const std::uint32_t me = comm.rank();
+  Time shortest = Time::max();
+  std::uint32_t id = 0;
+  for (std::uint32_t p = 0; p < fabric.planes(); ++p)
+    for (const FabricPlane::LinkEnds& e : fabric.plane(p).link_ends()) {
+      std::uint32_t owner[2];
+      for (int side = 0; side < 2; ++side)
+        owner[side] =
+            e.gpu[side] ? plan.gpu.at(e.index[side]) : plan.switch_.at(p).at(e.index[side]);
+      Cut cut{e.link, owner[0] == me ? owner[1] : owner[0]};
+      if (owner[0] != owner[1]) {
+        ++cut_count_;
+        shortest = std::min(shortest, e.link->flight_time());
+        if (owner[0] == me) e.link->cut(Link::B, *this, id);
+        if (owner[1] == me) e.link->cut(Link::A, *this, id);
+      }
+      links_.push_back(cut);
+      ++id;
+    }
+  if (shortest == Time::max()) shortest = net.latency();  // nothing is cut: notes only
+  if (shortest <= Time{})
+    throw std::invalid_argument(
+        "a link between ranks has no flight time (fabric.link.cable_length is 0): the ranks "
+        "would have no lookahead; give the cables a length or run on one rank");
+  lookahead_ = std::min(shortest, Time::ps(net.latency().as_ps() / 2));
+  if (lookahead_ <= Time{})
+    throw std::invalid_argument("pod.host_latency is too short to split the pod across ranks");
+  net_.share();
+}
+
+Partition::~Partition() = default;
+
+void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_payload& gp,
+                       Time head) {
+  const Access& a = access_of(gp);
+  std::vector<unsigned char>& out = out_[links_[link].far_rank];
+  put(out, Record::Packet);
+  put(out, link);
+  put(out, to);
+  put(out, head.as_ps());
+  put(out, sim_now().as_ps());  // when it was sent: the far end acts as it would have then
+  put(out, a.id);
+  put(out, a.src);
+  pack_packet(gp, out);
+  ++counters_.packets_sent;
+  // A request issued here that will be answered comes back here as itself; anything else
+  // goes on as a copy on the other rank, and this rank's reference to it ends.
+  if (plan_.gpu[a.src] == comm_.rank() && !unanswered(a)) {
+    if (!away_.emplace(a.id, &gp).second)
+      throw std::logic_error(fmt::format("partition: access {} left this rank twice", a.id));
+  } else {
+    gp.release();
+  }
+}
+
+void Partition::credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, std::uint64_t tl,
+                        Time at) {
+  std::vector<unsigned char>& out = out_[links_[link].far_rank];
+  put(out, Record::Credits);
+  put(out, link);
+  put(out, to);
+  put(out, static_cast<std::uint8_t>(tc));
+  put(out, tl);
+  put(out, at.as_ps());
+  ++counters_.credits_sent;
+}
+
+void Partition::exchange() {
+  ++counters_.windows;
+  const std::vector<HostNote> notes = net_.take_outgoing();
+  for (std::uint32_t r = 0; r < out_.size(); ++r) {
+    if (r == comm_.rank()) continue;
+    for (const HostNote& n : notes) {
+      put(out_[r], Record::Note);
+      pack_note(n, out_[r]);
+      ++counters_.notes_sent;
+    }
+    if (!out_[r].empty()) ++counters_.messages_sent;
+    counters_.bytes_sent += out_[r].size();
+  }
+  const std::vector<std::vector<unsigned char>> in = comm_.exchange(out_);
+  for (auto& o : out_)
+    o.clear();
+  for (std::uint32_t r = 0; r < in.size(); ++r)
+    if (r != comm_.rank()) deliver(in[r]);
+}
+
+void Partition::deliver(const std::vector<unsigned char>& bytes) {
+  const unsigned char* in = bytes.data();
+  const unsigned char* end = in + bytes.size();
+  while (in < end) {
+    Record kind;
+    in = get(in, end, kind);
+    switch (kind) {
+      case Record::Packet: {
+        std::uint32_t link = 0;
+        std::uint8_t to = 0;
+        std::int64_t head = 0, sent = 0;
+        std::uint64_t id = 0;
+        AccelId src = 0;
+        in = get(in, end, link);
+        in = get(in, end, to);
+        in = get(in, end, head);
+        in = get(in, end, sent);
+        in = get(in, end, id);
+        in = get(in, end, src);
+        if (link >= links_.size() || to > 1)
+          throw std::runtime_error("partition: a packet for a link this pod does not have");
+        tlm::tlm_generic_payload* gp = nullptr;
+        if (plan_.gpu.at(src) == comm_.rank()) {
+          auto it = away_.find(id);
+          if (it != away_.end()) {
+            gp = it->second;
+            away_.erase(it);
+          }
+        }
+        if (!gp) gp = &pool_.acquire();
+        in = unpack_packet(in, end, *gp);
+        links_[link].link->deliver(static_cast<Link::Side>(to), *gp, Time::ps(head),
+                                   Time::ps(sent));
+        break;
+      }
+      case Record::Credits: {
+        std::uint32_t link = 0;
+        std::uint8_t to = 0, tc = 0;
+        std::uint64_t tl = 0;
+        std::int64_t at = 0;
+        in = get(in, end, link);
+        in = get(in, end, to);
+        in = get(in, end, tc);
+        in = get(in, end, tl);
+        in = get(in, end, at);
+        if (link >= links_.size() || to > 1 || tc >= kTrafficClasses)
+          throw std::runtime_error("partition: credits for a link this pod does not have");
+        links_[link].link->deliver_credits(static_cast<Link::Side>(to),
+                                           static_cast<TrafficClass>(tc), tl, Time::ps(at));
+        break;
+      }
+      case Record::Note: {
+        HostNote n;
+        in = unpack_note(in, end, n);
+        net_.receive(n);
+        break;
+      }
+      default:
+        throw std::runtime_error("partition: a message from another rank holds an unknown record");
+    }
+  }
+}
+
+}  // namespace podsim

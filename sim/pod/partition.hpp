@@ -1,0 +1,90 @@
+// One pod across ranks (docs/parallel.md). Every rank builds the whole pod, but simulates only
+// the GPUs and switches the plan gives it: the others stay idle on it (nothing starts them and
+// no packet reaches them). A link whose two ends are on different ranks is cut: what reaches
+// its far end (a packet with its head time, credits with theirs) is kept in a message for
+// that end's rank. The ranks run in windows no longer than the lookahead (the shortest flight
+// time of any cut link), so nothing sent in a window is due before the window has ended; at
+// each window's end they exchange their messages, deliver what they received exactly as the
+// link would have, and agree on the next window (it starts at the earliest thing due on any
+// rank, so idle stretches are skipped).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "fabric/topology.hpp"
+#include "sim/kernel/access.hpp"
+#include "sim/pod/host_net.hpp"
+#include "sim/pod/pod_config.hpp"
+#include "sim/pod/rank_comm.hpp"
+
+namespace podsim {
+
+// Which rank simulates what (the documented rule, docs/parallel.md):
+//  - GPUs in contiguous blocks: GPU g on rank g * R / N;
+//  - in a single-switch plane, plane p's switch on rank p mod R;
+//  - in a leaf/spine plane, a leaf on the rank of the middle GPU below it, spine s of plane p
+//    on rank (p + s) mod R.
+struct PartitionPlan {
+  std::uint32_t ranks = 1;
+  std::vector<std::uint32_t> gpu;                   // by GPU
+  std::vector<std::vector<std::uint32_t>> switch_;  // by plane, by switch index
+};
+PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks);
+
+// Counts of what a rank did across ranks (deterministic: for benchmarks and run.json).
+struct PartitionCounters {
+  std::uint64_t windows = 0;
+  std::uint64_t packets_sent = 0, credits_sent = 0, notes_sent = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t messages_sent = 0;  // non-empty messages to other ranks
+};
+
+class Partition final : public CutSink {
+ public:
+  Partition(RankComm& comm, const PartitionPlan& plan, Fabric& fabric, PacketPool& pool,
+            HostNet& net);
+  ~Partition() override;
+
+  std::uint32_t rank() const { return comm_.rank(); }
+  // The window length: the shortest flight time of any cut link, and at most half the host
+  // latency (a note must reach every rank before it takes effect).
+  Time lookahead() const { return lookahead_; }
+  std::size_t cut_links() const { return cut_count_; }
+
+  // The end of a window (now): sends what crossed the cuts and the host notes made here,
+  // delivers what the other ranks sent.
+  void exchange();
+  RankComm& comm() { return comm_; }
+  const PartitionCounters& counters() const { return counters_; }
+
+  void packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_payload& gp,
+              Time head) override;
+  void credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, std::uint64_t tl,
+               Time at) override;
+
+ private:
+  struct Cut {
+    Link* link;
+    std::uint32_t far_rank;  // the rank simulating the far end
+  };
+  void deliver(const std::vector<unsigned char>& in);
+
+  RankComm& comm_;
+  PartitionPlan plan_;
+  PacketPool& pool_;
+  HostNet& net_;
+  Time lookahead_;
+  std::size_t cut_count_ = 0;
+  std::vector<Cut> links_;  // by cut ID (every rank numbers the pod's links alike)
+  std::vector<std::vector<unsigned char>> out_;  // by rank
+  // Payloads of accesses issued here that are on another rank and will come back (a request
+  // awaiting its response): by access ID. Everything else that leaves is released here and
+  // rebuilt from the pool on arrival.
+  std::unordered_map<std::uint64_t, tlm::tlm_generic_payload*> away_;
+  PartitionCounters counters_;
+};
+
+}  // namespace podsim

@@ -1,0 +1,35 @@
+// The other ranks of a pod split across MPI ranks, as the pod sees them: plain C++, so that
+// what implements it (sim/tools/mpi_ranks.cpp) needs nothing of the simulator.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace podsim {
+
+// The other ranks, as a partitioned pod sees them (sim/tools/mpi_world.hpp implements it with
+// MPI). Every call is collective: every rank makes it, in the same order.
+class RankComm {
+ public:
+  virtual ~RankComm() = default;
+  virtual std::uint32_t rank() const = 0;
+  virtual std::uint32_t ranks() const = 0;
+  // Sends out[r] to each rank r (empty ones too; out[rank()] is ignored) and returns what each
+  // rank sent here, by rank.
+  virtual std::vector<std::vector<unsigned char>> exchange(
+      const std::vector<std::vector<unsigned char>>& out) = 0;
+  // The smallest of every rank's `next`, and how many ranks said `stopped` (every rank: the
+  // number of ranks; some but not all: at least 1 and fewer).
+  struct Agreement {
+    std::int64_t next;
+    std::uint32_t stopped;
+  };
+  virtual Agreement agree(std::int64_t next, bool stopped) = 0;
+  // Every rank's `v`, or'd together.
+  virtual std::uint64_t or_all(std::uint64_t v) = 0;
+  // Rank 0 gets every rank's `mine` (its own included), by rank; the others get nothing.
+  virtual std::vector<std::vector<unsigned char>> gather(
+      const std::vector<unsigned char>& mine) = 0;
+};
+
+}  // namespace podsim

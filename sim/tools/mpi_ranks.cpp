@@ -1,0 +1,113 @@
+#include "sim/tools/mpi_ranks.hpp"
+
+#include <mpi.h>
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+#include "sim/tools/mpi_world.hpp"
+
+namespace podsim::tools {
+
+namespace {
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI: ") + what + " failed");
+}
+
+// Message sizes go as int counts (MPI's): a window's messages are far below 2 GiB.
+int count_of(std::size_t n) {
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw std::runtime_error("MPI: a message to another rank exceeds 2 GiB");
+  return static_cast<int>(n);
+}
+
+class MpiRanks final : public RankComm {
+ public:
+  MpiRanks()
+      : rank_(static_cast<std::uint32_t>(MpiWorld::rank())),
+        ranks_(static_cast<std::uint32_t>(MpiWorld::size())) {}
+  std::uint32_t rank() const override { return rank_; }
+  std::uint32_t ranks() const override { return ranks_; }
+
+  std::vector<std::vector<unsigned char>> exchange(
+      const std::vector<std::vector<unsigned char>>& out) override {
+    const int n = static_cast<int>(ranks_);
+    std::vector<int> send_counts(ranks_), recv_counts(ranks_), send_at(ranks_), recv_at(ranks_);
+    std::size_t total = 0;
+    for (int r = 0; r < n; ++r) {
+      send_counts[r] = r == static_cast<int>(rank_) ? 0 : count_of(out.at(r).size());
+      send_at[r] = count_of(total);
+      total += static_cast<std::size_t>(send_counts[r]);
+    }
+    send_buf_.resize(total);
+    for (int r = 0; r < n; ++r)
+      if (send_counts[r]) std::copy(out[r].begin(), out[r].end(), send_buf_.begin() + send_at[r]);
+    check(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT,
+                       MPI_COMM_WORLD),
+          "MPI_Alltoall");
+    std::size_t got = 0;
+    for (int r = 0; r < n; ++r) {
+      recv_at[r] = count_of(got);
+      got += static_cast<std::size_t>(recv_counts[r]);
+    }
+    recv_buf_.resize(got);
+    check(MPI_Alltoallv(send_buf_.data(), send_counts.data(), send_at.data(), MPI_BYTE,
+                        recv_buf_.data(), recv_counts.data(), recv_at.data(), MPI_BYTE,
+                        MPI_COMM_WORLD),
+          "MPI_Alltoallv");
+    std::vector<std::vector<unsigned char>> in(ranks_);
+    for (int r = 0; r < n; ++r)
+      in[r].assign(recv_buf_.begin() + recv_at[r], recv_buf_.begin() + recv_at[r] + recv_counts[r]);
+    return in;
+  }
+
+  Agreement agree(std::int64_t next, bool stopped) override {
+    // One reduction: the smallest next time; 1 if every rank stopped; 0 if any did.
+    std::int64_t in[3] = {next, stopped ? 1 : 0, stopped ? 0 : 1}, res[3] = {0, 0, 0};
+    check(MPI_Allreduce(in, res, 3, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+    const std::uint32_t count = res[1] == 1 ? ranks_ : res[2] == 0 ? 1 : 0;
+    return Agreement{res[0], count};
+  }
+
+  std::uint64_t or_all(std::uint64_t v) override {
+    std::uint64_t out = 0;
+    check(MPI_Allreduce(&v, &out, 1, MPI_UINT64_T, MPI_BOR, MPI_COMM_WORLD), "MPI_Allreduce");
+    return out;
+  }
+
+  std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& mine) override {
+    const int n = static_cast<int>(ranks_);
+    const int size = count_of(mine.size());
+    std::vector<int> sizes(rank_ == 0 ? ranks_ : 0);
+    check(MPI_Gather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
+    std::vector<int> at(sizes.size());
+    std::size_t total = 0;
+    for (int r = 0; r < static_cast<int>(sizes.size()); ++r) {
+      at[r] = count_of(total);
+      total += static_cast<std::size_t>(sizes[r]);
+    }
+    std::vector<unsigned char> all(total);
+    check(MPI_Gatherv(mine.data(), size, MPI_BYTE, all.data(), sizes.data(), at.data(), MPI_BYTE, 0,
+                      MPI_COMM_WORLD),
+          "MPI_Gatherv");
+    std::vector<std::vector<unsigned char>> out;
+    if (rank_ != 0) return out;
+    for (int r = 0; r < n; ++r)
+      out.emplace_back(all.begin() + at[r], all.begin() + at[r] + sizes[r]);
+    return out;
+  }
+
+ private:
+  std::uint32_t rank_, ranks_;
+  std::vector<unsigned char> send_buf_, recv_buf_;
+};
+
+}  // namespace
+
+std::unique_ptr<RankComm> mpi_ranks() {
+  return std::make_unique<MpiRanks>();
+}
+
+}  // namespace podsim::tools

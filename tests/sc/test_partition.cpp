@@ -1,0 +1,119 @@
+// One pod split across MPI ranks (`mpirun -n R podsim run`): every output the same as one
+// rank's, byte for byte (host-time fields aside), whatever the number of ranks.
+#include <catch2/catch.hpp>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/support/run_podsim.hpp"
+
+using podsim::test::PodsimRun;
+using podsim::test::run_podsim;
+using podsim::test::run_podsim_mpi;
+using podsim::test::slurp;
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+// The files a run writes whose every byte depends on the simulation alone.
+const char* const kExact[] = {"stats.json",    "config.json",           "latency.csv",
+                              "breakdown.csv", "latency_histogram.csv", "timeseries.csv"};
+
+// run.json without what depends on the host or on the number of ranks.
+json::object simulated_part(const PodsimRun& r) {
+  json::object run = r.run->as_object();
+  for (const char* k : {"host_seconds", "host", "kernel", "partition", "overrides"})
+    run.erase(k);
+  return run;
+}
+
+// Runs `args` on one rank and under mpirun on each of `ranks`, and compares every output.
+void same_at_every_rank_count(const std::vector<std::string>& args, std::vector<int> ranks) {
+  const PodsimRun one = run_podsim(args);
+  INFO(one.err);
+  REQUIRE(one.run);
+  for (int n : ranks) {
+    const PodsimRun split = run_podsim_mpi(n, args);
+    INFO(n << " ranks: " << split.err);
+    REQUIRE(split.exit_code == one.exit_code);
+    REQUIRE(split.run);
+    for (const char* f : kExact) {
+      INFO(f);
+      const std::string want = slurp((fs::path(one.out_dir) / f).string());
+      REQUIRE(!want.empty());
+      CHECK(slurp((fs::path(split.out_dir) / f).string()) == want);
+    }
+    CHECK(simulated_part(split) == simulated_part(one));
+    // It really was split: every rank simulated windows and packets crossed between them.
+    const json::object& part = split.run->at("partition").as_object();
+    CHECK(part.at("ranks").to_number<int>() == n);
+    CHECK(part.at("cut_links").to_number<int>() > 0);
+    std::uint64_t packets = 0;
+    for (const auto& r : part.at("per_rank").as_array()) {
+      CHECK(r.at("windows").to_number<std::uint64_t>() > 0);
+      CHECK(r.at("serves").to_number<std::uint64_t>() > 0);
+      packets += r.at("packets_sent").to_number<std::uint64_t>();
+    }
+    CHECK(packets > 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the default pod split over 2 and 3 ranks gives the one-rank outputs", "[partition]") {
+  same_at_every_rank_count({"run", "--quiet", "--set", "workload.traffic.accesses=300"}, {2, 3});
+}
+
+TEST_CASE("the default pod with direct setup and Poisson load split over 2 and 4 ranks",
+          "[partition]") {
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "workload.setup=direct", "--set",
+       "workload.traffic.injection=poisson", "--set", "workload.traffic.accesses=400"},
+      {2, 4});
+}
+
+TEST_CASE("helios-72 split over 2 and 3 ranks gives the one-rank outputs", "[partition]") {
+  same_at_every_rank_count({"run", podsim::test::source_path("configs/helios-72.json"), "--quiet",
+                            "--set", "workload.traffic.accesses=50"},
+                           {2, 3});
+}
+
+TEST_CASE("node-reset split over 2 and 3 ranks gives the one-rank outputs", "[partition]") {
+  same_at_every_rank_count({"run", podsim::test::source_path("configs/node-reset.json"), "--quiet"},
+                           {2, 3});
+}
+
+TEST_CASE("revoke-under-load split over 2 and 3 ranks gives the one-rank outputs", "[partition]") {
+  same_at_every_rank_count(
+      {"run", podsim::test::source_path("configs/revoke-under-load.json"), "--quiet"}, {2, 3});
+}
+
+TEST_CASE("a leaf/spine pod split over 3 ranks gives the one-rank outputs", "[partition]") {
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "pod.gpus=24", "--set", "fabric.topology=leaf_spine", "--set",
+       "fabric.leaf_spine.gpus_per_leaf=8", "--set", "fabric.leaf_spine.spines=4", "--set",
+       "workload.peers=5", "--set", "workload.traffic.accesses=100"},
+      {3});
+}
+
+TEST_CASE("a split run with a bad config fails on every rank, said once, nothing written",
+          "[partition]") {
+  const PodsimRun r = run_podsim_mpi(2, {"run", "--set", "pod.gpus=nine"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("pod.gpus") != std::string::npos);
+  const auto first = r.err.find("podsim: config error");
+  REQUIRE(first != std::string::npos);
+  CHECK(r.err.find("podsim: config error", first + 1) == std::string::npos);  // rank 0 alone
+  CHECK(!r.run);
+  CHECK(!r.out_dir_exists);
+}
+
+TEST_CASE("options a split run cannot honour are refused", "[partition]") {
+  const PodsimRun r = run_podsim_mpi(2, {"run", "--trace", "x.json"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--trace is not available") != std::string::npos);
+  CHECK(!r.run);
+}

@@ -5,8 +5,10 @@
 
 namespace podsim {
 
-Link::Link(sc_core::sc_module_name name, const LinkConfig& cfg)
-    : sc_module(name), flight_(cfg.flight_time()) {}
+Link::Link(sc_core::sc_module_name name, const LinkConfig& cfg, Time credit_processing)
+    : sc_module(name),
+      flight_(cfg.flight_time()),
+      credit_delay_(cfg.flight_time() + credit_processing) {}
 
 void Link::attach(Side side, LinkEnd& end, std::uint32_t port) {
   if (ends_[side].end) throw std::logic_error(std::string(this->name()) + ": end attached twice");

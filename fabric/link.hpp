@@ -1,8 +1,9 @@
 // Link: a cable between two link ends (a GPU port and a switch port, or two switch ports),
 // both directions. What it carries is said explicitly (fabric/link_end.hpp): a packet with the
 // time its head leaves, and credits by traffic class. A packet's head reaches the far end one
-// flight time after it left; a credit return takes the same flight back. The link adds
-// nothing else; it counts what it carried and stamps a packet as it goes onto the wire.
+// flight time after it left. Credits ride data-link flits: a return reaches the other end one
+// flight plus both ends' data-link processing after it was made. The link adds nothing else;
+// it counts what it carried and stamps a packet as it goes onto the wire.
 #pragma once
 
 #include <array>
@@ -31,10 +32,15 @@ class Link final : public sc_core::sc_module, public HasStats {
  public:
   enum Side : std::uint8_t { A = 0, B = 1 };
 
-  Link(sc_core::sc_module_name name, const LinkConfig& cfg);
+  // `credit_processing`: what a credit return costs beyond the flight, in the data-link flits
+  // that carry it (the sender's transmit pipeline and SerDes, the receiver's SerDes, FEC and
+  // pipeline).
+  Link(sc_core::sc_module_name name, const LinkConfig& cfg, Time credit_processing = Time{});
   // End `side` of the link is port `port` of `end`.
   void attach(Side side, LinkEnd& end, std::uint32_t port);
   Time flight_time() const { return flight_; }
+  // From a credit return's `at` to its arrival at the other end.
+  Time credit_delay() const { return credit_delay_; }
 
   // A packet from end `from` leaves with its head at `departs`.
   void send(Side from, tlm::tlm_generic_payload& gp, Time departs) {
@@ -45,13 +51,13 @@ class Link final : public sc_core::sc_module, public HasStats {
       return cut_->packet(id_, static_cast<std::uint8_t>(1 - from), gp, departs + flight_);
     to.end->receive(to.port, gp, departs + flight_);
   }
-  // End `from` freed buffer space for `tl` TL bytes of class `tc` at `at`: the credits fly to
-  // the other end.
+  // End `from` freed buffer space for `tl` TL bytes of class `tc` at `at`: the credits go to
+  // the other end in a data-link flit (credit_delay later).
   void return_credits(Side from, TrafficClass tc, std::uint64_t tl, Time at) {
     const End& to = ends_[1 - from];
     if (cut_ && remote_[1 - from]) [[unlikely]]
-      return cut_->credits(id_, static_cast<std::uint8_t>(1 - from), tc, tl, at + flight_);
-    to.end->credits(to.port, tc, tl, at + flight_);
+      return cut_->credits(id_, static_cast<std::uint8_t>(1 - from), tc, tl, at + credit_delay_);
+    to.end->credits(to.port, tc, tl, at + credit_delay_);
   }
 
   // Partitioned pods: end `remote` is simulated by another rank; what reaches it goes to
@@ -80,6 +86,7 @@ class Link final : public sc_core::sc_module, public HasStats {
     std::uint32_t port = 0;
   };
   Time flight_;
+  Time credit_delay_;
   std::array<End, 2> ends_{};
   CutSink* cut_ = nullptr;
   std::array<bool, 2> remote_{};

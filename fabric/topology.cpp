@@ -71,7 +71,8 @@ FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, 
 
 Link& FabricPlane::make_link(const std::string& name, bool a_is_gpu, std::uint32_t a,
                              std::uint32_t b) {
-  links_.push_back(std::make_unique<Link>(name.c_str(), cfg_.link));
+  links_.push_back(std::make_unique<Link>(name.c_str(), cfg_.link,
+                                          cfg_.port.tx_latency() + cfg_.port.rx_latency()));
   link_ends_.push_back(LinkEnds{links_.back().get(), {a_is_gpu, false}, {a, b}});
   return *links_.back();
 }

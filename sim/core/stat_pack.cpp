@@ -14,7 +14,8 @@ namespace {
 // byte is the kind.
 constexpr std::uint64_t kTagPattern = 0x706f'6473'7461'7400ull;
 constexpr std::uint64_t kTagKindMask = 0xff;
-constexpr std::size_t kHistHeaderWords = 5;  // count, min, max, sum low, sum high
+// count, min, max, sum low, sum high, the first bucket packed, the number of buckets
+constexpr std::size_t kHistHeaderWords = 7;
 
 std::uint64_t tag_of(Stat::Kind k) {
   return kTagPattern | static_cast<std::uint64_t>(k);
@@ -57,7 +58,18 @@ void pack_stat(const Stat& s, std::vector<std::uint64_t>& out) {
       out.push_back(h.max());
       out.push_back(static_cast<std::uint64_t>(sum));
       out.push_back(static_cast<std::uint64_t>(sum >> 64));
-      out.insert(out.end(), h.counts().begin(), h.counts().end());
+      // Only the buckets from the first to the last that hold samples: a histogram of times
+      // has thousands of buckets, nearly all empty.
+      const auto c = h.counts();
+      std::size_t first = 0, last = c.size();
+      while (first < last && c[first] == 0)
+        ++first;
+      while (last > first && c[last - 1] == 0)
+        --last;
+      out.push_back(first);
+      out.push_back(c.size());
+      out.insert(out.end(), c.begin() + static_cast<std::ptrdiff_t>(first),
+                 c.begin() + static_cast<std::ptrdiff_t>(last));
       break;
     }
     case Stat::Kind::Breakdown: {
@@ -107,7 +119,16 @@ const std::uint64_t* merge_packed(const Stat& s, const std::uint64_t* in,
       const unsigned __int128 sum = static_cast<unsigned __int128>(v[4]) << 64 | v[3];
       LogHistogram h;
       try {
-        h = LogHistogram::from_state(v.subspan(kHistHeaderWords), v[0], v[1], v[2], sum);
+        const std::uint64_t first = v[5], buckets = v[6];
+        const auto packed = v.subspan(kHistHeaderWords);
+        if (buckets > (std::uint64_t{1} << 20) || first > buckets ||
+            packed.size() > buckets - first)
+          throw std::invalid_argument(fmt::format("buckets {} to {} of {}: out of range", first,
+                                                  first + packed.size(), buckets));
+        std::vector<std::uint64_t> counts(static_cast<std::size_t>(buckets), 0);
+        std::copy(packed.begin(), packed.end(),
+                  counts.begin() + static_cast<std::ptrdiff_t>(first));
+        h = LogHistogram::from_state(counts, v[0], v[1], v[2], sum);
       } catch (const std::invalid_argument& e) {
         fail(s, e.what());
       }

@@ -10,7 +10,9 @@
 //   Series        one word per index
 //   Formula       nothing (derived from other stats when written)
 //   Distribution  count, min (UINT64_MAX if empty), max, the 128-bit sum (low word, high
-//                 word), then the count of every bucket
+//                 word), the index of the first bucket that holds samples, the number of
+//                 buckets, then the counts of the buckets from the first to the last that
+//                 holds samples
 //   Breakdown     the sum of every part, then the number of samples
 // The stat's name is not packed: both sides must walk the same tree.
 #pragma once

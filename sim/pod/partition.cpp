@@ -58,10 +58,19 @@ PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks) {
   return plan;
 }
 
-Partition::Partition(RankComm& comm, const PartitionPlan& plan, Fabric& fabric, PacketPool& pool,
-                     HostNet& net)
+Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConfig& cfg,
+                     Fabric& fabric, PacketPool& pool, HostNet& net)
     : comm_(comm), plan_(plan), pool_(pool), net_(net), out_(comm.ranks()) {
   const std::uint32_t me = comm.rank();
+  // From a packet leaving one end (an egress commits it: Link::send, now) to the first thing
+  // it changes at the other: its head arrives after the sender's transmit delay (a GPU port's
+  // pipeline and SerDes; a switch's output adds none, its latency is taken at its input) and
+  // the flight; a switch acts on it its latency later, a GPU port once it is through SerDes,
+  // FEC and pipeline. Credits: the flight and both ends' data-link processing.
+  auto packet_delay = [&](bool from_gpu, bool to_gpu, const Link& l) {
+    return (from_gpu ? cfg.port.tx_latency() : Time{}) + l.flight_time() +
+           (to_gpu ? cfg.port.rx_latency() : cfg.switch_.latency);
+  };
   Time shortest = Time::max();
   std::uint32_t id = 0;
   for (std::uint32_t p = 0; p < fabric.planes(); ++p)
@@ -73,7 +82,8 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, Fabric& fabric, 
       Cut cut{e.link, owner[0] == me ? owner[1] : owner[0]};
       if (owner[0] != owner[1]) {
         ++cut_count_;
-        shortest = std::min(shortest, e.link->flight_time());
+        shortest = std::min({shortest, packet_delay(e.gpu[0], e.gpu[1], *e.link),
+                             packet_delay(e.gpu[1], e.gpu[0], *e.link), e.link->credit_delay()});
         if (owner[0] == me) e.link->cut(Link::B, *this, id);
         if (owner[1] == me) e.link->cut(Link::A, *this, id);
       }
@@ -83,8 +93,8 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, Fabric& fabric, 
   if (shortest == Time::max()) shortest = net.latency();  // nothing is cut: notes only
   if (shortest <= Time{})
     throw std::invalid_argument(
-        "a link between ranks has no flight time (fabric.link.cable_length is 0): the ranks "
-        "would have no lookahead; give the cables a length or run on one rank");
+        "a link between ranks has no delay at all (no cable length, no port or switch "
+        "latency): the ranks would have no lookahead; run on one rank");
   lookahead_ = std::min(shortest, Time::ps(net.latency().as_ps() / 2));
   if (lookahead_ <= Time{})
     throw std::invalid_argument("pod.host_latency is too short to split the pod across ranks");
@@ -100,6 +110,7 @@ void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_pay
   put(out, Record::Packet);
   put(out, link);
   put(out, to);
+  sent_effect_ = std::min(sent_effect_, head);
   put(out, head.as_ps());
   put(out, sim_now().as_ps());  // when it was sent: the far end acts as it would have then
   put(out, a.id);
@@ -125,12 +136,15 @@ void Partition::credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, st
   put(out, static_cast<std::uint8_t>(tc));
   put(out, tl);
   put(out, at.as_ps());
+  sent_effect_ = std::min(sent_effect_, at);
   ++counters_.credits_sent;
 }
 
-void Partition::exchange() {
+RankComm::Agreement Partition::exchange(Time next, bool stopped) {
   ++counters_.windows;
   const std::vector<HostNote> notes = net_.take_outgoing();
+  for (const HostNote& n : notes)
+    sent_effect_ = std::min(sent_effect_, n.at + net_.latency());
   for (std::uint32_t r = 0; r < out_.size(); ++r) {
     if (r == comm_.rank()) continue;
     for (const HostNote& n : notes) {
@@ -141,11 +155,16 @@ void Partition::exchange() {
     if (!out_[r].empty()) ++counters_.messages_sent;
     counters_.bytes_sent += out_[r].size();
   }
-  const std::vector<std::vector<unsigned char>> in = comm_.exchange(out_);
+  // What was sent is due no earlier than its effect: with every rank's own next, a bound on
+  // the next thing due anywhere.
+  const RankComm::Agreement a =
+      comm_.exchange(out_, in_, std::min(next, sent_effect_).as_ps(), stopped);
+  sent_effect_ = Time::max();
   for (auto& o : out_)
     o.clear();
-  for (std::uint32_t r = 0; r < in.size(); ++r)
-    if (r != comm_.rank()) deliver(in[r]);
+  for (std::uint32_t r = 0; r < in_.size(); ++r)
+    if (r != comm_.rank()) deliver(in_[r]);
+  return a;
 }
 
 void Partition::deliver(const std::vector<unsigned char>& bytes) {

@@ -44,19 +44,21 @@ struct PartitionCounters {
 
 class Partition final : public CutSink {
  public:
-  Partition(RankComm& comm, const PartitionPlan& plan, Fabric& fabric, PacketPool& pool,
-            HostNet& net);
+  Partition(RankComm& comm, const PartitionPlan& plan, const FabricConfig& cfg, Fabric& fabric,
+            PacketPool& pool, HostNet& net);
   ~Partition() override;
 
   std::uint32_t rank() const { return comm_.rank(); }
-  // The window length: the shortest flight time of any cut link, and at most half the host
-  // latency (a note must reach every rank before it takes effect).
+  // The window length: the least time, over every cut link and both directions, from
+  // something a rank does to its first effect on the far end's rank (docs/parallel.md), and
+  // at most half the host latency (a note must reach every rank before it takes effect).
   Time lookahead() const { return lookahead_; }
   std::size_t cut_links() const { return cut_count_; }
 
   // The end of a window (now): sends what crossed the cuts and the host notes made here,
-  // delivers what the other ranks sent.
-  void exchange();
+  // delivers what the other ranks sent, and agrees on the next window with them. `next`: the
+  // earliest thing due here.
+  RankComm::Agreement exchange(Time next, bool stopped);
   RankComm& comm() { return comm_; }
   const PartitionCounters& counters() const { return counters_; }
 
@@ -79,7 +81,10 @@ class Partition final : public CutSink {
   Time lookahead_;
   std::size_t cut_count_ = 0;
   std::vector<Cut> links_;  // by cut ID (every rank numbers the pod's links alike)
-  std::vector<std::vector<unsigned char>> out_;  // by rank
+  std::vector<std::vector<unsigned char>> out_, in_;  // by rank
+  // The earliest time at which what this window sent can make anything happen on another rank
+  // (a packet's head, credits' arrival, a note taking effect).
+  Time sent_effect_ = Time::max();
   // Payloads of accesses issued here that are on another rank and will come back (a request
   // awaiting its response): by access ID. Everything else that leaves is released here and
   // rebuilt from the pool on arrival.

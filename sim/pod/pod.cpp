@@ -1,8 +1,11 @@
 #include "sim/pod/pod.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -58,7 +61,8 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
   }
-  if (comm_) partition_ = std::make_unique<Partition>(*comm_, plan, *fabric_, pool_, net_);
+  if (comm_)
+    partition_ = std::make_unique<Partition>(*comm_, plan, cfg_.fabric, *fabric_, pool_, net_);
   scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, net_, owned_, &replay_, &host_);
   spawn_thread("control", [this] { control(); });
 }
@@ -225,12 +229,10 @@ void Pod::run_windows() {
     end = std::min(end, max);
     if (end > sim_now()) events_.run_for(end - sim_now());
     const bool stopped = sc_core::sc_get_status() == sc_core::SC_STOPPED;
-    partition_->exchange();
     Time next = events_.next_due();
     if (sc_core::sc_pending_activity())
       next = std::min(next, kernel_now() + from_sc(sc_core::sc_time_to_pending_activity()));
-    const RankComm::Agreement a =
-        comm_->agree(stopped ? Time::max().as_ps() : next.as_ps(), stopped);
+    const RankComm::Agreement a = partition_->exchange(stopped ? Time::max() : next, stopped);
     if (a.stopped == ranks_) break;
     if (a.stopped != 0)
       throw std::logic_error(
@@ -248,8 +250,10 @@ void Pod::finalize() {
     summary_.gather(gpus_, invariants_);
     return;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   summary_.gather(gpus_, invariants_, comm_->or_all(PodSummary::paths_seen(gpus_)), &owned_);
   gather_ranks();
+  gather_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::map<std::string, std::uint64_t> Pod::cache_digests() const {
@@ -354,6 +358,29 @@ class Bytes_in {
 
 }  // namespace
 
+namespace {
+// Nothing recorded in it: merging it would change nothing.
+bool recorded_nothing(const Stat& s) {
+  switch (s.kind()) {
+    case Stat::Kind::Counter: return s.as<Counter>()->value() == 0;
+    case Stat::Kind::Series:
+      for (std::uint64_t v : s.as<Series>()->values())
+        if (v) return false;
+      return true;
+    case Stat::Kind::Distribution: return s.as<Distribution>()->histogram().count() == 0;
+    case Stat::Kind::Breakdown: {
+      const Breakdown& b = *s.as<Breakdown>();
+      if (b.samples()) return false;
+      for (std::uint64_t v : b.sums())
+        if (v) return false;
+      return true;
+    }
+    case Stat::Kind::Formula: return false;
+  }
+  return false;
+}
+}  // namespace
+
 void Pod::gather_ranks() {
   Bytes_out out;
   // The stats whose values count here: those of the GPUs and switches this rank simulated
@@ -363,7 +390,9 @@ void Pod::gather_ranks() {
   {
     std::vector<std::uint64_t> words;
     std::uint64_t count = 0;
-    Bytes_out stats;
+    out.b.reserve(std::size_t{64} << 20);
+    const std::size_t count_at = out.b.size();
+    out.put(count);  // filled in below
     const std::int64_t me = comm_->rank();
     collect_stats([&](const std::string& path, const Stat& s) {
       const std::int64_t owner = stat_owner(path);
@@ -378,17 +407,17 @@ void Pod::gather_ranks() {
         words.push_back(bits);
         kind = 1;
       } else {
+        if (recorded_nothing(s)) return;  // rank 0 starts from nothing for it too
         pack_stat(s, words);
       }
-      stats.str(path);
-      stats.put(kind);
-      stats.put(static_cast<std::uint64_t>(words.size()));
+      out.str(path);
+      out.put(kind);
+      out.put(static_cast<std::uint64_t>(words.size()));
       const auto* p = reinterpret_cast<const unsigned char*>(words.data());
-      stats.b.insert(stats.b.end(), p, p + words.size() * sizeof(std::uint64_t));
+      out.b.insert(out.b.end(), p, p + words.size() * sizeof(std::uint64_t));
       ++count;
     });
-    out.put(count);
-    out.b.insert(out.b.end(), stats.b.begin(), stats.b.end());
+    std::memcpy(out.b.data() + count_at, &count, sizeof count);
   }
   {
     std::vector<std::uint64_t> words;
@@ -437,8 +466,15 @@ void Pod::gather_ranks() {
   const std::vector<std::vector<unsigned char>> all = comm_->gather(out.b);
   if (comm_->rank() != 0) return;
 
-  std::map<std::string, const Stat*> by_path;
-  collect_stats([&](const std::string& path, const Stat& s) { by_path.emplace(path, &s); });
+  // Rank 0's copies of the other ranks' GPUs and switches start from nothing (a direct setup
+  // ran everywhere); what those ranks recorded replaces it.
+  std::unordered_map<std::string, const Stat*> by_path;
+  by_path.reserve(1 << 16);
+  collect_stats([&](const std::string& path, const Stat& s) {
+    by_path.emplace(path, &s);
+    const std::int64_t owner = stat_owner(path);
+    if (owner > 0) clear_stat(s);
+  });
   for (std::uint32_t r = 1; r < all.size(); ++r) {
     Bytes_in in(all[r]);
     const auto count = in.get<std::uint64_t>();
@@ -467,7 +503,6 @@ void Pod::gather_ranks() {
         std::memcpy(&v, words.data(), sizeof v);
         fix_formula(*it->second, v);
       } else {
-        if (stat_owner(path) == static_cast<std::int64_t>(r)) clear_stat(*it->second);
         merge_packed(*it->second, words.data(), words.data() + words.size());
       }
     }
@@ -522,43 +557,43 @@ void Pod::gather_ranks() {
   invariants_.sort();
 }
 
-std::int64_t Pod::stat_owner(const std::string& path) const {
-  // "pod.gpuN...." and "pod.fabric.planeP.{switch0,leafL,spineS}...."
-  auto number_after = [&](std::size_t at, std::size_t& end) -> std::int64_t {
-    end = at;
-    while (end < path.size() && path[end] >= '0' && path[end] <= '9')
-      ++end;
-    if (end == at || (end < path.size() && path[end] != '.')) return -1;
-    return std::stoll(path.substr(at, end - at));
+std::int64_t Pod::stat_owner(std::string_view path) const {
+  // "pod.gpuN...." and "pod.fabric.planeP.{switch0,leafL,spineS}...."; no allocation (it is
+  // asked for every stat of the pod).
+  auto take = [&](std::string_view word) {
+    if (path.substr(0, word.size()) != word) return false;
+    path.remove_prefix(word.size());
+    return true;
   };
-  const std::string pod = std::string(name()) + ".";
-  if (path.rfind(pod, 0) != 0) return -1;
-  std::size_t end = 0;
-  if (path.compare(pod.size(), 3, "gpu") == 0) {
-    const std::int64_t g = number_after(pod.size() + 3, end);
-    return g >= 0 && static_cast<std::size_t>(g) < plan_.gpu.size() ? plan_.gpu[g] : -1;
+  auto number = [&]() -> std::int64_t {
+    std::int64_t v = 0;
+    std::size_t n = 0;
+    while (n < path.size() && path[n] >= '0' && path[n] <= '9' && n < 12)
+      v = v * 10 + (path[n++] - '0');
+    if (n == 0 || (n < path.size() && path[n] != '.')) return -1;
+    path.remove_prefix(n < path.size() ? n + 1 : n);
+    return v;
+  };
+  if (!take(name()) || !take(".")) return -1;
+  if (take("gpu")) {
+    const std::int64_t g = number();
+    if (g < 0 || static_cast<std::size_t>(g) >= plan_.gpu.size()) return -1;
+    return static_cast<std::int64_t>(plan_.gpu[g]);
   }
-  const std::string fabric = pod + "fabric.plane";
-  if (path.rfind(fabric, 0) != 0) return -1;
-  const std::int64_t p = number_after(fabric.size(), end);
+  if (!take("fabric.plane")) return -1;
+  const std::int64_t p = number();
   if (p < 0 || static_cast<std::size_t>(p) >= plan_.switch_.size()) return -1;
   const std::vector<std::uint32_t>& sw = plan_.switch_[p];
-  const std::size_t at = end + 1;
-  for (const auto& [kind, first] :
-       {std::pair<const char*, std::size_t>{"switch", 0}, {"leaf", 0}, {"spine", 1}}) {
-    const std::size_t len = std::strlen(kind);
-    if (path.compare(at, len, kind) != 0) continue;
-    std::int64_t i = number_after(at + len, end);
-    if (i < 0) return -1;
-    if (first) {  // spines come after the leaves
-      std::size_t leaves = 0;
-      const std::uint32_t per_leaf = cfg_.fabric.leaf_spine.gpus_per_leaf;
-      leaves = (cfg_.pod.gpus + per_leaf - 1) / per_leaf;
-      i += static_cast<std::int64_t>(leaves);
-    }
-    return static_cast<std::size_t>(i) < sw.size() ? sw[i] : -1;
+  std::int64_t i = -1;
+  if (take("switch") || take("leaf")) {
+    i = number();
+  } else if (take("spine")) {
+    i = number();
+    const std::uint32_t per_leaf = cfg_.fabric.leaf_spine.gpus_per_leaf;
+    if (i >= 0) i += (cfg_.pod.gpus + per_leaf - 1) / per_leaf;  // spines follow the leaves
   }
-  return -1;
+  if (i < 0 || static_cast<std::size_t>(i) >= sw.size()) return -1;
+  return static_cast<std::int64_t>(sw[i]);
 }
 
 const Stat* Pod::make_stat(const std::string& path) {

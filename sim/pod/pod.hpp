@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fabric/topology.hpp"
@@ -60,6 +61,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   const std::vector<FaultRecord>& fault_log(std::size_t g) const;
   // The split across ranks, if any.
   const Partition* partition() const { return partition_.get(); }
+  // Host seconds this rank spent gathering the ranks' results at the end (part of teardown).
+  double gather_seconds() const { return gather_seconds_; }
   const PodConfig& config() const { return cfg_; }
   GpuNode& gpu(std::size_t i) { return *gpus_[i]; }
   std::size_t gpu_count() const { return gpus_.size(); }
@@ -112,7 +115,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   const Stat* make_stat(const std::string& path);
   // The rank whose copy of the component a stat belongs to counts (a GPU's, a switch's), or -1
   // for stats every rank adds to (links, the summary).
-  std::int64_t stat_owner(const std::string& path) const;
+  std::int64_t stat_owner(std::string_view path) const;
   bool settled() const;
   void check_holdings();
 
@@ -135,6 +138,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   RankComm* comm_ = nullptr;
   std::unique_ptr<Partition> partition_;
   PartitionPlan plan_;
+  double gather_seconds_ = 0;
   std::vector<std::string> rank_failures_;                       // other ranks' (rank 0)
   std::vector<StepRecord> rank_records_;                         // other ranks' (rank 0)
   std::map<std::size_t, std::vector<FaultRecord>> rank_faults_;  // by GPU (rank 0)

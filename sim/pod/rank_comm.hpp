@@ -14,17 +14,17 @@ class RankComm {
   virtual ~RankComm() = default;
   virtual std::uint32_t rank() const = 0;
   virtual std::uint32_t ranks() const = 0;
-  // Sends out[r] to each rank r (empty ones too; out[rank()] is ignored) and returns what each
-  // rank sent here, by rank.
-  virtual std::vector<std::vector<unsigned char>> exchange(
-      const std::vector<std::vector<unsigned char>>& out) = 0;
-  // The smallest of every rank's `next`, and how many ranks said `stopped` (every rank: the
-  // number of ranks; some but not all: at least 1 and fewer).
+  // The end of a window, in one step: sends out[r] to each rank r (out[rank()] is ignored)
+  // and fills in[r] with what rank r sent here; and agrees on what comes next: the smallest of
+  // every rank's `next` (the earliest thing it has due, or that what it sent may cause), and
+  // how many ranks said `stopped` (every rank: ranks(); some but not all: at least 1, fewer).
   struct Agreement {
     std::int64_t next;
     std::uint32_t stopped;
   };
-  virtual Agreement agree(std::int64_t next, bool stopped) = 0;
+  virtual Agreement exchange(const std::vector<std::vector<unsigned char>>& out,
+                             std::vector<std::vector<unsigned char>>& in, std::int64_t next,
+                             bool stopped) = 0;
   // Every rank's `v`, or'd together.
   virtual std::uint64_t or_all(std::uint64_t v) = 0;
   // Rank 0 gets every rank's `mine` (its own included), by rank; the others get nothing.

@@ -183,8 +183,15 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     const KernelCounters k = pod.events().counters();
     const PartitionCounters& c = part.counters();
     const std::vector<std::uint64_t> mine = {
-        k.serves,     c.windows,       c.packets_sent, c.credits_sent,
-        c.notes_sent, c.messages_sent, c.bytes_sent,   static_cast<std::uint64_t>(host_s * 1e9)};
+        k.serves,
+        c.windows,
+        c.packets_sent,
+        c.credits_sent,
+        c.notes_sent,
+        c.messages_sent,
+        c.bytes_sent,
+        static_cast<std::uint64_t>(host_s * 1e9),
+        static_cast<std::uint64_t>(pod.gather_seconds() * 1e9)};
     const auto* p = reinterpret_cast<const unsigned char*>(mine.data());
     const auto all = ranks->gather(std::vector<unsigned char>(p, p + mine.size() * 8));
     for (std::size_t r = 0; r < all.size(); ++r) {
@@ -201,6 +208,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       o["messages_sent"] = v[5];
       o["bytes_sent"] = v[6];
       o["host_seconds"] = static_cast<double>(v[7]) / 1e9;
+      o["gather_seconds"] = static_cast<double>(v[8]) / 1e9;
       per_rank.push_back(std::move(o));
     }
     if (!writer) return 0;  // rank 0 reports for every rank

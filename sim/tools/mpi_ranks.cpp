@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
 #include <string>
@@ -31,24 +32,56 @@ class MpiRanks final : public RankComm {
   std::uint32_t rank() const override { return rank_; }
   std::uint32_t ranks() const override { return ranks_; }
 
-  std::vector<std::vector<unsigned char>> exchange(
-      const std::vector<std::vector<unsigned char>>& out) override {
+  Agreement exchange(const std::vector<std::vector<unsigned char>>& out,
+                     std::vector<std::vector<unsigned char>>& in, std::int64_t next,
+                     bool stopped) override {
+    // First a small all-to-all: to each rank, how many bytes follow for it, and this rank's
+    // next time, whether it stopped and how many bytes it sends in all (the same to everyone),
+    // from which every rank works out the same agreement. The bytes follow in an all-to-all-v,
+    // skipped by every rank alike when no rank sends any.
     const int n = static_cast<int>(ranks_);
-    std::vector<int> send_counts(ranks_), recv_counts(ranks_), send_at(ranks_), recv_at(ranks_);
     std::size_t total = 0;
-    for (int r = 0; r < n; ++r) {
-      send_counts[r] = r == static_cast<int>(rank_) ? 0 : count_of(out.at(r).size());
-      send_at[r] = count_of(total);
-      total += static_cast<std::size_t>(send_counts[r]);
-    }
-    send_buf_.resize(total);
     for (int r = 0; r < n; ++r)
-      if (send_counts[r]) std::copy(out[r].begin(), out[r].end(), send_buf_.begin() + send_at[r]);
-    check(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT,
+      if (r != static_cast<int>(rank_)) total += out.at(r).size();
+    head_out_.assign(static_cast<std::size_t>(n) * kHead, 0);
+    head_in_.assign(static_cast<std::size_t>(n) * kHead, 0);
+    for (int r = 0; r < n; ++r) {
+      std::int64_t* h = &head_out_[static_cast<std::size_t>(r) * kHead];
+      h[0] = r == static_cast<int>(rank_) ? 0 : static_cast<std::int64_t>(out[r].size());
+      h[1] = next;
+      h[2] = stopped ? 1 : 0;
+      h[3] = static_cast<std::int64_t>(total);
+    }
+    check(MPI_Alltoall(head_out_.data(), kHead, MPI_INT64_T, head_in_.data(), kHead, MPI_INT64_T,
                        MPI_COMM_WORLD),
           "MPI_Alltoall");
+    Agreement a{INT64_MAX, 0};
+    std::int64_t any = 0;
+    for (int r = 0; r < n; ++r) {
+      const std::int64_t* h = &head_in_[static_cast<std::size_t>(r) * kHead];
+      a.next = std::min(a.next, h[1]);
+      a.stopped += static_cast<std::uint32_t>(h[2]);
+      any += h[3];
+    }
+    in.resize(ranks_);
+    for (auto& v : in)
+      v.clear();
+    if (any == 0) return a;
+    std::vector<int> send_counts(ranks_), recv_counts(ranks_), send_at(ranks_), recv_at(ranks_);
+    std::size_t at = 0;
+    for (int r = 0; r < n; ++r) {
+      send_counts[r] =
+          count_of(static_cast<std::size_t>(head_out_[static_cast<std::size_t>(r) * kHead]));
+      send_at[r] = count_of(at);
+      at += static_cast<std::size_t>(send_counts[r]);
+    }
+    send_buf_.resize(at);
+    for (int r = 0; r < n; ++r)
+      if (send_counts[r]) std::copy(out[r].begin(), out[r].end(), send_buf_.begin() + send_at[r]);
     std::size_t got = 0;
     for (int r = 0; r < n; ++r) {
+      recv_counts[r] =
+          count_of(static_cast<std::size_t>(head_in_[static_cast<std::size_t>(r) * kHead]));
       recv_at[r] = count_of(got);
       got += static_cast<std::size_t>(recv_counts[r]);
     }
@@ -57,18 +90,9 @@ class MpiRanks final : public RankComm {
                         recv_buf_.data(), recv_counts.data(), recv_at.data(), MPI_BYTE,
                         MPI_COMM_WORLD),
           "MPI_Alltoallv");
-    std::vector<std::vector<unsigned char>> in(ranks_);
     for (int r = 0; r < n; ++r)
       in[r].assign(recv_buf_.begin() + recv_at[r], recv_buf_.begin() + recv_at[r] + recv_counts[r]);
-    return in;
-  }
-
-  Agreement agree(std::int64_t next, bool stopped) override {
-    // One reduction: the smallest next time; 1 if every rank stopped; 0 if any did.
-    std::int64_t in[3] = {next, stopped ? 1 : 0, stopped ? 0 : 1}, res[3] = {0, 0, 0};
-    check(MPI_Allreduce(in, res, 3, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
-    const std::uint32_t count = res[1] == 1 ? ranks_ : res[2] == 0 ? 1 : 0;
-    return Agreement{res[0], count};
+    return a;
   }
 
   std::uint64_t or_all(std::uint64_t v) override {
@@ -100,7 +124,9 @@ class MpiRanks final : public RankComm {
   }
 
  private:
+  static constexpr int kHead = 4;  // bytes for the rank, next, stopped, bytes sent in all
   std::uint32_t rank_, ranks_;
+  std::vector<std::int64_t> head_out_, head_in_;
   std::vector<unsigned char> send_buf_, recv_buf_;
 };
 

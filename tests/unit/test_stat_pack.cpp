@@ -244,7 +244,11 @@ TEST_CASE("each stat mismatch is an error naming the stat and what differed", "[
       CHECK_THROWS_WITH(merge_into(stat(3)), Contains("'latency'") && Contains("not the count"));
     }
     SECTION("a count outside [min, max]") {
-      ++buf.back();  // a bucket above max's
+      // One more sample, in the bucket after the last that held any (above max's).
+      buf.push_back(1);
+      ++buf[1];  // the length
+      ++buf[2];  // the count
+      ++buf[8];  // the number of buckets
       CHECK_THROWS_WITH(merge_into(stat(3)),
                         Contains("'latency'") && Contains("outside [min, max]"));
     }
@@ -254,7 +258,11 @@ TEST_CASE("each stat mismatch is an error naming the stat and what differed", "[
     }
     SECTION("too short for its header") {
       buf = {buf[0], 4, 1, 1, 1, 1};
-      CHECK_THROWS_WITH(merge_into(stat(3)), Contains("'latency'") && Contains("at least 5"));
+      CHECK_THROWS_WITH(merge_into(stat(3)), Contains("'latency'") && Contains("at least 7"));
+    }
+    SECTION("buckets beyond the number of buckets") {
+      buf[8] = buf[7];  // no room for the counts packed after the first
+      CHECK_THROWS_WITH(merge_into(stat(3)), Contains("'latency'") && Contains("out of range"));
     }
   }
   SECTION("running past the end, wherever the buffer is cut") {

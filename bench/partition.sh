@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One pod split across MPI ranks: host time at 1 and at 2 (or more) ranks, on the 1,024-GPU pod
+# and on helios-72 under 50% Poisson load, with what each rank did (kernel events, windows,
+# MPI messages). Checks that every rank count wrote the same stats.json. A benchmark: compare
+# runs made one after the other on the same machine; never assert its times in tests.
+#   bench/partition.sh [RANKS...]          (default: 1 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+ranks=("$@")
+[[ ${#ranks[@]} -gt 0 ]] || ranks=(1 2)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+echo "| config | ranks | host s | setup s | access s | teardown s (gather) | x one rank (host / access) | lookahead ns | windows | per rank: serves, MPI messages, MB sent |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for config in configs/pod-1024.json configs/helios-72.json; do
+  for r in "${ranks[@]}"; do
+    dir="$out/$(basename "$config" .json)-$r"
+    mpirun --oversubscribe -n "$r" build/release/podsim run "$config" --quiet --out "$dir" \
+      --set workload.traffic.injection=poisson --set workload.traffic.offered_load=0.5
+  done
+  python3 - "$out" "$config" "${ranks[@]}" <<'PY'
+import json, sys, filecmp
+out, config, ranks = sys.argv[1], sys.argv[2], sys.argv[3:]
+name = config.split('/')[-1][:-5]
+def run(r): return json.load(open(f"{out}/{name}-{r}/run.json"))
+base = run(ranks[0])
+for r in ranks:
+    j = run(r); h = j['host']; p = j.get('partition')
+    same = filecmp.cmp(f"{out}/{name}-{ranks[0]}/stats.json", f"{out}/{name}-{r}/stats.json", shallow=False)
+    if not same: sys.exit(f"{name}: stats.json at {r} ranks differs from {ranks[0]} rank(s)")
+    gather = max(x['gather_seconds'] for x in p['per_rank']) if p else 0
+    per = ", ".join(f"{x['serves']}, {x['messages_sent']}, {x['bytes_sent']/1e6:.0f}" for x in p['per_rank']) if p else f"{j['kernel']['serves']}, 0, 0"
+    print(f"| {name} | {r} | {j['host_seconds']:.2f} | {h['setup_seconds']:.2f} | {h['access_seconds']:.2f} | "
+          f"{h['teardown_seconds']:.2f} ({gather:.2f}) | {base['host_seconds']/j['host_seconds']:.2f} / "
+          f"{base['host']['access_seconds']/h['access_seconds']:.2f} | {p['lookahead_ns'] if p else ''} | "
+          f"{p['per_rank'][0]['windows'] if p else ''} | {per} |")
+PY
+done

@@ -72,6 +72,13 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConf
            (to_gpu ? cfg.port.rx_latency() : cfg.switch_.latency);
   };
   Time shortest = Time::max();
+  std::string what;  // the path that takes it, and the keys that set it
+  auto consider = [&](Time t, const char* path) {
+    if (t < shortest) {
+      shortest = t;
+      what = path;
+    }
+  };
   std::uint32_t id = 0;
   for (std::uint32_t p = 0; p < fabric.planes(); ++p)
     for (const FabricPlane::LinkEnds& e : fabric.plane(p).link_ends()) {
@@ -82,8 +89,18 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConf
       Cut cut{e.link, owner[0] == me ? owner[1] : owner[0]};
       if (owner[0] != owner[1]) {
         ++cut_count_;
-        shortest = std::min({shortest, packet_delay(e.gpu[0], e.gpu[1], *e.link),
-                             packet_delay(e.gpu[1], e.gpu[0], *e.link), e.link->credit_delay()});
+        const bool gpu_end = e.gpu[0] || e.gpu[1];
+        consider(packet_delay(e.gpu[0], e.gpu[1], *e.link),
+                 gpu_end ? "a packet from a GPU port to a switch (fabric.port.pipeline_latency, "
+                           "serdes_latency, fabric.link, fabric.switch.latency)"
+                         : "a packet between switches (fabric.link, fabric.switch.latency)");
+        consider(packet_delay(e.gpu[1], e.gpu[0], *e.link),
+                 gpu_end ? "a packet from a switch to a GPU port (fabric.link, "
+                           "fabric.port.serdes_latency, fec_latency, pipeline_latency)"
+                         : "a packet between switches (fabric.link, fabric.switch.latency)");
+        consider(e.link->credit_delay(),
+                 "a credit return (fabric.link, fabric.port.pipeline_latency, serdes_latency, "
+                 "fec_latency)");
         if (owner[0] == me) e.link->cut(Link::B, *this, id);
         if (owner[1] == me) e.link->cut(Link::A, *this, id);
       }
@@ -92,12 +109,11 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConf
     }
   if (shortest == Time::max()) shortest = net.latency();  // nothing is cut: notes only
   if (shortest <= Time{})
-    throw std::invalid_argument(
-        "a link between ranks has no delay at all (no cable length, no port or switch "
-        "latency): the ranks would have no lookahead; run on one rank");
+    throw PartitionError(
+        "between ranks, " + what +
+        " takes no time, so the ranks would have no lookahead: give that path a delay, or run "
+        "on one rank");
   lookahead_ = std::min(shortest, Time::ps(net.latency().as_ps() / 2));
-  if (lookahead_ <= Time{})
-    throw std::invalid_argument("pod.host_latency is too short to split the pod across ranks");
   net_.share();
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,13 @@ struct PartitionPlan {
   std::vector<std::vector<std::uint32_t>> switch_;  // by plane, by switch index
 };
 PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks);
+
+// The pod cannot be split as asked (a cut path that takes no time leaves no lookahead): a
+// config problem, not an internal error.
+class PartitionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Counts of what a rank did across ranks (deterministic: for benchmarks and run.json).
 struct PartitionCounters {

@@ -71,7 +71,20 @@ Pod::~Pod() = default;
 
 std::vector<std::string> Pod::failures() const {
   std::vector<std::string> out = scenario_->failures();
-  out.insert(out.end(), rank_failures_.begin(), rank_failures_.end());
+  if (!rank_failures_.empty()) {
+    // Every rank's failed steps in the order they happened (then by step), as on one rank.
+    const std::size_t setup = scenario_->setup_failures();
+    std::vector<RankFailure> steps = rank_failures_;
+    for (std::size_t i = setup; i < out.size(); ++i)
+      steps.push_back({scenario_->failed_at()[i - setup].first,
+                       scenario_->failed_at()[i - setup].second, out[i]});
+    std::stable_sort(steps.begin(), steps.end(), [](const RankFailure& a, const RankFailure& b) {
+      return a.at != b.at ? a.at < b.at : a.step < b.step;
+    });
+    out.resize(setup);
+    for (auto& f : steps)
+      out.push_back(f.what);
+  }
   out.insert(out.end(), own_failures_.begin(), own_failures_.end());
   return out;
 }
@@ -225,9 +238,12 @@ void Pod::run_windows() {
   const Time one = Time::ps(1);
   const Time max = cfg_.sim.max_time;
   Time end = step - one;
+  // Every window runs, even one that ends where it starts (a 1 ps lookahead): the first starts
+  // the kernel, before which nothing is pending, and the kernel may hold activity due at the
+  // very end of the last one.
   for (;;) {
     end = std::min(end, max);
-    if (end > sim_now()) events_.run_for(end - sim_now());
+    events_.run_for(end - sim_now());
     const bool stopped = sc_core::sc_get_status() == sc_core::SC_STOPPED;
     Time next = events_.next_due();
     if (sc_core::sc_pending_activity())
@@ -426,10 +442,17 @@ void Pod::gather_ranks() {
     const auto* p = reinterpret_cast<const unsigned char*>(words.data());
     out.b.insert(out.b.end(), p, p + words.size() * sizeof(std::uint64_t));
   }
-  const std::vector<std::string> fails = scenario_->failures();
-  out.put(static_cast<std::uint64_t>(fails.size()));
-  for (const auto& f : fails)
-    out.str(f);
+  // The steps that failed here (a direct setup's failures happened alike on every rank).
+  {
+    const auto& fails = scenario_->failures();
+    const std::size_t setup = scenario_->setup_failures();
+    out.put(static_cast<std::uint64_t>(fails.size() - setup));
+    for (std::size_t i = setup; i < fails.size(); ++i) {
+      out.put(scenario_->failed_at()[i - setup].first.as_ps());
+      out.put(static_cast<std::uint64_t>(scenario_->failed_at()[i - setup].second));
+      out.str(fails[i]);
+    }
+  }
   out.put(static_cast<std::uint64_t>(invariants_.violations().size()));
   for (const Violation& v : invariants_.violations()) {
     out.put(v.at.as_ps());
@@ -514,12 +537,11 @@ void Pod::gather_ranks() {
     summary_.merge_extras(words.data(), words.data() + words.size());
     const auto nf = in.get<std::uint64_t>();
     for (std::uint64_t i = 0; i < nf; ++i) {
-      std::string f = in.str();
-      // A direct setup's failure happened alike on every rank.
-      const auto& own = scenario_->failures();
-      if (std::find(own.begin(), own.end(), f) == own.end() &&
-          std::find(rank_failures_.begin(), rank_failures_.end(), f) == rank_failures_.end())
-        rank_failures_.push_back(std::move(f));
+      RankFailure f;
+      f.at = Time::ps(in.get<std::int64_t>());
+      f.step = in.get<std::uint64_t>();
+      f.what = in.str();
+      rank_failures_.push_back(std::move(f));
     }
     const auto nv = in.get<std::uint64_t>();
     for (std::uint64_t i = 0; i < nv; ++i) {

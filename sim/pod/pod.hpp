@@ -139,8 +139,13 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::unique_ptr<Partition> partition_;
   PartitionPlan plan_;
   double gather_seconds_ = 0;
-  std::vector<std::string> rank_failures_;                       // other ranks' (rank 0)
-  std::vector<StepRecord> rank_records_;                         // other ranks' (rank 0)
+  struct RankFailure {
+    Time at;
+    std::size_t step;
+    std::string what;
+  };
+  std::vector<RankFailure> rank_failures_;  // other ranks' failed steps (rank 0)
+  std::vector<StepRecord> rank_records_;    // other ranks' (rank 0)
   std::map<std::size_t, std::vector<FaultRecord>> rank_faults_;  // by GPU (rank 0)
   PodSummary summary_;
 };

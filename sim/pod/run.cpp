@@ -15,6 +15,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/timeline.hpp"
+#include "sim/pod/partition.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/stats_json.hpp"
@@ -122,27 +123,42 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     }
   }
 
+  // 2. Build. (sc_stop's "simulation stopped by user" is not news.) A pod that cannot be
+  // split as asked is refused alike on every rank, before anything is written.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Pod> built;
+  try {
+    built = std::make_unique<Pod>("pod", cfg, nullptr, ranks);
+  } catch (const PartitionError& e) {
+    fmt::print(err, "podsim: cannot split the pod across {} ranks: {}\n", ranks->ranks(), e.what());
+    return 2;
+  }
+  Pod& pod = *built;
+
+  // 3. The output directory (rank 0's; every rank hears whether it could be made).
   const fs::path out_dir(opt.out_dir);
   std::error_code ec;
+  bool no_dir = false;
   if (writer) {
     fs::create_directories(out_dir, ec);
     if (ec) {
       fmt::print(err, "podsim: cannot create the output directory {}: {}\n", out_dir.string(),
                  ec.message());
-      return 2;
+      no_dir = true;
+    } else {
+      // What an earlier run left goes first: a directory without run.json is a run that did
+      // not finish (a killed process, a failed rank), never an old result passing as new.
+      for (const char* f : {"run.json", "stats.json", "config.json", "latency.csv",
+                            "latency_histogram.csv", "breakdown.csv", "timeseries.csv"})
+        fs::remove(out_dir / f, ec);
     }
-    // What an earlier run left goes first: a directory without run.json is a run that did
-    // not finish (a killed process, a failed rank), never an old result passing as new.
-    for (const char* f : {"run.json", "stats.json", "config.json", "latency.csv",
-                          "latency_histogram.csv", "breakdown.csv", "timeseries.csv"})
-      fs::remove(out_dir / f, ec);
   }
+  if (ranks) no_dir = ranks->or_all(no_dir ? 1 : 0) != 0;
+  if (no_dir) return 2;
 
-  // 2. Build and run. (sc_stop's "simulation stopped by user" is not news.)
-  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
-                                          sc_core::SC_DO_NOTHING);
-  const auto t0 = std::chrono::steady_clock::now();
-  Pod pod("pod", cfg, nullptr, ranks);
+  // 4. Run.
   if (!replay.empty()) pod.replay(replay);
   if (opt.access_log) pod.record_accesses();
   boost::json::object digest_doc;  // stays empty if no access phase starts
@@ -214,7 +230,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     if (!writer) return 0;  // rank 0 reports for every rank
   }
 
-  // 3. Results: the resolved config, the run's identity, every stat.
+  // 5. Results: the resolved config, the run's identity, every stat.
   boost::json::object run;
   run["podsim_version"] = podsim_version();
   run["seed"] = cfg.seed;

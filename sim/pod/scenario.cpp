@@ -107,8 +107,15 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
                                                        : all_to_all_steps(cfg);
   if (cfg.workload.setup == SetupMode::Direct) {
     steps_ = direct_setup(steps_);
+    setup_failures_ = failures_.size();
     if (!failures_.empty()) return;  // nothing runs: the pod stops at once and reports it
   }
+  // The pod stops when a failure reaches it: a SystemC process at that time, so that the
+  // event queue serves everything due then, and nothing later, on any number of ranks.
+  spawn_thread("stop_on_failure", [this] {
+    sc_core::wait(failed_ev_);
+    sc_core::sc_stop();
+  });
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
     const Key key = std::holds_alternative<ResetNodeStep>(s.kind)
@@ -142,8 +149,14 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> ScenarioRunner::processes()
 }
 
 // The pod stops once the failure has reached it (the host latency later, on every rank).
-void ScenarioRunner::fail(const std::string& what) {
-  failures_.push_back(what);
+void ScenarioRunner::fail(std::size_t step, const std::string& what) {
+  // Listed in the order they happened (then by step), whichever rank they happened on.
+  const auto key = std::make_pair(sim_now(), step);
+  const auto at = std::upper_bound(failed_at_.begin(), failed_at_.end(), key);
+  failures_.insert(
+      failures_.begin() + static_cast<std::ptrdiff_t>(setup_failures_) + (at - failed_at_.begin()),
+      what);
+  failed_at_.insert(at, key);
   HostNote n;
   n.kind = HostNote::Kind::Failure;
   n.text = what;
@@ -164,7 +177,7 @@ void ScenarioRunner::apply(const HostNote& n) {
     case HostNote::Kind::GroupDone:
       if (++finished_groups_ == groups_.size()) notify_event(finished_ev_);
       break;
-    case HostNote::Kind::Failure: sc_core::sc_stop(); break;
+    case HostNote::Kind::Failure: notify_event(failed_ev_); break;
     case HostNote::Kind::Idle:
       throw std::logic_error("ScenarioRunner::apply: an Idle note is the pod's");
   }
@@ -199,15 +212,15 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
     if (reports) records_.push_back(rec);
     if (!detail.empty()) {
       if (reports)
-        fail(fmt::format("step {} ({} on gpu{} process {}) at {}: {}", i, rec.op, s.gpu, s.process,
-                         pretty(rec.started), detail));
+        fail(i, fmt::format("step {} ({} on gpu{} process {}) at {}: {}", i, rec.op, s.gpu,
+                            s.process, pretty(rec.started), detail));
       return;
     }
     if (e != s.expect) {
       if (reports)
-        fail(fmt::format("step {} ({} on gpu{} process {}) at {}: returned {}, expected {}", i,
-                         rec.op, s.gpu, s.process, pretty(rec.started), rec.result,
-                         driver::errno_name(s.expect)));
+        fail(i, fmt::format("step {} ({} on gpu{} process {}) at {}: returned {}, expected {}", i,
+                            rec.op, s.gpu, s.process, pretty(rec.started), rec.result,
+                            driver::errno_name(s.expect)));
       return;
     }
   }

@@ -48,8 +48,13 @@ class ScenarioRunner {
   // Every process's steps (on every rank) are done, and the pod has heard so.
   bool finished() const { return finished_groups_ == groups_.size(); }
   const sc_core::sc_event& finished_event() const { return finished_ev_; }
-  // Failures of steps run here (and of a direct setup, on every rank alike).
+  // Failures of a direct setup (on every rank alike), then of the steps run here, in the
+  // order they happened (then by step).
   const std::vector<std::string>& failures() const { return failures_; }
+  std::size_t setup_failures() const { return setup_failures_; }
+  // When each failure of a step happened and the step, in failures()'s order (after the
+  // setup's).
+  const std::vector<std::pair<Time, std::size_t>>& failed_at() const { return failed_at_; }
   // The steps run here, in the order they ended.
   const std::vector<StepRecord>& records() const { return records_; }
   // The (gpu, process) pairs that ran steps (on every rank).
@@ -83,7 +88,7 @@ class ScenarioRunner {
   driver::Errno run_step(const Step& s, ProcessState& ps, std::string& detail);
   struct StepRun;      // run_step's visitor: one call operator per op (scenario.cpp)
   struct DirectSetup;  // direct_setup's: one per setup op
-  void fail(const std::string& what);
+  void fail(std::size_t step, const std::string& what);
 
   const PodConfig& cfg_;
   std::vector<GpuNode*> gpus_;
@@ -100,7 +105,11 @@ class ScenarioRunner {
   std::vector<Barrier*> barrier_by_index_;
   std::size_t finished_groups_ = 0;
   sc_core::sc_event finished_ev_;
+  sc_core::sc_event failed_ev_;  // a failure has reached the pod: it stops
   std::vector<std::string> failures_;
+  // When each failure of a step happened, and the step (the order failures() lists them in).
+  std::vector<std::pair<Time, std::size_t>> failed_at_;
+  std::size_t setup_failures_ = 0;  // a direct setup's, listed first
   std::vector<StepRecord> records_;
   std::function<void()> on_first_access_;
 };

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -116,4 +117,68 @@ TEST_CASE("options a split run cannot honour are refused", "[partition]") {
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--trace is not available") != std::string::npos);
   CHECK(!r.run);
+}
+
+TEST_CASE("a run stopped by a failed step gives the one-rank outputs at 2 and 3 ranks",
+          "[partition]") {
+  // The exporter answers later than this driver waits: an import fails mid-run and the pod
+  // stops the host latency later, on every rank at the same simulated time.
+  same_at_every_rank_count({"run", podsim::test::source_path("configs/revoke-under-load.json"),
+                            "--quiet", "--set", "gpu.driver.response_timeout=3us"},
+                           {2, 3});
+}
+
+TEST_CASE("failures on different ranks are listed in the order they happened", "[partition]") {
+  const std::string cfg = podsim::test::write_temp_file(
+      "two-failures.json",
+      R"({"pod": {"gpus": 4}, "workload": {"kind": "scenario", "steps": [
+            {"gpu": 3, "op": "wait", "for": "1us", "expect": "EINVAL"},
+            {"gpu": 0, "op": "wait", "for": "1500ns", "expect": "EINVAL"}]}})");
+  const PodsimRun one = run_podsim({"run", cfg, "--quiet"});
+  const PodsimRun split = run_podsim_mpi(2, {"run", cfg, "--quiet"});
+  REQUIRE(one.run);
+  REQUIRE(split.run);
+  CHECK(one.exit_code == 1);
+  CHECK(split.exit_code == 1);
+  const json::array& failures = split.run->at("failures").as_array();
+  REQUIRE(failures.size() == 2);
+  CHECK(std::string(failures[0].as_string()).find("gpu3") != std::string::npos);  // at 1 us
+  CHECK(std::string(failures[1].as_string()).find("gpu0") != std::string::npos);  // at 1.5 us
+  CHECK(one.run->at("failures") == split.run->at("failures"));
+}
+
+TEST_CASE("a 1 ps lookahead still gives the one-rank outputs", "[partition]") {
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "workload.traffic.accesses=30", "--set",
+       "fabric.switch.latency=0ns", "--set", "fabric.link.cable_length=0m", "--set",
+       "fabric.port.fec_latency=0ns", "--set", "fabric.port.pipeline_latency=0ns", "--set",
+       "fabric.port.serdes_latency=1ps"},
+      {2});
+}
+
+TEST_CASE("a pod with no lookahead between ranks is refused, and earlier results are kept",
+          "[partition]") {
+  const std::string out =
+      (fs::path(podsim::test::write_temp_file("x", "")).parent_path() / "no-lookahead").string();
+  fs::create_directories(out);
+  std::ofstream(fs::path(out) / "run.json") << "{}";
+  const PodsimRun r =
+      run_podsim_mpi(2,
+                     {"run", "--out", out, "--set", "fabric.link.cable_length=0m", "--set",
+                      "fabric.port.pipeline_latency=0ns", "--set", "fabric.port.serdes_latency=0ns",
+                      "--set", "fabric.port.fec_latency=0ns"},
+                     false);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("cannot split the pod across 2 ranks") != std::string::npos);
+  CHECK(r.err.find("takes no time") != std::string::npos);
+  CHECK(r.err.find("internal error") == std::string::npos);
+  CHECK(slurp((fs::path(out) / "run.json").string()) == "{}");
+}
+
+TEST_CASE("an output directory rank 0 cannot make ends every rank, exit 2", "[partition]") {
+  const std::string file = podsim::test::write_temp_file("not-a-directory", "x");
+  const PodsimRun r = run_podsim_mpi(
+      3, {"run", "--quiet", "--out", file, "--set", "workload.traffic.accesses=20"}, false);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("cannot create the output directory") != std::string::npos);
 }

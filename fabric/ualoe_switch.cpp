@@ -13,6 +13,8 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
     : sc_module(name),
       cfg_(cfg),
       port_cfg_(port_cfg),
+      out_part_(std::min(cfg.latency, port_cfg.tx_latency())),
+      in_part_(cfg.latency - out_part_),
       costs_(port_cfg),
       routes_(kMaxAccels),
       wires_(used_ports),
@@ -29,7 +31,7 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
   for (std::uint32_t i = 0; i < used_ports; ++i) {
     const std::string port = "port" + std::to_string(i);
     outputs_.push_back(
-        std::make_unique<Egress>(port, port_cfg, link_cfg, Time{}, cfg.output_buffer, events,
+        std::make_unique<Egress>(port, port_cfg, link_cfg, out_part_, cfg.output_buffer, events,
                                  queue_name(*this, (port + ".wake").c_str()),
                                  Rng::for_component(seed, std::string(this->name()) + "." + port)));
     outputs_.back()->set_on_space([this, i] { output_has_space(i); });
@@ -77,7 +79,7 @@ void UaloeSwitch::receive(std::uint32_t port, tlm::tlm_generic_payload& gp, Time
   a.stamp(HopKind::Switch, head);
   const Routed r{static_cast<std::uint16_t>(port), static_cast<std::uint16_t>(pick_output(a)),
                  static_cast<std::uint8_t>(traffic_class(a)), static_cast<std::uint16_t>(tl_of(a))};
-  arrivals_.push(head + cfg_.latency, Arrival{&gp, r}, a.id);
+  arrivals_.push(head + in_part_, Arrival{&gp, r}, a.id);
 }
 
 // A credit return from the receiver on output `port`.

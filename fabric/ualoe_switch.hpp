@@ -1,10 +1,12 @@
 // UaloeSwitch: an N-port UALoE switch, output-queued.
 //
-// A packet's head arrives on an input; after the port-to-port latency it joins the queue of
-// its output (chosen by destination accelerator ID; among equal-cost ports by a hash of the
-// flow), per traffic class. Each output is an Egress: strict priority between classes, FIFO
-// within, cut-through (the head leaves as soon as the output is free), credit-based flow
-// control toward the next hop, serialization with DL framing and link-level replay.
+// A packet's head arrives on an input; the port-to-port latency is spent in two parts: the
+// output port's transmit pipeline and SerDes as the packet leaves (as a GPU port's), and the
+// rest before it joins the queue of its output (chosen by destination accelerator ID; among
+// equal-cost ports by a hash of the flow), per traffic class. Each output is an Egress: strict
+// priority between classes, FIFO within, cut-through (the head leaves as soon as the output is
+// free), credit-based flow control toward the next hop, serialization with DL framing and
+// link-level replay.
 //
 // Why output queues: a shared-buffer Ethernet-class switch (what UALoE runs on) behaves as an
 // output-queued switch; it has no head-of-line blocking while queues have room, and it is
@@ -96,6 +98,8 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
 
   SwitchConfig cfg_;
   PortConfig port_cfg_;
+  Time out_part_;  // of the latency: the output port's pipeline and SerDes (at most all of it)
+  Time in_part_;   // the rest: input to output queue
   WireCosts costs_;
   std::vector<Route> routes_;
   std::vector<Wire> wires_;  // by port

@@ -63,13 +63,14 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConf
     : comm_(comm), plan_(plan), pool_(pool), net_(net), out_(comm.ranks()) {
   const std::uint32_t me = comm.rank();
   // From a packet leaving one end (an egress commits it: Link::send, now) to the first thing
-  // it changes at the other: its head arrives after the sender's transmit delay (a GPU port's
-  // pipeline and SerDes; a switch's output adds none, its latency is taken at its input) and
-  // the flight; a switch acts on it its latency later, a GPU port once it is through SerDes,
-  // FEC and pipeline. Credits: the flight and both ends' data-link processing.
+  // it changes at the other: its head arrives after the sender's transmit delay (a port's
+  // pipeline and SerDes: a switch spends that part of its latency at its output) and the
+  // flight; a switch acts on it the rest of its latency later, a GPU port once it is through
+  // SerDes, FEC and pipeline. Credits: the flight and both ends' data-link processing.
+  const Time switch_out = std::min(cfg.switch_.latency, cfg.port.tx_latency());
   auto packet_delay = [&](bool from_gpu, bool to_gpu, const Link& l) {
-    return (from_gpu ? cfg.port.tx_latency() : Time{}) + l.flight_time() +
-           (to_gpu ? cfg.port.rx_latency() : cfg.switch_.latency);
+    return (from_gpu ? cfg.port.tx_latency() : switch_out) + l.flight_time() +
+           (to_gpu ? cfg.port.rx_latency() : cfg.switch_.latency - switch_out);
   };
   Time shortest = Time::max();
   std::string what;  // the path that takes it, and the keys that set it

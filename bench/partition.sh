@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One pod split across MPI ranks: host time at 1 and at 2 (or more) ranks, on the 1,024-GPU pod
-# and on helios-72 under 50% Poisson load, with what each rank did (kernel events, windows,
-# MPI messages). Checks that every rank count wrote the same stats.json. A benchmark: compare
+# and on helios-72 under 50% Poisson load as shipped, and on pod-1024 with direct setup and a
+# ten times longer access phase (2,000 accesses per GPU), with what each rank did (kernel
+# events, windows, MPI messages). Checks that every rank count wrote the same stats.json. A benchmark: compare
 # runs made one after the other on the same machine; never assert its times in tests.
 #   bench/partition.sh [RANKS...]          (default: 1 2)
 set -euo pipefail
@@ -13,16 +14,17 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "| config | ranks | host s | setup s | access s | teardown s (gather) | x one rank (host / access) | lookahead ns | windows | per rank: serves, MPI messages, MB sent |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
-for config in configs/pod-1024.json configs/helios-72.json; do
+for case in pod-1024 helios-72 pod-1024-direct-long; do
+  config=configs/${case%-direct-long}.json
+  extra=()
+  [[ $case == *-direct-long ]] && extra=(--set workload.setup=direct --set workload.traffic.accesses=2000)
   for r in "${ranks[@]}"; do
-    dir="$out/$(basename "$config" .json)-$r"
-    mpirun --oversubscribe -n "$r" build/release/podsim run "$config" --quiet --out "$dir" \
-      --set workload.traffic.injection=poisson --set workload.traffic.offered_load=0.5
+    mpirun --oversubscribe -n "$r" build/release/podsim run "$config" --quiet --out "$out/$case-$r" \
+      --set workload.traffic.injection=poisson --set workload.traffic.offered_load=0.5 "${extra[@]}"
   done
-  python3 - "$out" "$config" "${ranks[@]}" <<'PY'
+  python3 - "$out" "$case" "${ranks[@]}" <<'PY'
 import json, sys, filecmp
-out, config, ranks = sys.argv[1], sys.argv[2], sys.argv[3:]
-name = config.split('/')[-1][:-5]
+out, name, ranks = sys.argv[1], sys.argv[2], sys.argv[3:]
 def run(r): return json.load(open(f"{out}/{name}-{r}/run.json"))
 base = run(ranks[0])
 for r in ranks:

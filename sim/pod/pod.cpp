@@ -350,10 +350,12 @@ class Bytes_in {
     p_ += sizeof v;
     return v;
   }
-  std::string str() {
+  std::string str() { return std::string(view()); }
+  // A string in the message, read in place (valid as long as the message).
+  std::string_view view() {
     const auto n = get<std::uint64_t>();
     need(n);
-    std::string s(reinterpret_cast<const char*>(p_), n);
+    std::string_view s(reinterpret_cast<const char*>(p_), n);
     p_ += n;
     return s;
   }
@@ -491,19 +493,31 @@ void Pod::gather_ranks() {
 
   // Rank 0's copies of the other ranks' GPUs and switches start from nothing (a direct setup
   // ran everywhere); what those ranks recorded replaces it.
-  std::unordered_map<std::string, const Stat*> by_path;
-  by_path.reserve(1 << 16);
+  // Paths are looked up as views: rank 0's in one arena (sized by a first walk, so the views
+  // stay put), the other ranks' in their messages.
+  std::size_t stats = 0, bytes = 0;
+  collect_stats([&](const std::string& path, const Stat&) {
+    ++stats;
+    bytes += path.size();
+  });
+  std::string arena;
+  arena.reserve(bytes);
+  std::unordered_map<std::string_view, const Stat*> by_path;
+  by_path.reserve(stats + stats / 8);
   collect_stats([&](const std::string& path, const Stat& s) {
-    by_path.emplace(path, &s);
-    const std::int64_t owner = stat_owner(path);
-    if (owner > 0) clear_stat(s);
+    if (arena.size() + path.size() > arena.capacity())
+      throw std::logic_error("partitioned run: the stat tree changed while being read");
+    const std::size_t at = arena.size();
+    arena += path;
+    by_path.emplace(std::string_view(arena).substr(at, path.size()), &s);
+    if (stat_owner(path) > 0) clear_stat(s);
   });
   for (std::uint32_t r = 1; r < all.size(); ++r) {
     Bytes_in in(all[r]);
     const auto count = in.get<std::uint64_t>();
     std::vector<std::uint64_t> words;
     for (std::uint64_t i = 0; i < count; ++i) {
-      const std::string path = in.str();
+      const std::string_view path = in.view();
       const auto kind = in.get<std::uint8_t>();
       const auto n = in.get<std::uint64_t>();
       words.resize(n);
@@ -513,7 +527,7 @@ void Pod::gather_ranks() {
       auto it = by_path.find(path);
       if (it == by_path.end()) {
         // A stat made the first time something happened, which happened on that rank only.
-        const Stat* made = make_stat(path);
+        const Stat* made = make_stat(std::string(path));
         if (!made)
           throw std::runtime_error(
               fmt::format("partitioned run: rank {} has a stat rank 0 does not: {}", r, path));

@@ -1,57 +1,34 @@
 #include "sim/pod/host_net.hpp"
 
-#include <cstring>
 #include <stdexcept>
 
 namespace podsim {
 
-namespace {
-template <class T>
-void put(std::vector<unsigned char>& out, const T& v) {
-  const auto* p = reinterpret_cast<const unsigned char*>(&v);
-  out.insert(out.end(), p, p + sizeof v);
-}
-template <class T>
-const unsigned char* get(const unsigned char* in, const unsigned char* end, T& v) {
-  if (end - in < static_cast<std::ptrdiff_t>(sizeof v))
-    throw std::runtime_error("host note: message cut short");
-  std::memcpy(&v, in, sizeof v);
-  return in + sizeof v;
-}
-}  // namespace
-
-void pack_note(const HostNote& n, std::vector<unsigned char>& out) {
-  put(out, static_cast<std::uint8_t>(n.kind));
-  put(out, n.origin);
-  put(out, n.index);
-  put(out, n.seq);
-  put(out, n.at.as_ps());
-  put(out, n.a);
-  put(out, n.b);
-  put(out, static_cast<std::uint32_t>(n.text.size()));
-  out.insert(out.end(), n.text.begin(), n.text.end());
+void pack_note(const HostNote& n, ByteWriter& out) {
+  out.put(static_cast<std::uint8_t>(n.kind));
+  out.put(n.origin);
+  out.put(n.index);
+  out.put(n.seq);
+  out.put(n.at.as_ps());
+  out.put(n.a);
+  out.put(n.b);
+  out.str(n.text);
 }
 
-const unsigned char* unpack_note(const unsigned char* in, const unsigned char* end, HostNote& n) {
-  std::uint8_t kind = 0;
-  std::int64_t at = 0;
-  std::uint32_t len = 0;
-  in = get(in, end, kind);
+HostNote unpack_note(ByteReader& in) {
+  HostNote n;
+  const auto kind = in.get<std::uint8_t>();
   if (kind > static_cast<std::uint8_t>(HostNote::Kind::Idle))
     throw std::runtime_error("host note: unknown kind");
   n.kind = static_cast<HostNote::Kind>(kind);
-  in = get(in, end, n.origin);
-  in = get(in, end, n.index);
-  in = get(in, end, n.seq);
-  in = get(in, end, at);
-  n.at = Time::ps(at);
-  in = get(in, end, n.a);
-  in = get(in, end, n.b);
-  in = get(in, end, len);
-  if (end - in < static_cast<std::ptrdiff_t>(len))
-    throw std::runtime_error("host note: message cut short");
-  n.text.assign(reinterpret_cast<const char*>(in), len);
-  return in + len;
+  n.origin = in.get<std::uint32_t>();
+  n.index = in.get<std::uint32_t>();
+  n.seq = in.get<std::uint64_t>();
+  n.at = Time::ps(in.get<std::int64_t>());
+  n.a = in.get<std::uint64_t>();
+  n.b = in.get<std::uint64_t>();
+  n.text = in.str();
+  return n;
 }
 
 HostNet::HostNet(Dispatcher& events, std::string name, Time latency,

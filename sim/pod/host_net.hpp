@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/byte_io.hpp"
 #include "sim/core/units.hpp"
 #include "sim/kernel/timed_queue.hpp"
 
@@ -41,9 +42,9 @@ struct HostNote {
   }
 };
 
-// Notes as bytes (for the partition's messages; same machine type on every rank).
-void pack_note(const HostNote& n, std::vector<unsigned char>& out);
-const unsigned char* unpack_note(const unsigned char* in, const unsigned char* end, HostNote& n);
+// Notes as bytes (for the partition's messages).
+void pack_note(const HostNote& n, ByteWriter& out);
+HostNote unpack_note(ByteReader& in);
 
 class HostNet {
  public:

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 #include "sim/kernel/base_protocol.hpp"
@@ -14,19 +13,6 @@ namespace podsim {
 namespace {
 
 enum class Record : std::uint8_t { Packet = 1, Credits = 2, Note = 3 };
-
-template <class T>
-void put(std::vector<unsigned char>& out, const T& v) {
-  const auto* p = reinterpret_cast<const unsigned char*>(&v);
-  out.insert(out.end(), p, p + sizeof v);
-}
-template <class T>
-const unsigned char* get(const unsigned char* in, const unsigned char* end, T& v) {
-  if (end - in < static_cast<std::ptrdiff_t>(sizeof v))
-    throw std::runtime_error("partition: a message from another rank is cut short");
-  std::memcpy(&v, in, sizeof v);
-  return in + sizeof v;
-}
 
 }  // namespace
 
@@ -123,16 +109,16 @@ Partition::~Partition() = default;
 void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_payload& gp,
                        Time head) {
   const Access& a = access_of(gp);
-  std::vector<unsigned char>& out = out_[links_[link].far_rank];
-  put(out, Record::Packet);
-  put(out, link);
-  put(out, to);
+  ByteWriter out(out_[links_[link].far_rank]);
+  out.put(Record::Packet);
+  out.put(link);
+  out.put(to);
   sent_effect_ = std::min(sent_effect_, head);
-  put(out, head.as_ps());
-  put(out, sim_now().as_ps());  // when it was sent: the far end acts as it would have then
-  put(out, a.id);
-  put(out, a.src);
-  pack_packet(gp, out);
+  out.put(head.as_ps());
+  out.put(sim_now().as_ps());  // when it was sent: the far end acts as it would have then
+  out.put(a.id);
+  out.put(a.src);
+  pack_packet(gp, out.bytes());
   ++counters_.packets_sent;
   // A request issued here that will be answered comes back here as itself; anything else
   // goes on as a copy on the other rank, and this rank's reference to it ends.
@@ -146,13 +132,13 @@ void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_pay
 
 void Partition::credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, std::uint64_t tl,
                         Time at) {
-  std::vector<unsigned char>& out = out_[links_[link].far_rank];
-  put(out, Record::Credits);
-  put(out, link);
-  put(out, to);
-  put(out, static_cast<std::uint8_t>(tc));
-  put(out, tl);
-  put(out, at.as_ps());
+  ByteWriter out(out_[links_[link].far_rank]);
+  out.put(Record::Credits);
+  out.put(link);
+  out.put(to);
+  out.put(static_cast<std::uint8_t>(tc));
+  out.put(tl);
+  out.put(at.as_ps());
   sent_effect_ = std::min(sent_effect_, at);
   ++counters_.credits_sent;
 }
@@ -164,9 +150,10 @@ RankComm::Agreement Partition::exchange(Time next, bool stopped) {
     sent_effect_ = std::min(sent_effect_, n.at + net_.latency());
   for (std::uint32_t r = 0; r < out_.size(); ++r) {
     if (r == comm_.rank()) continue;
+    ByteWriter out(out_[r]);
     for (const HostNote& n : notes) {
-      put(out_[r], Record::Note);
-      pack_note(n, out_[r]);
+      out.put(Record::Note);
+      pack_note(n, out);
       ++counters_.notes_sent;
     }
     if (!out_[r].empty()) ++counters_.messages_sent;
@@ -185,28 +172,20 @@ RankComm::Agreement Partition::exchange(Time next, bool stopped) {
 }
 
 void Partition::deliver(const std::vector<unsigned char>& bytes) {
-  const unsigned char* in = bytes.data();
-  const unsigned char* end = in + bytes.size();
-  while (in < end) {
-    Record kind;
-    in = get(in, end, kind);
-    switch (kind) {
+  ByteReader in(bytes, "partition: a message from another rank");
+  while (!in.done()) {
+    switch (in.get<Record>()) {
       case Record::Packet: {
-        std::uint32_t link = 0;
-        std::uint8_t to = 0;
-        std::int64_t head = 0, sent = 0;
-        std::uint64_t id = 0;
-        AccelId src = 0;
-        in = get(in, end, link);
-        in = get(in, end, to);
-        in = get(in, end, head);
-        in = get(in, end, sent);
-        in = get(in, end, id);
-        in = get(in, end, src);
-        if (link >= links_.size() || to > 1)
+        const auto link = in.get<std::uint32_t>();
+        const auto to = in.get<std::uint8_t>();
+        const auto head = Time::ps(in.get<std::int64_t>());
+        const auto sent = Time::ps(in.get<std::int64_t>());
+        const auto id = in.get<std::uint64_t>();
+        const auto src = in.get<AccelId>();
+        if (link >= links_.size() || to > 1 || src >= plan_.gpu.size())
           throw std::runtime_error("partition: a packet for a link this pod does not have");
         tlm::tlm_generic_payload* gp = nullptr;
-        if (plan_.gpu.at(src) == comm_.rank()) {
+        if (plan_.gpu[src] == comm_.rank()) {
           auto it = away_.find(id);
           if (it != away_.end()) {
             gp = it->second;
@@ -214,33 +193,24 @@ void Partition::deliver(const std::vector<unsigned char>& bytes) {
           }
         }
         if (!gp) gp = &pool_.acquire();
-        in = unpack_packet(in, end, *gp);
-        links_[link].link->deliver(static_cast<Link::Side>(to), *gp, Time::ps(head),
-                                   Time::ps(sent));
+        const unsigned char* rest = unpack_packet(in.here(), bytes.data() + bytes.size(), *gp);
+        in.take(static_cast<std::size_t>(rest - in.here()));
+        links_[link].link->deliver(static_cast<Link::Side>(to), *gp, head, sent);
         break;
       }
       case Record::Credits: {
-        std::uint32_t link = 0;
-        std::uint8_t to = 0, tc = 0;
-        std::uint64_t tl = 0;
-        std::int64_t at = 0;
-        in = get(in, end, link);
-        in = get(in, end, to);
-        in = get(in, end, tc);
-        in = get(in, end, tl);
-        in = get(in, end, at);
+        const auto link = in.get<std::uint32_t>();
+        const auto to = in.get<std::uint8_t>();
+        const auto tc = in.get<std::uint8_t>();
+        const auto tl = in.get<std::uint64_t>();
+        const auto at = Time::ps(in.get<std::int64_t>());
         if (link >= links_.size() || to > 1 || tc >= kTrafficClasses)
           throw std::runtime_error("partition: credits for a link this pod does not have");
         links_[link].link->deliver_credits(static_cast<Link::Side>(to),
-                                           static_cast<TrafficClass>(tc), tl, Time::ps(at));
+                                           static_cast<TrafficClass>(tc), tl, at);
         break;
       }
-      case Record::Note: {
-        HostNote n;
-        in = unpack_note(in, end, n);
-        net_.receive(n);
-        break;
-      }
+      case Record::Note: net_.receive(unpack_note(in)); break;
       default:
         throw std::runtime_error("partition: a message from another rank holds an unknown record");
     }

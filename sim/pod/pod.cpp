@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "fabric/traffic.hpp"
+#include "sim/core/byte_io.hpp"
 #include "sim/core/stat_pack.hpp"
 #include "sim/kernel/stats_collector.hpp"
 
@@ -322,61 +323,6 @@ std::map<std::string, std::uint64_t> Pod::state_digests() const {
 // ---- a partitioned run's end ---------------------------------------------------------------
 
 namespace {
-
-// Bytes for gather_ranks (every rank runs the same build on the same kind of machine).
-class Bytes_out {
- public:
-  template <class T>
-  void put(const T& v) {
-    const auto* p = reinterpret_cast<const unsigned char*>(&v);
-    b.insert(b.end(), p, p + sizeof v);
-  }
-  void str(const std::string& s) {
-    put(static_cast<std::uint64_t>(s.size()));
-    b.insert(b.end(), s.begin(), s.end());
-  }
-  std::vector<unsigned char> b;
-};
-
-class Bytes_in {
- public:
-  explicit Bytes_in(const std::vector<unsigned char>& v)
-      : p_(v.data()), end_(v.data() + v.size()) {}
-  template <class T>
-  T get() {
-    T v;
-    need(sizeof v);
-    std::memcpy(&v, p_, sizeof v);
-    p_ += sizeof v;
-    return v;
-  }
-  std::string str() { return std::string(view()); }
-  // A string in the message, read in place (valid as long as the message).
-  std::string_view view() {
-    const auto n = get<std::uint64_t>();
-    need(n);
-    std::string_view s(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return s;
-  }
-  const unsigned char* here() const { return p_; }
-  void skip(std::size_t n) {
-    need(n);
-    p_ += n;
-  }
-
- private:
-  void need(std::size_t n) const {
-    if (static_cast<std::size_t>(end_ - p_) < n)
-      throw std::runtime_error("partitioned run: another rank's results are cut short");
-  }
-  const unsigned char* p_;
-  const unsigned char* end_;
-};
-
-}  // namespace
-
-namespace {
 // Nothing recorded in it: merging it would change nothing.
 bool recorded_nothing(const Stat& s) {
   switch (s.kind()) {
@@ -400,7 +346,8 @@ bool recorded_nothing(const Stat& s) {
 }  // namespace
 
 void Pod::gather_ranks() {
-  Bytes_out out;
+  std::vector<unsigned char> message;
+  ByteWriter out(message);
   // The stats whose values count here: those of the GPUs and switches this rank simulated
   // (rank 0 replaces its own copies' with them: a direct setup, say, ran on every rank), and
   // those every rank adds to (links, whose ends count what each sends; the summary of each
@@ -408,8 +355,8 @@ void Pod::gather_ranks() {
   {
     std::vector<std::uint64_t> words;
     std::uint64_t count = 0;
-    out.b.reserve(std::size_t{64} << 20);
-    const std::size_t count_at = out.b.size();
+    message.reserve(std::size_t{64} << 20);
+    const std::size_t count_at = message.size();
     out.put(count);  // filled in below
     const std::int64_t me = comm_->rank();
     collect_stats([&](const std::string& path, const Stat& s) {
@@ -432,17 +379,17 @@ void Pod::gather_ranks() {
       out.put(kind);
       out.put(static_cast<std::uint64_t>(words.size()));
       const auto* p = reinterpret_cast<const unsigned char*>(words.data());
-      out.b.insert(out.b.end(), p, p + words.size() * sizeof(std::uint64_t));
+      out.raw(p, words.size() * sizeof(std::uint64_t));
       ++count;
     });
-    std::memcpy(out.b.data() + count_at, &count, sizeof count);
+    std::memcpy(message.data() + count_at, &count, sizeof count);
   }
   {
     std::vector<std::uint64_t> words;
     summary_.pack_extras(words);
     out.put(static_cast<std::uint64_t>(words.size()));
     const auto* p = reinterpret_cast<const unsigned char*>(words.data());
-    out.b.insert(out.b.end(), p, p + words.size() * sizeof(std::uint64_t));
+    out.raw(p, words.size() * sizeof(std::uint64_t));
   }
   // The steps that failed here (a direct setup's failures happened alike on every rank).
   {
@@ -488,7 +435,7 @@ void Pod::gather_ranks() {
     out.put(r.retries);
   }
 
-  const std::vector<std::vector<unsigned char>> all = comm_->gather(out.b);
+  const std::vector<std::vector<unsigned char>> all = comm_->gather(message);
   if (comm_->rank() != 0) return;
 
   // Rank 0's copies of the other ranks' GPUs and switches start from nothing (a direct setup
@@ -513,7 +460,7 @@ void Pod::gather_ranks() {
     if (stat_owner(path) > 0) clear_stat(s);
   });
   for (std::uint32_t r = 1; r < all.size(); ++r) {
-    Bytes_in in(all[r]);
+    ByteReader in(all[r], "partitioned run: another rank's results");
     const auto count = in.get<std::uint64_t>();
     std::vector<std::uint64_t> words;
     for (std::uint64_t i = 0; i < count; ++i) {
@@ -521,8 +468,7 @@ void Pod::gather_ranks() {
       const auto kind = in.get<std::uint8_t>();
       const auto n = in.get<std::uint64_t>();
       words.resize(n);
-      const unsigned char* at = in.here();
-      in.skip(n * sizeof(std::uint64_t));
+      const unsigned char* at = in.take(n * sizeof(std::uint64_t));
       std::memcpy(words.data(), at, n * sizeof(std::uint64_t));
       auto it = by_path.find(path);
       if (it == by_path.end()) {
@@ -545,8 +491,7 @@ void Pod::gather_ranks() {
     }
     const auto n = in.get<std::uint64_t>();
     words.resize(n);
-    const unsigned char* at = in.here();
-    in.skip(n * sizeof(std::uint64_t));
+    const unsigned char* at = in.take(n * sizeof(std::uint64_t));
     std::memcpy(words.data(), at, n * sizeof(std::uint64_t));
     summary_.merge_extras(words.data(), words.data() + words.size());
     const auto nf = in.get<std::uint64_t>();

@@ -189,6 +189,14 @@ class Driver {
   // workers
   Task<void> eviction_worker();
   void start_workers();
+
+ public:
+  // This GPU is simulated elsewhere (another rank of a split pod holds it; this copy only has
+  // to exist): its workers stop, so nothing here acts on its own (the unpinned design's
+  // eviction worker would otherwise move pages and send shootdowns from this copy too).
+  void go_dormant() { runner_.cancel_all(); }
+
+ private:
   std::size_t workers() const;  // the tasks that always run
   // connections
   Task<Errno> setup(AccelId peer, bool wait);

@@ -64,6 +64,9 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
   }
   if (comm_)
     partition_ = std::make_unique<Partition>(*comm_, plan, cfg_.fabric, *fabric_, pool_, net_);
+  // GPUs other ranks simulate stay still here (their drivers' workers stop).
+  for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
+    if (!owned_[g]) gpus_[g]->driver.driver().go_dormant();
   scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, net_, owned_, &replay_, &host_);
   spawn_thread("control", [this] { control(); });
 }

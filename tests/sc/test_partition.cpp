@@ -76,6 +76,18 @@ TEST_CASE("the default pod with direct setup and Poisson load split over 2 and 4
       {2, 4});
 }
 
+TEST_CASE(
+    "direct setup with unpinned memory split over 2 and 4 ranks: GPUs simulated elsewhere "
+    "stay still",
+    "[partition]") {
+  // Every rank builds every GPU and a direct setup fills every copy's export table: the
+  // eviction worker of a copy another rank simulates must not move pages or send shootdowns.
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "workload.setup=direct", "--set",
+       "gpu.driver.exported_memory=unpinned", "--set", "workload.traffic.accesses=200"},
+      {2, 4});
+}
+
 TEST_CASE("helios-72 split over 2 and 3 ranks gives the one-rank outputs", "[partition]") {
   same_at_every_rank_count({"run", podsim::test::source_path("configs/helios-72.json"), "--quiet",
                             "--set", "workload.traffic.accesses=50"},

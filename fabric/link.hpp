@@ -47,7 +47,7 @@ class Link final : public sc_core::sc_module, public HasStats {
     access_of(gp).stamp(HopKind::Link, departs);
     (from == A ? packets_ab_ : packets_ba_).inc();
     const End& to = ends_[1 - from];
-    if (cut_ && remote_[1 - from]) [[unlikely]]
+    if (remote_[1 - from]) [[unlikely]]
       return cut_->packet(id_, static_cast<std::uint8_t>(1 - from), gp, departs + flight_);
     to.end->receive(to.port, gp, departs + flight_);
   }
@@ -55,7 +55,7 @@ class Link final : public sc_core::sc_module, public HasStats {
   // the other end in a data-link flit (credit_delay later).
   void return_credits(Side from, TrafficClass tc, std::uint64_t tl, Time at) {
     const End& to = ends_[1 - from];
-    if (cut_ && remote_[1 - from]) [[unlikely]]
+    if (remote_[1 - from]) [[unlikely]]
       return cut_->credits(id_, static_cast<std::uint8_t>(1 - from), tc, tl, at + credit_delay_);
     to.end->credits(to.port, tc, tl, at + credit_delay_);
   }
@@ -88,8 +88,8 @@ class Link final : public sc_core::sc_module, public HasStats {
   Time flight_;
   Time credit_delay_;
   std::array<End, 2> ends_{};
-  CutSink* cut_ = nullptr;
-  std::array<bool, 2> remote_{};
+  CutSink* cut_ = nullptr;        // set with remote_
+  std::array<bool, 2> remote_{};  // end simulated by another rank
   std::uint32_t id_ = 0;
   StatGroup stats_;
   Counter packets_ab_{stats_, "packets_a_to_b", "count", "packets carried from end A to end B"};

@@ -52,6 +52,8 @@ struct PartitionCounters {
 
 class Partition final : public CutSink {
  public:
+  // `plan` must outlive the partition.
+  // `plan` must outlive the partition (the pod holds both).
   Partition(RankComm& comm, const PartitionPlan& plan, const FabricConfig& cfg, Fabric& fabric,
             PacketPool& pool, HostNet& net);
   ~Partition() override;
@@ -83,7 +85,7 @@ class Partition final : public CutSink {
   void deliver(const std::vector<unsigned char>& in);
 
   RankComm& comm_;
-  PartitionPlan plan_;
+  const PartitionPlan& plan_;  // the pod's
   PacketPool& pool_;
   HostNet& net_;
   Time lookahead_;

@@ -42,13 +42,12 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
       pool_(static_cast<std::size_t>(cfg.pod.gpus) * (cfg.workload.traffic.outstanding + 8)),
       summary_(cfg.fabric.planes, cfg.sim.sample_interval) {
   host_.count(events_);
-  PartitionPlan plan;
   if (ranks && ranks->ranks() > 1) {
     comm_ = ranks;
     ranks_ = ranks->ranks();
-    plan_ = plan = plan_partition(cfg, ranks_);
+    plan_ = plan_partition(cfg, ranks_);
     for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
-      owned_[g] = plan.gpu[g] == ranks->rank();
+      owned_[g] = plan_.gpu[g] == ranks->rank();
   }
   fabric_ = std::make_unique<Fabric>("fabric", cfg.fabric, cfg.pod.gpus, events_, cfg.seed);
   std::vector<GpuNode*> nodes;
@@ -63,7 +62,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
     nodes.push_back(gpus_.back().get());
   }
   if (comm_)
-    partition_ = std::make_unique<Partition>(*comm_, plan, cfg_.fabric, *fabric_, pool_, net_);
+    partition_ = std::make_unique<Partition>(*comm_, plan_, cfg_.fabric, *fabric_, pool_, net_);
   // GPUs other ranks simulate stay still here (their drivers' workers stop).
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
     if (!owned_[g]) gpus_[g]->driver.driver().go_dormant();
@@ -74,29 +73,22 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
 Pod::~Pod() = default;
 
 std::vector<std::string> Pod::failures() const {
+  // A direct setup's failures, then every rank's failed steps in the order they happened
+  // (then by step).
   std::vector<std::string> out = scenario_->failures();
-  if (!rank_failures_.empty()) {
-    // Every rank's failed steps in the order they happened (then by step), as on one rank.
-    const std::size_t setup = scenario_->setup_failures();
-    std::vector<RankFailure> steps = rank_failures_;
-    for (std::size_t i = setup; i < out.size(); ++i)
-      steps.push_back({scenario_->failed_at()[i - setup].first,
-                       scenario_->failed_at()[i - setup].second, out[i]});
-    std::stable_sort(steps.begin(), steps.end(), [](const RankFailure& a, const RankFailure& b) {
-      return a.at != b.at ? a.at < b.at : a.step < b.step;
-    });
-    out.resize(setup);
-    for (auto& f : steps)
-      out.push_back(f.what);
-  }
+  const std::size_t setup = scenario_->setup_failures();
+  std::vector<RankFailure> steps = rank_failures_;
+  for (std::size_t i = setup; i < out.size(); ++i)
+    steps.push_back({scenario_->failed_at()[i - setup].first,
+                     scenario_->failed_at()[i - setup].second, out[i]});
+  std::stable_sort(steps.begin(), steps.end(), [](const RankFailure& a, const RankFailure& b) {
+    return a.at != b.at ? a.at < b.at : a.step < b.step;
+  });
+  out.resize(setup);
+  for (auto& f : steps)
+    out.push_back(std::move(f.what));
   out.insert(out.end(), own_failures_.begin(), own_failures_.end());
   return out;
-}
-
-bool Pod::settled() const {
-  for (const auto& g : gpus_)
-    if (!g->down() && !g->driver.quiescent()) return false;
-  return true;
 }
 
 bool Pod::local_settled() const {
@@ -297,7 +289,7 @@ void Pod::record_setup_digests(std::function<void(const SetupDigests&)> done) {
   });
   spawn_thread("setup_digests", [this, digests, done] {
     sc_core::wait(access_started_);
-    while (!settled())
+    while (!local_settled())
       sc_core::wait(to_sc(Time::us(1)));
     digests->state_at = sim_now();
     digests->state = state_digests();

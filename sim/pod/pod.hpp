@@ -98,6 +98,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // The teardown's rounds: every `interval`, each rank says whether its drivers are idle;
   // the pod hears all answers the host latency later.
   void note_idle(const HostNote& n);
+  // The drivers of the GPUs simulated here are idle (or their GPUs down).
   bool local_settled() const;
   sc_core::sc_event access_started_;
   struct IdleRound {
@@ -116,7 +117,6 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // The rank whose copy of the component a stat belongs to counts (a GPU's, a switch's), or -1
   // for stats every rank adds to (links, the summary).
   std::int64_t stat_owner(std::string_view path) const;
-  bool settled() const;
   void check_holdings();
 
   HostPhases host_;  // first: its clock starts when the pod starts being built
@@ -136,8 +136,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   bool ran_ = false;
   std::vector<std::string> own_failures_;
   RankComm* comm_ = nullptr;
+  PartitionPlan plan_;  // before partition_, which refers to it
   std::unique_ptr<Partition> partition_;
-  PartitionPlan plan_;
   double gather_seconds_ = 0;
   struct RankFailure {
     Time at;

@@ -150,13 +150,8 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> ScenarioRunner::processes()
 
 // The pod stops once the failure has reached it (the host latency later, on every rank).
 void ScenarioRunner::fail(std::size_t step, const std::string& what) {
-  // Listed in the order they happened (then by step), whichever rank they happened on.
-  const auto key = std::make_pair(sim_now(), step);
-  const auto at = std::upper_bound(failed_at_.begin(), failed_at_.end(), key);
-  failures_.insert(
-      failures_.begin() + static_cast<std::ptrdiff_t>(setup_failures_) + (at - failed_at_.begin()),
-      what);
-  failed_at_.insert(at, key);
+  failures_.push_back(what);
+  failed_at_.emplace_back(sim_now(), step);
   HostNote n;
   n.kind = HostNote::Kind::Failure;
   n.text = what;

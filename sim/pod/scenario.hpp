@@ -48,8 +48,8 @@ class ScenarioRunner {
   // Every process's steps (on every rank) are done, and the pod has heard so.
   bool finished() const { return finished_groups_ == groups_.size(); }
   const sc_core::sc_event& finished_event() const { return finished_ev_; }
-  // Failures of a direct setup (on every rank alike), then of the steps run here, in the
-  // order they happened (then by step).
+  // Failures of a direct setup (on every rank alike), then of the steps run here, as they
+  // happened (Pod::failures lists every rank's in time order, then by step).
   const std::vector<std::string>& failures() const { return failures_; }
   std::size_t setup_failures() const { return setup_failures_; }
   // When each failure of a step happened and the step, in failures()'s order (after the
@@ -107,7 +107,7 @@ class ScenarioRunner {
   sc_core::sc_event finished_ev_;
   sc_core::sc_event failed_ev_;  // a failure has reached the pod: it stops
   std::vector<std::string> failures_;
-  // When each failure of a step happened, and the step (the order failures() lists them in).
+  // When each failure of a step happened, and the step.
   std::vector<std::pair<Time, std::size_t>> failed_at_;
   std::size_t setup_failures_ = 0;  // a direct setup's, listed first
   std::vector<StepRecord> records_;

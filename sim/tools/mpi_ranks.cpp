@@ -67,31 +67,31 @@ class MpiRanks final : public RankComm {
     for (auto& v : in)
       v.clear();
     if (any == 0) return a;
-    std::vector<int> send_counts(ranks_), recv_counts(ranks_), send_at(ranks_), recv_at(ranks_);
-    std::size_t at = 0;
-    for (int r = 0; r < n; ++r) {
-      send_counts[r] =
-          count_of(static_cast<std::size_t>(head_out_[static_cast<std::size_t>(r) * kHead]));
-      send_at[r] = count_of(at);
-      at += static_cast<std::size_t>(send_counts[r]);
-    }
-    send_buf_.resize(at);
+    // Counts and displacements from the headers' first word: what goes to each rank, what
+    // comes from each.
+    auto layout = [&](const std::vector<std::int64_t>& head, std::vector<int>& counts,
+                      std::vector<int>& at) {
+      counts.resize(ranks_);
+      at.resize(ranks_);
+      std::size_t total = 0;
+      for (int r = 0; r < n; ++r) {
+        counts[r] = count_of(static_cast<std::size_t>(head[static_cast<std::size_t>(r) * kHead]));
+        at[r] = count_of(total);
+        total += static_cast<std::size_t>(counts[r]);
+      }
+      return total;
+    };
+    send_buf_.resize(layout(head_out_, send_counts_, send_at_));
     for (int r = 0; r < n; ++r)
-      if (send_counts[r]) std::copy(out[r].begin(), out[r].end(), send_buf_.begin() + send_at[r]);
-    std::size_t got = 0;
-    for (int r = 0; r < n; ++r) {
-      recv_counts[r] =
-          count_of(static_cast<std::size_t>(head_in_[static_cast<std::size_t>(r) * kHead]));
-      recv_at[r] = count_of(got);
-      got += static_cast<std::size_t>(recv_counts[r]);
-    }
-    recv_buf_.resize(got);
-    check(MPI_Alltoallv(send_buf_.data(), send_counts.data(), send_at.data(), MPI_BYTE,
-                        recv_buf_.data(), recv_counts.data(), recv_at.data(), MPI_BYTE,
+      if (send_counts_[r]) std::copy(out[r].begin(), out[r].end(), send_buf_.begin() + send_at_[r]);
+    recv_buf_.resize(layout(head_in_, recv_counts_, recv_at_));
+    check(MPI_Alltoallv(send_buf_.data(), send_counts_.data(), send_at_.data(), MPI_BYTE,
+                        recv_buf_.data(), recv_counts_.data(), recv_at_.data(), MPI_BYTE,
                         MPI_COMM_WORLD),
           "MPI_Alltoallv");
     for (int r = 0; r < n; ++r)
-      in[r].assign(recv_buf_.begin() + recv_at[r], recv_buf_.begin() + recv_at[r] + recv_counts[r]);
+      in[r].assign(recv_buf_.begin() + recv_at_[r],
+                   recv_buf_.begin() + recv_at_[r] + recv_counts_[r]);
     return a;
   }
 
@@ -127,6 +127,7 @@ class MpiRanks final : public RankComm {
   static constexpr int kHead = 4;  // bytes for the rank, next, stopped, bytes sent in all
   std::uint32_t rank_, ranks_;
   std::vector<std::int64_t> head_out_, head_in_;
+  std::vector<int> send_counts_, send_at_, recv_counts_, recv_at_;  // kept between windows
   std::vector<unsigned char> send_buf_, recv_buf_;
 };
 

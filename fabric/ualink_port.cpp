@@ -20,6 +20,7 @@ UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, cons
       }),
       mailbox_lane_([](tlm::tlm_generic_payload& gp, const sc_core::sc_time&) { gp.release(); }) {
   stats_.add_child(egress_.stats());
+  tx_queue_.fetch_ahead<&prefetch_packet_item>();
   from_gpuvm.register_nb_transport_fw(this, &UalinkPort::outgoing);
   from_mailbox.register_nb_transport_fw(this, &UalinkPort::outgoing_control);
   to_npa_mmu.register_nb_transport_bw(this, &UalinkPort::response_from_memory);

@@ -22,6 +22,7 @@ UaloeSwitch::UaloeSwitch(sc_core::sc_module_name name, const SwitchConfig& cfg,
       waiting_for_(used_ports),
       arrivals_(
           events, queue_name(*this, "arrivals"), [this](const Arrival& a) { arrive(a); }, 256) {
+  arrivals_.fetch_ahead<&UaloeSwitch::fetch_packet>();
   if (used_ports > cfg.ports)
     throw std::logic_error(std::string(this->name()) + ": more links than switch ports");
   for (std::size_t tc = 0; tc < kTrafficClasses; ++tc)

@@ -89,6 +89,7 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
   void credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl, Time at) override;
   void end_of_elaboration() override;
   void arrive(const Arrival& a);
+  static void fetch_packet(const Arrival& a) { prefetch_packet(a.gp); }
   std::uint32_t pick_output(const Access& a) const;
   // Moves input `in`'s waiting packets of class `tc` into their output queues while they fit.
   void drain_input(std::uint32_t in, std::size_t tc);

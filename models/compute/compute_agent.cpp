@@ -36,6 +36,7 @@ ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cf
       requests_([this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
         completions_.push(sim_now() + from_sc(d), &gp, order_key(gp));
       }) {
+  completions_.fetch_ahead<&prefetch_packet_item>();
   to_gpuvm.register_nb_transport_bw(this, &ComputeAgent::bw);
 }
 

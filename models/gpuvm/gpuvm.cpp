@@ -20,6 +20,7 @@ GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
   for (std::uint32_t p = 0; p < planes_; ++p)
     to_port_lanes_.emplace_back(
         [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); });
+  arrivals_.fetch_ahead<&prefetch_packet_item>();
   from_agent.register_nb_transport_fw(this, &GpuVm::fw);
   to_vram.register_nb_transport_bw(this, &GpuVm::bw);
   to_ports.register_nb_transport_bw(this, &GpuVm::bw_port);

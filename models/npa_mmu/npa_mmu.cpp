@@ -20,6 +20,7 @@ NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMod
                 [this](tlm::tlm_generic_payload* gp) { translate(gp); }),
       to_vram_lane_(
           [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); }) {
+  arrivals_.fetch_ahead<&prefetch_packet_item>();
   from_ports.register_nb_transport_fw(this, &NpaMmu::fw);
   from_ports.register_b_transport(this, &NpaMmu::b_transport);
   to_vram.register_nb_transport_bw(this, &NpaMmu::bw);

@@ -46,6 +46,7 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
               [this] { return static_cast<double>(alloc_.pinned_pages()); }) {
   for (std::uint64_t n = 0; n <= 8; ++n)  // requests move 64-512 bytes (an atomic, twice)
     transfer_.push_back(cfg.channel_bandwidth.transfer_time(Bytes(64 * n)));
+  arrivals_.fetch_ahead<&Vram::fetch_packet>();
   in.register_nb_transport_fw(this, &Vram::fw);
   in.register_b_transport(this, &Vram::b_transport);
 }

@@ -88,6 +88,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                         sc_core::sc_time& d);
   void serve(const Arrival& a);
+  static void fetch_packet(const Arrival& a) { prefetch_packet(a.gp); }
   // A blocking (loosely timed) access from any base-protocol initiator, plain payloads too.
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   // Counts, and moves the data of, `size` bytes at `pa` for `op` (`data`: the payload's).

@@ -70,6 +70,10 @@ const std::string& QueueBase::name() const {
   if (!dispatcher_) outlived();
   return dispatcher_->names_[rank_];
 }
+void QueueBase::set_prefetch(Prefetch fn) {
+  check_alive();
+  dispatcher_->prefetch_[rank_] = fn;
+}
 void QueueBase::outlived() {
   throw std::logic_error("an event queue was used after its dispatcher was destroyed");
 }
@@ -94,6 +98,7 @@ KernelCounters Dispatcher::counters() const {
 std::uint32_t Dispatcher::add(QueueBase* q, std::string name) {
   if (!taken_.insert(name).second) throw std::logic_error("two event queues named " + name);
   queues_.push_back(q);
+  prefetch_.push_back(nullptr);
   names_.push_back(std::move(name));
   return static_cast<std::uint32_t>(queues_.size() - 1);
 }
@@ -101,6 +106,7 @@ std::uint32_t Dispatcher::add(QueueBase* q, std::string name) {
 void Dispatcher::remove(const QueueBase* q) {
   if (q->rank_ < queues_.size() && queues_[q->rank_] == q) {
     queues_[q->rank_] = nullptr;
+    prefetch_[q->rank_] = nullptr;
     taken_.erase(names_[q->rank_]);
   }
 }
@@ -117,15 +123,18 @@ void Dispatcher::freeze() {
     return natural_less(names_[a], names_[b]);
   });
   std::vector<QueueBase*> queues;
+  std::vector<QueueBase::Prefetch> prefetch;
   std::vector<std::string> names;
   std::vector<std::uint32_t> rank_of(queues_.size());  // by creation index
   for (const std::size_t i : order) {
     rank_of[i] = static_cast<std::uint32_t>(queues.size());
     if (queues_[i]) queues_[i]->rank_ = rank_of[i];
     queues.push_back(queues_[i]);
+    prefetch.push_back(prefetch_[i]);
     names.push_back(std::move(names_[i]));
   }
   queues_ = std::move(queues);
+  prefetch_ = std::move(prefetch);
   names_ = std::move(names);
   // Items pushed before (during elaboration) carry their queue's creation index: renumber
   // them (the calendar's chunks are unsorted and the overflow heap is ordered by time alone;
@@ -360,6 +369,12 @@ void Dispatcher::run() {
     if (run_.empty() && !load_next(limit)) break;
     const Node top = run_.back();
     if (top.due > limit.as_ps()) break;
+    // What the items a little further on will touch, on its way into the cache while this
+    // one is served (a big pod's state is far bigger than the host's caches).
+    if (run_.size() > kFetchAhead) {
+      const Node& n = run_[run_.size() - 1 - kFetchAhead];
+      if (const QueueBase::Prefetch fn = prefetch_[n.rank]) fn(slots_[n.slot].item.b);
+    }
     run_.pop_back();
     --pending_;
     const QueueBase::ItemBytes item = slots_[top.slot].item;

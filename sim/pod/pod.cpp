@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -45,6 +46,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
   if (ranks && ranks->ranks() > 1) {
     comm_ = ranks;
     ranks_ = ranks->ranks();
+    host_.keep_small_pages();
     plan_ = plan_partition(cfg, ranks_);
     for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
       owned_[g] = plan_.gpu[g] == ranks->rank();
@@ -338,6 +340,54 @@ bool recorded_nothing(const Stat& s) {
   }
   return false;
 }
+
+// Rank 0's stats in the order of its walk of the stat tree, for finding the ones other ranks
+// send (Pod::gather_ranks says how).
+class StatIndex {
+ public:
+  // The next stat of the walk.
+  void add(const std::string& path, const Stat& s) {
+    entries_.push_back(Entry{arena_.size(), path.size(), &s});
+    arena_ += path;
+  }
+  // A stat made after the walk (Pod::make_stat): found by path from then on.
+  void add_made(std::string_view path, const Stat& s) { made_.emplace(std::string(path), &s); }
+  // The stat at `path`, which the sender met at place `at` of its walk; `shift`: how far this
+  // walk stood from the sender's at the stat found before (updated). Nothing if none.
+  const Stat* find(std::string_view path, std::uint32_t at, std::int64_t& shift) {
+    const std::int64_t guess = static_cast<std::int64_t>(at) + shift;
+    for (std::int64_t d = 0; d <= kNear; ++d)
+      for (const std::int64_t k : {guess - d, guess + d})
+        if (k >= 0 && k < static_cast<std::int64_t>(entries_.size()) && path_of(k) == path) {
+          shift = k - static_cast<std::int64_t>(at);
+          return entries_[static_cast<std::size_t>(k)].stat;
+        }
+    if (by_path_.empty())
+      for (std::size_t k = 0; k < entries_.size(); ++k)
+        by_path_.emplace(path_of(static_cast<std::int64_t>(k)), k);
+    if (const auto it = by_path_.find(path); it != by_path_.end()) {
+      shift = static_cast<std::int64_t>(it->second) - static_cast<std::int64_t>(at);
+      return entries_[it->second].stat;
+    }
+    const auto it = made_.find(path);
+    return it != made_.end() ? it->second : nullptr;
+  }
+
+ private:
+  static constexpr std::int64_t kNear = 64;
+  struct Entry {
+    std::size_t at, size;
+    const Stat* stat;
+  };
+  std::string_view path_of(std::int64_t k) const {
+    const Entry& e = entries_[static_cast<std::size_t>(k)];
+    return std::string_view(arena_).substr(e.at, e.size);
+  }
+  std::vector<Entry> entries_;
+  std::string arena_;                                          // the paths, one after the other
+  std::unordered_map<std::string_view, std::size_t> by_path_;  // built at the first far miss
+  std::map<std::string, const Stat*, std::less<>> made_;
+};
 }  // namespace
 
 void Pod::gather_ranks() {
@@ -354,7 +404,9 @@ void Pod::gather_ranks() {
     const std::size_t count_at = message.size();
     out.put(count);  // filled in below
     const std::int64_t me = comm_->rank();
+    std::uint32_t index = 0;  // the stat's place in this rank's walk of the tree
     collect_stats([&](const std::string& path, const Stat& s) {
+      const std::uint32_t at = index++;
       const std::int64_t owner = stat_owner(path);
       if (owner != me && owner != -1) return;
       words.clear();
@@ -370,6 +422,7 @@ void Pod::gather_ranks() {
         if (recorded_nothing(s)) return;  // rank 0 starts from nothing for it too
         pack_stat(s, words);
       }
+      out.put(at);
       out.str(path);
       out.put(kind);
       out.put(static_cast<std::uint64_t>(words.size()));
@@ -435,53 +488,47 @@ void Pod::gather_ranks() {
 
   // Rank 0's copies of the other ranks' GPUs and switches start from nothing (a direct setup
   // ran everywhere); what those ranks recorded replaces it.
-  // Paths are looked up as views: rank 0's in one arena (sized by a first walk, so the views
-  // stay put), the other ranks' in their messages.
-  std::size_t stats = 0, bytes = 0;
-  collect_stats([&](const std::string& path, const Stat&) {
-    ++stats;
-    bytes += path.size();
-  });
-  std::string arena;
-  arena.reserve(bytes);
-  std::unordered_map<std::string_view, const Stat*> by_path;
-  by_path.reserve(stats + stats / 8);
+  // Every rank walks the same tree in the same order, except for stats made the first time
+  // something happened (ComputeAgent::latency_via), which exist only where it happened. So a
+  // stat another rank sent is found at its place in that rank's walk, shifted by how many
+  // such stats one walk has before it and the other not: the shift of the stat found before,
+  // checked by comparing paths, searched for near there when it changed, and a lookup by path
+  // when that fails.
+  StatIndex mine;
   collect_stats([&](const std::string& path, const Stat& s) {
-    if (arena.size() + path.size() > arena.capacity())
-      throw std::logic_error("partitioned run: the stat tree changed while being read");
-    const std::size_t at = arena.size();
-    arena += path;
-    by_path.emplace(std::string_view(arena).substr(at, path.size()), &s);
+    mine.add(path, s);
     if (stat_owner(path) > 0) clear_stat(s);
   });
   for (std::uint32_t r = 1; r < all.size(); ++r) {
     ByteReader in(all[r], "partitioned run: another rank's results");
     const auto count = in.get<std::uint64_t>();
     std::vector<std::uint64_t> words;
+    std::int64_t shift = 0;
     for (std::uint64_t i = 0; i < count; ++i) {
+      const auto place = in.get<std::uint32_t>();
       const std::string_view path = in.view();
       const auto kind = in.get<std::uint8_t>();
       const auto n = in.get<std::uint64_t>();
       words.resize(n);
       const unsigned char* at = in.take(n * sizeof(std::uint64_t));
       std::memcpy(words.data(), at, n * sizeof(std::uint64_t));
-      auto it = by_path.find(path);
-      if (it == by_path.end()) {
+      const Stat* stat = mine.find(path, place, shift);
+      if (!stat) {
         // A stat made the first time something happened, which happened on that rank only.
-        const Stat* made = make_stat(std::string(path));
-        if (!made)
+        stat = make_stat(std::string(path));
+        if (!stat)
           throw std::runtime_error(
               fmt::format("partitioned run: rank {} has a stat rank 0 does not: {}", r, path));
-        it = by_path.emplace(path, made).first;
+        mine.add_made(path, *stat);
       }
       if (kind == 1) {
         double v;
         if (words.size() != 1)
           throw std::runtime_error("partitioned run: a formula's value is cut short");
         std::memcpy(&v, words.data(), sizeof v);
-        fix_formula(*it->second, v);
+        fix_formula(*stat, v);
       } else {
-        merge_packed(*it->second, words.data(), words.data() + words.size());
+        merge_packed(*stat, words.data(), words.data() + words.size());
       }
     }
     const auto n = in.get<std::uint64_t>();

@@ -352,14 +352,18 @@ ImportState Driver::import_state(const UalinkHandle& h) const {
 }
 
 NpaRangeAllocator& Driver::window(AccelId importer) {
-  // Source-aliasing: one window for everyone (the exporter's own). Source-identification:
-  // importer I's window, [I<<29 | 512, I<<29 | 0x1FFFFFFF) in the exporter's NPA VM.
-  AccelId key = mode_ == NpaAddrMode::SourceAliasing ? self_ : importer;
+  // Source-aliasing: one window for everyone (the exporter's own), pages [0x800, 2^29 - 1).
+  // Source-identification: importer I's window, [I<<29 | 512, I<<29 | 0x1FFFFFFF) in the
+  // exporter's NPA VM.
+  const bool alias = mode_ == NpaAddrMode::SourceAliasing;
+  AccelId key = alias ? self_ : importer;
   auto it = windows_.find(key);
   if (it == windows_.end()) {
     // The window's last page (0x1FFFFFFF in the full 2 TiB window) is not handed out.
     const std::uint64_t end = cfg_.npa_window.count() / kPageSize - 1;
-    it = windows_.emplace(key, NpaRangeAllocator(NpaRangeAllocator::kRingPages, end)).first;
+    const std::uint64_t first =
+        alias ? NpaRangeAllocator::kAliasFirstPage : NpaRangeAllocator::kRingPages;
+    it = windows_.emplace(key, NpaRangeAllocator(first, end)).first;
   }
   return it->second;
 }

@@ -120,8 +120,9 @@ struct DriverConfig {
             "allows 1024)",
             between<std::uint32_t>(1, 1024));
     v.field("npa_window", npa_window,
-            "size of each NPA window ranges are allocated from (the architecture's: 2 TiB; the "
-            "first 2 MiB are kept for rings)",
+            "size of each NPA window ranges are allocated from (the architecture's: 2 TiB; "
+            "ranges start at 8 MiB in source_aliasing mode, at 2 MiB in source_identification: "
+            "what lies below is kept for rings)",
             between(Bytes::MiB(4), Bytes(2ull << 40)));
     v.choice("exported_memory", exported_memory, "whether exported memory is pinned",
              std::span<const EnumName<ExportedMemory>>(kExportedMemoryNames));

@@ -100,6 +100,10 @@ struct PodConfig {
                    std::to_string(pod.gpus) + ")");
     if (workload.buffer_size < workload.traffic.access_size)
       c.fail("workload.buffer_size", "smaller than workload.traffic.access_size");
+    if (pod.addr_mode == NpaAddrMode::SourceAliasing && gpu.driver.npa_window <= Bytes::MiB(8))
+      c.fail("gpu.driver.npa_window",
+             "in source_aliasing mode NPA ranges start at 8 MiB (page 0x800, above the rings' "
+             "receive pages): the window must be larger than 8 MiB");
     if (pod.vpod_size != 0 && pod.gpus % pod.vpod_size != 0)
       c.fail("pod.vpod_size", "must divide pod.gpus (" + std::to_string(pod.gpus) + ")");
     check_scenario(*this, c);

@@ -111,6 +111,18 @@ TEST_CASE("checks across sections name the key at fault", "[config]") {
         "workload.initiators.1");
 }
 
+TEST_CASE("an NPA window must reach past where its mode's ranges start", "[config][driver]") {
+  // Source-aliasing ranges start at 8 MiB (page 0x800), source-identification ones at 2 MiB.
+  const auto e = error_of(R"({"gpu": {"driver": {"npa_window": "8MiB"}}})");
+  CHECK(e.path() == "gpu.driver.npa_window");
+  CHECK_THAT(e.message(), Catch::Contains("larger than 8 MiB"));
+  CHECK(read(R"({"gpu": {"driver": {"npa_window": "10MiB"}}})").gpu.driver.npa_window ==
+        podsim::Bytes::MiB(10));
+  CHECK(read(R"({"pod": {"addr_mode": "source_identification"},
+                 "gpu": {"driver": {"npa_window": "4MiB"}}})")
+            .gpu.driver.npa_window == podsim::Bytes::MiB(4));
+}
+
 TEST_CASE("reintroduced bugs are read by name into the driver's set, and other names are errors",
           "[config][driver]") {
   const PodConfig c = read(R"({"gpu": {"driver": {"reintroduce_bugs": ["B7", "B1"]}}})");

@@ -220,13 +220,14 @@ TEST_CASE("import: NPA_REQ / NPA_RSP give a buffer in the NPA domain over one NP
   CHECK(w.d(0).messages_sent(MsgType::NpaReq) == 1);
   CHECK(w.d(1).messages_sent(MsgType::NpaRsp) == 1);
   // The exporter pinned the buffer once and mapped its scattered pages onto one NPA range
-  // after the ring pages, then flushed its NPA TLB.
+  // from page 0x800 (source-aliasing ranges start above the rings' receive pages), then
+  // flushed its NPA TLB.
   CHECK(w.d(1).pin_count(1, g) == 1);
   CHECK(w.d(1).importer_count(h) == 1);
   const auto& npa = w.env(1).npa;
   REQUIRE(npa.size() == 256);
-  CHECK(npa.begin()->first == 512);
-  CHECK(std::prev(npa.end())->first == 512 + 255);
+  CHECK(npa.begin()->first == 0x800);
+  CHECK(std::prev(npa.end())->first == 0x800 + 255);
   CHECK(std::next(npa.begin())->second.page - npa.begin()->second.page == 2);
   CHECK(npa.begin()->second.tag == h.lo);
   CHECK(w.env(1).npa_flushes == 1);
@@ -237,7 +238,7 @@ TEST_CASE("import: NPA_REQ / NPA_RSP give a buffer in the NPA domain over one NP
   const Pte& p0 = w.env(0).gpuvm.at({1, kVa >> 12});
   CHECK(p0.target == PteTarget::Npa);
   CHECK((p0.frame >> kNpaWindowPageBits) == 1);
-  CHECK((p0.frame & kNpaWindowPageMask) == 512);
+  CHECK((p0.frame & kNpaWindowPageMask) == 0x800);
   CHECK(w.d(0).gem_size(1, gem.value) == Bytes(1 << 20));
 }
 
@@ -354,7 +355,7 @@ TEST_CASE("import: a full ring is ENOSPC, NPA_FAIL NOSPACE is ENOSPC", "[driver]
   w.env(0).ring_full = false;
 
   DriverConfig small;
-  small.npa_window = Bytes::MiB(4);  // 512 ring pages + 511 usable
+  small.npa_window = Bytes::MiB(10);  // pages [0x800, 0xA00 - 1): 511 usable
   World t(2, NpaAddrMode::SourceAliasing, 1, small);
   CHECK(t.import(0, t.exported(1, 256 * 4096)).ok());
   CHECK(t.import(0, t.exported(1, 512 * 4096)).err == Errno::NoSpc);

@@ -414,12 +414,14 @@ void Driver::unpin(Bo& bo) {
     return;
   }
   --bo.pins;
+  unpins_.inc();
   env_.vram_unpin(bo.vram_pages);
 }
 
 void Driver::pin(Bo& bo) {
   if (cfg_.exported_memory == ExportedMemory::Unpinned) return;
   ++bo.pins;
+  pins_.inc();
   env_.vram_pin(bo.vram_pages);
 }
 

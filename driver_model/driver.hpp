@@ -290,6 +290,11 @@ class Driver {
   Counter send_failures_{stats_, "send_failures", "count",
                          "messages not delivered (ring full, not consumed, firmware error)"};
   Counter shootdowns_{stats_, "remote_shootdowns", "count", "remote TLB shootdowns sent"};
+  Counter pins_{stats_, "pins", "count",
+                "times an exported buffer was pinned for an importer (pinned design: once per "
+                "NPA_REQ answered with an NPA range)"};
+  Counter unpins_{stats_, "unpins", "count",
+                  "times an exported buffer was unpinned (a release, a revoke, a reset)"};
   Counter evictions_{stats_, "evictions", "count",
                      "exported pages migrated (unpinned design only)"};
   Counter device_resets_{stats_, "device_resets", "count", "resets of this device"};

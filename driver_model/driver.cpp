@@ -242,6 +242,21 @@ Task<Result<GemHandle>> Driver::prime_fd_to_handle(ProcessId p, Fd fd) {
   co_return gem_of_fd(p, fd);
 }
 
+Task<Result<Fd>> Driver::prime_handle_to_fd(ProcessId p, GemHandle gem) {
+  co_await sleep(cfg_.ioctl_latency);
+  Process& proc = process(p);
+  auto it = proc.gems.find(gem);
+  if (it == proc.gems.end()) co_return Result<Fd>{Errno::NoEnt, 0};
+  co_return Result<Fd>{Errno::Ok, new_fd(p, it->second)};
+}
+
+Result<Fd> Driver::pass_fd(ProcessId from, Fd fd, ProcessId to) {
+  Process& proc = process(from);
+  auto it = proc.fds.find(fd);
+  if (it == proc.fds.end()) return Result<Fd>{Errno::Inval, 0};
+  return Result<Fd>{Errno::Ok, new_fd(to, it->second)};
+}
+
 Result<GemHandle> Driver::gem_of_fd(ProcessId p, Fd fd) {
   Process& proc = process(p);
   auto it = proc.fds.find(fd);

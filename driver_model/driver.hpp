@@ -83,6 +83,12 @@ class Driver {
   Task<Result<Fd>> import_handle(ProcessId p, UalinkHandle h);
   // PRIME import of a dma-buf fd: a GEM handle for the same buffer.
   Task<Result<GemHandle>> prime_fd_to_handle(ProcessId p, Fd fd);
+  // PRIME export of a GEM handle: a dma-buf fd for its buffer (ENOENT: no such handle).
+  Task<Result<Fd>> prime_handle_to_fd(ProcessId p, GemHandle gem);
+  // Not an ioctl: fd `fd` of process `from` passed to process `to` over a Unix socket
+  // (SCM_RIGHTS), where it is a new fd for the same buffer; `from` keeps its own (EINVAL: no
+  // such fd).
+  Result<Fd> pass_fd(ProcessId from, Fd fd, ProcessId to);
   Task<Errno> close_fd(ProcessId p, Fd fd);
   // GEM_VA MAP / UNMAP (readable | writeable) of the whole buffer at `va`.
   Task<Errno> gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va);

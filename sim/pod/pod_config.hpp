@@ -156,6 +156,11 @@ void check_scenario(const PodConfig& cfg, C& c) {
     if (*s.op == StepOp::Export && s.name) handles[s.gpu].insert(*s.name);
   for (const StepConfig& s : w.steps)
     if (*s.op == StepOp::SendHandle && s.to) handles[*s.to].insert(s.as ? *s.as : *s.handle);
+  // fds another process of the GPU sends (send_fd) may arrive from steps listed later too.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::string>> sent_fds;
+  for (const StepConfig& s : w.steps)
+    if (*s.op == StepOp::SendFd && s.to_process && s.buffer)
+      sent_fds[{s.gpu, *s.to_process}].insert(s.as ? *s.as : *s.buffer);
   for (std::size_t i = 0; i < w.steps.size(); ++i) {
     const StepConfig& s = w.steps[i];
     const std::string at = "workload.steps." + std::to_string(i);
@@ -174,16 +179,21 @@ void check_scenario(const PodConfig& cfg, C& c) {
                                                   : " process " + std::to_string(s.process)) +
                    " by this step");
     };
+    auto need_fd = [&](const std::optional<std::string>& n) {
+      if (n && sent_fds[key].count(*n)) return;  // another process sends it (send_fd)
+      need(n, fds[key], "fd", "fd");
+    };
     switch (*s.op) {
       case StepOp::Alloc: buffers[key].insert(*s.name); break;
       case StepOp::Export: need(s.buffer, buffers[key], "buffer", "buffer"); break;
       case StepOp::SendHandle: need(s.handle, handles[s.gpu], "handle", "handle"); break;
+      case StepOp::SendFd: need(s.buffer, buffers[key], "buffer", "buffer"); break;
       case StepOp::Import:
         need(s.handle, handles[s.gpu], "handle", "handle");
         fds[key].insert(*s.name);
         break;
       case StepOp::Map:
-        need(s.fd, fds[key], "fd", "fd");
+        need_fd(s.fd);
         need(s.buffer, buffers[key], "buffer", "buffer");
         maps[key].insert(*s.name);
         if (s.fd) buffers[key].insert(*s.name);
@@ -192,7 +202,7 @@ void check_scenario(const PodConfig& cfg, C& c) {
         for (const auto& m : *s.mappings)
           need(m, maps[key], "mappings", "mapping");
         break;
-      case StepOp::CloseFd: need(s.fd, fds[key], "fd", "fd"); break;
+      case StepOp::CloseFd: need_fd(s.fd); break;
       case StepOp::Close: need(s.buffer, buffers[key], "buffer", "buffer"); break;
       case StepOp::Unmap: need(s.mapping, maps[key], "mapping", "mapping"); break;
       case StepOp::CpuMap: need(s.buffer, buffers[key], "buffer", "buffer"); break;

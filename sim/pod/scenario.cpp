@@ -123,6 +123,8 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
                         : Key{s.common.gpu, s.common.process};
     groups_[key].push_back(i);
     if (const auto* b = std::get_if<BarrierStep>(&s.kind)) ++barriers_[b->name].expected;
+    if (const auto* f = std::get_if<SendFdStep>(&s.kind))
+      fds_sent_[{s.common.gpu, f->to_process}].insert(f->as);
   }
   for (auto& [name, b] : barriers_) {
     b.index = static_cast<std::uint32_t>(barrier_by_index_.size());
@@ -280,6 +282,27 @@ struct ScenarioRunner::StepRun {
     r.net_.publish(std::move(n));
     return Errno::Ok;
   }
+  Errno operator()(const SendFdStep& x) {
+    auto* gem = lookup(ps.buffers, x.buffer, "buffer");
+    if (!gem) return Errno::Ok;
+    auto fd = drv.call(d.prime_handle_to_fd(p, *gem));
+    if (!fd.ok()) return fd.err;
+    // Over a Unix socket (SCM_RIGHTS) to the other process, which gets its own fd for the
+    // buffer; this process closes its own once it is sent.
+    auto passed = d.pass_fd(p, fd.value, x.to_process);
+    const Errno closed = drv.call(d.close_fd(p, fd.value));
+    if (!passed.ok()) return passed.err;
+    r.states_[{s.gpu, x.to_process}].fds[x.as] = passed.value;
+    notify_event(r.fd_ev_);
+    return closed;
+  }
+  // An fd another process of this GPU sends (send_fd) may not be here yet.
+  void await_fd(const std::string& name) {
+    const auto sent = r.fds_sent_.find({s.gpu, s.process});
+    if (sent == r.fds_sent_.end() || !sent->second.count(name)) return;
+    while (!ps.fds.count(name))
+      sc_core::wait(r.fd_ev_);
+  }
   Errno operator()(const ImportStep& x) {
     // The handle may still be on its way from another GPU.
     while (!r.handles_[s.gpu].count(x.handle))
@@ -292,6 +315,7 @@ struct ScenarioRunner::StepRun {
     driver::GemHandle gem = 0;
     const bool from_fd = m.from == MapStep::From::Fd;
     if (from_fd) {
+      await_fd(m.source);
       auto* fd = lookup(ps.fds, m.source, "fd");
       if (!fd) return Errno::Ok;
       auto res = drv.call(d.prime_fd_to_handle(p, *fd));
@@ -346,6 +370,7 @@ struct ScenarioRunner::StepRun {
     return Errno::Ok;
   }
   Errno operator()(const CloseFdStep& c) {
+    await_fd(c.fd);
     auto* fd = lookup(ps.fds, c.fd, "fd");
     if (!fd) return Errno::Ok;
     const Errno e = drv.call(d.close_fd(p, *fd));

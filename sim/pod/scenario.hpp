@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,10 @@ class ScenarioRunner {
   std::map<Key, ProcessState> states_;
   std::vector<std::map<std::string, driver::UalinkHandle>> handles_;  // per GPU
   sc_core::sc_event handle_ev_;
+  // fds other processes of the same GPU send each process (send_fd), by name: a step that
+  // uses one waits for it; fd_ev_ fires when one arrives.
+  std::map<Key, std::set<std::string>> fds_sent_;
+  sc_core::sc_event fd_ev_;
   std::map<std::string, Barrier> barriers_;
   std::vector<Barrier*> barrier_by_index_;
   std::size_t finished_groups_ = 0;

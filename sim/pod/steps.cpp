@@ -30,6 +30,10 @@ StepKind kind_of(const StepConfig& s) {
       const std::string& handle = need(s.handle, s, "handle");
       return SendHandleStep{handle, need(s.to, s, "to"), s.as.value_or(handle)};
     }
+    case StepOp::SendFd: {
+      const std::string& buffer = need(s.buffer, s, "buffer");
+      return SendFdStep{buffer, need(s.to_process, s, "to_process"), s.as.value_or(buffer)};
+    }
     case StepOp::Import: return ImportStep{need(s.handle, s, "handle"), need(s.name, s, "name")};
     case StepOp::Map:
       if (s.fd) return MapStep{MapStep::From::Fd, *s.fd, need(s.name, s, "name")};

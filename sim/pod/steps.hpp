@@ -49,6 +49,12 @@ struct SendHandleStep {
   std::uint32_t to = 0;
   std::string as;  // its name at `to` (absent from the config: `handle`)
 };
+struct SendFdStep {
+  static constexpr StepOp kOp = StepOp::SendFd;
+  std::string buffer;
+  std::uint32_t to_process = 1;
+  std::string as;  // the fd's name in `to_process` (absent from the config: `buffer`)
+};
 struct ImportStep {
   static constexpr StepOp kOp = StepOp::Import;
   std::string handle, name;
@@ -102,9 +108,9 @@ struct ResetNodeStep {  // a pod-level step: common.gpu is the GPU reset
   Time down_for;
 };
 
-using StepKind = std::variant<AllocStep, ExportStep, SendHandleStep, ImportStep, MapStep,
-                              AccessStep, CloseFdStep, CloseStep, UnmapStep, CpuMapStep, WaitStep,
-                              ExitStep, BarrierStep, ResetNodeStep>;
+using StepKind = std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep,
+                              MapStep, AccessStep, CloseFdStep, CloseStep, UnmapStep, CpuMapStep,
+                              WaitStep, ExitStep, BarrierStep, ResetNodeStep>;
 static_assert(std::variant_size_v<StepKind> == kStepOpNames.size(), "one alternative per op");
 
 struct Step {

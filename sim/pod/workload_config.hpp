@@ -20,6 +20,7 @@ enum class StepOp : std::uint8_t {
   Alloc,       // gem_create: size, [domain], name
   Export,      // UALINK_HANDLE EXPORT: buffer, name
   SendHandle,  // pass a handle to another GPU out of band (what MPI does): handle, to, [as]
+  SendFd,      // PRIME export of a buffer, the fd passed to another process: buffer, to_process
   Import,      // UALINK_HANDLE IMPORT: handle, name (a dma-buf fd)
   Map,         // PRIME import of fd (or a local buffer) + GEM_VA MAP: fd | buffer, name
   Access,      // an access phase over mappings: mappings, traffic overrides
@@ -33,10 +34,12 @@ enum class StepOp : std::uint8_t {
   ResetNode,   // reset GPU `gpu` now, down for down_for (a pod-level step)
 };
 
-inline constexpr std::array<EnumName<StepOp>, 14> kStepOpNames{{
+inline constexpr std::array<EnumName<StepOp>, 15> kStepOpNames{{
     {"alloc", StepOp::Alloc, "allocate a buffer (gem_create)"},
     {"export", StepOp::Export, "export a buffer: a 128-bit UALink handle"},
     {"send_handle", StepOp::SendHandle, "pass a handle to another GPU out of band"},
+    {"send_fd", StepOp::SendFd,
+     "give another process of the GPU a dma-buf fd of a buffer (PRIME export, Unix socket)"},
     {"import", StepOp::Import, "import a handle: a dma-buf fd"},
     {"map", StepOp::Map, "map an imported fd or a local buffer into the process's GPU VA space"},
     {"access", StepOp::Access, "run loads and stores over mappings"},
@@ -68,7 +71,7 @@ struct StepConfig {
   std::optional<std::string> name, buffer, handle, fd, mapping, as;
   std::optional<AllocDomain> domain;
   std::optional<std::vector<std::string>> mappings;
-  std::optional<std::uint32_t> to;
+  std::optional<std::uint32_t> to, to_process;
   std::optional<Bytes> size;
   std::optional<Time> for_, down_for;
   // access-phase overrides of workload.traffic
@@ -92,13 +95,17 @@ struct StepConfig {
     v.field("name", name, "name for what the step creates (buffer, handle, fd, mapping)");
     v.field("buffer", buffer, "a buffer this process created or mapped from an fd");
     v.field("handle", handle, "a UALink handle this GPU exported or was sent");
-    v.field("fd", fd, "a dma-buf fd this process imported");
+    v.field("fd", fd, "a dma-buf fd this process imported or was sent");
     v.field("mapping", mapping, "a mapping this process made");
     v.field("mappings", mappings, "the mappings an access phase loads from and stores to");
-    v.field("as", as, "name of the handle at the receiving GPU (send_handle; default: same)");
+    v.field("as", as,
+            "name of the handle at the receiving GPU (send_handle) or of the fd in the receiving "
+            "process (send_fd); default: the handle's or the buffer's name");
     v.choice("domain", domain, "alloc: where the buffer lives (default vram)",
              std::span<const EnumName<AllocDomain>>(kAllocDomainNames));
     v.field("to", to, "send_handle: the receiving GPU", between<std::uint32_t>(0, 1023));
+    v.field("to_process", to_process, "send_fd: the receiving process on the same GPU",
+            between<std::uint32_t>(1, 15));
     v.field("size", size, "alloc: bytes", at_least(Bytes(1)));
     v.field("for", for_, "wait: how long");
     v.field("down_for", down_for, "reset_node: how long the GPU stays down");
@@ -133,6 +140,7 @@ struct StepConfig {
       case StepOp::Alloc: want({"size", "name"}, {"domain"}); break;
       case StepOp::Export: want({"buffer", "name"}, {}); break;
       case StepOp::SendHandle: want({"handle", "to"}, {"as"}); break;
+      case StepOp::SendFd: want({"buffer", "to_process"}, {"as"}); break;
       case StepOp::Import: want({"handle", "name"}, {}); break;
       case StepOp::Map: want({"name"}, {"fd", "buffer"}); break;
       case StepOp::Access:
@@ -157,6 +165,7 @@ struct StepConfig {
         {"as", as.has_value()},
         {"domain", domain.has_value()},
         {"to", to.has_value()},
+        {"to_process", to_process.has_value()},
         {"size", size.has_value()},
         {"for", for_.has_value()},
         {"down_for", down_for.has_value()},

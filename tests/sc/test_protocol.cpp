@@ -214,6 +214,51 @@ TEST_CASE("scenario steps: an unexpected errno fails the run naming the step", "
                           Catch::Contains("returned EINVAL, expected OK"));
 }
 
+TEST_CASE("two processes hold GEM handles to an exported buffer: the export lives until both "
+          "are closed",
+          "[scenario][revoke]") {
+  // Process 1 of GPU 0 exports its buffer and hands a dma-buf fd of it to process 2 (PRIME
+  // export, a Unix socket), which imports it: a second GEM handle. GPU 1 imports the export
+  // and loads and stores into it for 400 us. Process 1 closes its handle as the accesses start,
+  // process 2 closes its own 200 us later.
+  const std::string cfg = write_temp_file("two-handles.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "traffic": {"outstanding": 8}, "steps": [
+      {"gpu": 0, "op": "alloc", "size": "1MiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_fd", "buffer": "b", "to_process": 2, "as": "f"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 0, "op": "barrier", "name": "mapped"},
+      {"gpu": 0, "op": "close", "buffer": "b"},
+      {"gpu": 0, "process": 2, "op": "map", "fd": "f", "name": "mine"},
+      {"gpu": 0, "process": 2, "op": "close_fd", "fd": "f"},
+      {"gpu": 0, "process": 2, "op": "barrier", "name": "mapped"},
+      {"gpu": 0, "process": 2, "op": "wait", "for": "200us"},
+      {"gpu": 0, "process": 2, "op": "unmap", "mapping": "mine"},
+      {"gpu": 0, "process": 2, "op": "close", "buffer": "mine"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "fd"},
+      {"gpu": 1, "op": "map", "fd": "fd", "name": "m"},
+      {"gpu": 1, "op": "barrier", "name": "mapped"},
+      {"gpu": 1, "op": "access", "mappings": ["m"], "duration": "400us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(step_result(r, 2) == "OK");  // send_fd
+  CHECK(step_result(r, 6) == "OK");  // process 2's PRIME import: its own handle
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+  // One export, revoked once, after the second close: GPU 1 was served while only process 2
+  // held a handle (at 8 in flight and ~600 ns each, thousands in 200 us; a revoke at the first
+  // close would have left it a few), and faulted after.
+  CHECK(r.stat("pod.gpu0.driver.exports") == 1);
+  CHECK(r.stat("pod.gpu0.driver.revokes") == 1);
+  CHECK(r.stat("pod.summary.messages.NPA_REVOKE") == 1);
+  CHECK(r.stat("pod.gpu1.agent.remote_reads") + r.stat("pod.gpu1.agent.remote_writes") > 2000);
+  CHECK(r.stat("pod.gpu1.agent.faults") > 0);
+  CHECK(r.stat("pod.gpu0.driver.pins") == 1);
+  CHECK(r.stat("pod.gpu0.driver.unpins") == 1);
+}
+
 TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scenario]") {
   struct Case {
     const char* steps;
@@ -232,6 +277,20 @@ TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scen
            Case{R"([{"gpu": 0, "op": "teleport"}])", "workload.steps.0.op", "is not one of"},
            Case{R"([{"gpu": 0, "op": "import", "handle": "ghost", "name": "fd"}])",
                 "workload.steps.0.handle", "no handle named \"ghost\""},
+           Case{R"([{"gpu": 0, "op": "send_fd", "buffer": "nope", "to_process": 2}])",
+                "workload.steps.0.buffer", "no buffer named \"nope\""},
+           Case{R"([{"gpu": 0, "op": "send_fd", "buffer": "b"}])", "workload.steps.0.op",
+                "needs \"to_process\""},
+           // An fd sent to process 2 is not process 3's, nor process 2's on another GPU.
+           Case{R"([{"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"},
+                    {"gpu": 0, "op": "send_fd", "buffer": "b", "to_process": 2, "as": "f"},
+                    {"gpu": 0, "process": 2, "op": "close_fd", "fd": "f"},
+                    {"gpu": 0, "process": 3, "op": "map", "fd": "f", "name": "m"}])",
+                "workload.steps.3.fd", "no fd named \"f\""},
+           Case{R"([{"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"},
+                    {"gpu": 0, "op": "send_fd", "buffer": "b", "to_process": 2},
+                    {"gpu": 1, "process": 2, "op": "close_fd", "fd": "b"}])",
+                "workload.steps.2.fd", "no fd named \"b\""},
        }) {
     INFO(c.steps);
     const std::string cfg = write_temp_file(

@@ -444,6 +444,48 @@ TEST_CASE("revoke: closing the last handle revokes, importers invalidate and rel
   CHECK(gems != Errno::Ok);
 }
 
+TEST_CASE("revoke: a buffer with GEM handles in two processes is revoked when the last goes",
+          "[driver][revoke]") {
+  World w(2);
+  GemHandle g;
+  UalinkHandle h = w.exported(1, 1 << 20, 1, &g);
+  w.import_and_map(0, h, kVa);
+  // Process 1 exports its buffer as a dma-buf and passes the fd to process 2 of the same GPU,
+  // which imports it: a second GEM handle for the buffer.
+  auto fd = w.call(w.d(1).prime_handle_to_fd(1, g));
+  REQUIRE(fd.ok());
+  auto passed = w.d(1).pass_fd(1, fd.value, 2);
+  REQUIRE(passed.ok());
+  CHECK(w.d(1).pass_fd(1, fd.value + 100, 2).err == Errno::Inval);
+  CHECK(w.call(w.d(1).prime_handle_to_fd(1, g + 100)).err == Errno::NoEnt);
+  REQUIRE(w.call(w.d(1).close_fd(1, fd.value)) == Errno::Ok);
+  auto g2 = w.call(w.d(1).prime_fd_to_handle(2, passed.value));
+  REQUIRE(g2.ok());
+  REQUIRE(w.call(w.d(1).close_fd(2, passed.value)) == Errno::Ok);
+  // The export is the buffer's, not the handle's: process 2 exporting gets the same handle.
+  auto again = w.call(w.d(1).export_handle(2, g2.value));
+  REQUIRE(again.ok());
+  CHECK(again.value.lo == h.lo);
+  CHECK(again.value.hi == h.hi);
+
+  // Two handles -> one: nothing happens to the export.
+  REQUIRE(w.call(w.d(1).gem_close(1, g)) == Errno::Ok);
+  CHECK(w.d(1).messages_sent(MsgType::NpaRevoke) == 0);
+  CHECK(w.env(0).gpuvm.size() == 256);
+  CHECK(w.d(1).exports() == 1);
+  CHECK(w.d(1).holdings().pins == 1);
+  // One -> none: revoked, the importer releases, nothing is left.
+  REQUIRE(w.call(w.d(1).gem_close(2, g2.value)) == Errno::Ok);
+  CHECK(w.d(1).messages_sent(MsgType::NpaRevoke) == 1);
+  CHECK(w.d(0).messages_sent(MsgType::NpaRelease) == 1);
+  CHECK(w.env(0).gpuvm.empty());
+  CHECK(w.d(1).exports() == 0);
+  const Holdings held = w.d(1).holdings();
+  CHECK(held.buffers == 0);
+  CHECK(held.pins == 0);
+  CHECK(w.env(1).violations.empty());
+}
+
 TEST_CASE("revoke: an export with no importers just goes", "[driver][revoke]") {
   World w(1);
   GemHandle g;

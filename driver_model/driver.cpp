@@ -466,14 +466,21 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   exports_.hold(*node);
   Bo& bo = bos_.at(node->bo());
   const std::uint64_t tag = node->handle().lo;
-  pin(bo);  // once per request
+  // Pinned once per importer and connection: a request repeated on the same connection (the
+  // importer gave up waiting, ETIME or ETIMEDOUT, and asks again) finds its pin there. An
+  // entry of an older connection generation should have gone with the connection's reset
+  // (B1 keeps it): that request pins again, as the snapshot does. B6: every request pins,
+  // and the revoke, which unpins once per importer, leaves the extra pins behind.
+  const bool pins =
+      bug(Bug::B6) || !node->importer(from) || node->generation(from) != conns_.generation(from);
+  if (pins) pin(bo);
 
   const RangeGrant g = grant_range(*node, from, bo.pages);
   const std::uint64_t window_page = g.window_page;
   const bool fresh_range = g.fresh;
   const std::optional<FailReason> failure = g.failure;
   if (failure) {
-    unpin(bo);
+    if (pins) unpin(bo);
     co_await fail(*failure);
     put_export(node);
     co_return;
@@ -490,7 +497,7 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   Bo& b = bos_.at(node->bo());
   if (sent != Errno::Ok) {
     // Undo everything and send no FAIL.
-    unpin(b);
+    if (pins) unpin(b);
     if (fresh_range) {
       unmap_range(npa_key(from, window_page), b.pages);
       env_.npa_flush_tlb();

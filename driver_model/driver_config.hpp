@@ -46,7 +46,9 @@ inline constexpr std::array<EnumName<Bug>, 6> kBugNames{{
     {"B4", Bug::B4, "pending bits set while sending: an early RELEASE ends the wait too soon"},
     {"B5", Bug::B5,
      "a cached import skips the handle's hi half, and an unsolicited NPA_RSP overwrites it"},
-    {"B6", Bug::B6, "stale-generation importers' ranges freed with their PTEs still live"},
+    {"B6", Bug::B6,
+     "a repeated request pins again (alias mode; the revoke unpins once per importer), and "
+     "stale-generation importers' ranges are freed with their PTEs still live"},
     {"B7", Bug::B7, "interrupt processing blocks in setup() for up to the response timeout"},
 }};
 // The bit set is indexed by the enum: the list must hold every value, in its order.

@@ -138,10 +138,21 @@ void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {
         received_.inc();
         const Time start = std::max(sim_now(), firmware_free_);
         Time done = start + cfg_.firmware_latency;
-        if (c.kind == FwCommandKind::TlbInv) done += cfg_.tlb_invalidate_latency;
+        // A fault step's error status: the command is answered with it, not carried out.
+        std::uint32_t error = 0;
+        if (errors_left_ > 0) {
+          --errors_left_;
+          error = error_status_;
+        }
+        if (c.kind == FwCommandKind::TlbInv && error == 0) done += cfg_.tlb_invalidate_latency;
         firmware_free_ = done;
-        firmware_.push(done, [this, from, ring, s, c, epoch = epoch_] {
+        firmware_.push(done, [this, from, ring, s, c, error, epoch = epoch_] {
           if (down_ || epoch != epoch_) return;
+          if (error != 0) {
+            errors_answered_.inc();
+            emit(from, Packet::Writeback, ring, s, nullptr, error, Time{});
+            return;
+          }
           if (c.kind == FwCommandKind::TlbInv) {
             shootdowns_.inc();
             if (on_tlb_invalidate_) on_tlb_invalidate_();
@@ -166,8 +177,14 @@ void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {
   }
 }
 
+void FirmwareMailbox::answer_with_error(std::uint32_t status, std::uint32_t count) {
+  error_status_ = status;
+  errors_left_ = count;
+}
+
 void FirmwareMailbox::reset() {
   ++epoch_;
+  errors_left_ = 0;  // the firmware starts afresh
   for (auto& peer : tx_)
     peer.reset();
   for (auto& peer : rx_)

@@ -64,6 +64,14 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   // everything that arrives is dropped.
   void reset();
   void set_down(bool down) { down_ = down; }
+  // Faults, for studies of what the pod does when firmware misbehaves (scenario `fault` steps):
+  // the next `count` commands this firmware takes it answers with `status` (1-9, the
+  // firmware's error codes) instead of carrying them out: no interrupt, no TLB flush; the
+  // sender sees -ECOMM.
+  void answer_with_error(std::uint32_t status, std::uint32_t count);
+  // The firmware takes no command before `until` (what arrives meanwhile waits in its ring;
+  // senders polling past their write-back timeout give up with -ETIME).
+  void stall_until(Time until) { firmware_free_ = std::max(firmware_free_, until); }
   std::uint32_t in_flight(AccelId dst, unsigned ring) const;
   // Which rings are set up on each side, and what is in them. Not their sequence numbers: those
   // count the commands a ring has carried (handshake retries included), which decides nothing
@@ -116,6 +124,10 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   Counter shootdowns_{stats_, "tlb_shootdowns", "count", "remote TLB shootdowns carried out"};
   Counter ring_full_{stats_, "ring_full", "count", "sends refused because the ring was full"};
   Counter dropped_{stats_, "dropped", "count", "packets dropped while the device was down"};
+  Counter errors_answered_{
+      stats_, "errors_answered", "count",
+      "commands answered with an error status (a fault step), not carried out"};
+  std::uint32_t error_status_ = 0, errors_left_ = 0;
   std::uint64_t epoch_ = 0;            // firmware work queued before a reset is abandoned
   std::uint64_t packets_emitted_ = 0;  // control packets sent (their IDs)
 };

@@ -213,7 +213,8 @@ void check_scenario(const PodConfig& cfg, C& c) {
         break;
       case StepOp::Wait:
       case StepOp::Barrier:
-      case StepOp::ResetNode: break;
+      case StepOp::ResetNode:
+      case StepOp::Fault: break;
     }
   }
 }

@@ -118,9 +118,10 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
   });
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
-    const Key key = std::holds_alternative<ResetNodeStep>(s.kind)
-                        ? Key{0, 0}
-                        : Key{s.common.gpu, s.common.process};
+    const Key key =
+        std::holds_alternative<ResetNodeStep>(s.kind) || std::holds_alternative<FaultStep>(s.kind)
+            ? Key{0, 0}
+            : Key{s.common.gpu, s.common.process};
     groups_[key].push_back(i);
     if (const auto* b = std::get_if<BarrierStep>(&s.kind)) ++barriers_[b->name].expected;
     if (const auto* f = std::get_if<SendFdStep>(&s.kind))
@@ -420,6 +421,14 @@ struct ScenarioRunner::StepRun {
   }
   Errno operator()(const ResetNodeStep& x) {
     if (r.owned_[s.gpu]) node.reset(x.down_for);  // on the rank that holds the GPU
+    return Errno::Ok;
+  }
+  Errno operator()(const FaultStep& f) {
+    if (!r.owned_[s.gpu]) return Errno::Ok;  // the rank that holds the GPU does it
+    if (f.fault == FaultKind::FirmwareError)
+      node.mailbox.answer_with_error(f.status, f.count);
+    else
+      node.mailbox.stall_until(sim_now() + f.for_);
     return Errno::Ok;
   }
 };

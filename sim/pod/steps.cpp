@@ -53,6 +53,11 @@ StepKind kind_of(const StepConfig& s) {
     case StepOp::Exit: return ExitStep{};
     case StepOp::Barrier: return BarrierStep{need(s.name, s, "name")};
     case StepOp::ResetNode: return ResetNodeStep{need(s.down_for, s, "down_for")};
+    case StepOp::Fault: {
+      const FaultKind f = need(s.fault, s, "fault");
+      if (f == FaultKind::FirmwareStall) return FaultStep{f, 0, 1, need(s.for_, s, "for")};
+      return FaultStep{f, need(s.status, s, "status"), s.count.value_or(1), Time{}};
+    }
   }
   throw std::invalid_argument("a step with an unknown op");
 }

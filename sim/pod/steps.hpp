@@ -108,9 +108,16 @@ struct ResetNodeStep {  // a pod-level step: common.gpu is the GPU reset
   Time down_for;
 };
 
+struct FaultStep {  // a pod-level step: common.gpu is the GPU whose firmware misbehaves
+  static constexpr StepOp kOp = StepOp::Fault;
+  FaultKind fault = FaultKind::FirmwareError;
+  std::uint32_t status = 0, count = 1;  // firmware_error
+  Time for_;                            // firmware_stall
+};
+
 using StepKind = std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep,
                               MapStep, AccessStep, CloseFdStep, CloseStep, UnmapStep, CpuMapStep,
-                              WaitStep, ExitStep, BarrierStep, ResetNodeStep>;
+                              WaitStep, ExitStep, BarrierStep, ResetNodeStep, FaultStep>;
 static_assert(std::variant_size_v<StepKind> == kStepOpNames.size(), "one alternative per op");
 
 struct Step {

@@ -32,9 +32,10 @@ enum class StepOp : std::uint8_t {
   Exit,        // the process exits: everything it holds is closed
   Barrier,     // wait until every process with a barrier of this name has reached it: name
   ResetNode,   // reset GPU `gpu` now, down for down_for (a pod-level step)
+  Fault,       // a fault in GPU `gpu`'s firmware: fault, [status, count | for] (pod-level)
 };
 
-inline constexpr std::array<EnumName<StepOp>, 15> kStepOpNames{{
+inline constexpr std::array<EnumName<StepOp>, 16> kStepOpNames{{
     {"alloc", StepOp::Alloc, "allocate a buffer (gem_create)"},
     {"export", StepOp::Export, "export a buffer: a 128-bit UALink handle"},
     {"send_handle", StepOp::SendHandle, "pass a handle to another GPU out of band"},
@@ -51,6 +52,18 @@ inline constexpr std::array<EnumName<StepOp>, 15> kStepOpNames{{
     {"exit", StepOp::Exit, "the process exits"},
     {"barrier", StepOp::Barrier, "wait for every process that has a barrier of this name"},
     {"reset_node", StepOp::ResetNode, "reset a GPU (pod-level)"},
+    {"fault", StepOp::Fault, "make a GPU's firmware misbehave (pod-level)"},
+}};
+
+// What a fault step does to GPU `gpu`'s firmware.
+enum class FaultKind : std::uint8_t { FirmwareError, FirmwareStall };
+inline constexpr std::array<EnumName<FaultKind>, 2> kFaultKindNames{{
+    {"firmware_error", FaultKind::FirmwareError,
+     "the next `count` commands it takes are answered with error `status`, not carried out "
+     "(the sender gets ECOMM)"},
+    {"firmware_stall", FaultKind::FirmwareStall,
+     "it takes no command for `for` (senders polling past gpu.driver.writeback_timeout get "
+     "ETIME)"},
 }};
 
 // Where an alloc step's buffer lives.
@@ -70,6 +83,8 @@ struct StepConfig {
   std::uint32_t process = 1;
   std::optional<std::string> name, buffer, handle, fd, mapping, as;
   std::optional<AllocDomain> domain;
+  std::optional<FaultKind> fault;
+  std::optional<std::uint32_t> status, count;
   std::optional<std::vector<std::string>> mappings;
   std::optional<std::uint32_t> to, to_process;
   std::optional<Bytes> size;
@@ -107,7 +122,16 @@ struct StepConfig {
     v.field("to_process", to_process, "send_fd: the receiving process on the same GPU",
             between<std::uint32_t>(1, 15));
     v.field("size", size, "alloc: bytes", at_least(Bytes(1)));
-    v.field("for", for_, "wait: how long");
+    v.choice("fault", fault, "fault: what goes wrong",
+             std::span<const EnumName<FaultKind>>(kFaultKindNames));
+    v.field("status", status,
+            "fault firmware_error: the status the firmware answers (1 FIFO overflow, 2 bad "
+            "command, 3 timeout, 4 bad metadata, 5 ring overflow, 6 bad write pointer, 7 "
+            "interrupt delivery failure, 8 bad ring address, 9 bad write-back address)",
+            between<std::uint32_t>(1, 9));
+    v.field("count", count, "fault firmware_error: how many commands (default 1)",
+            between<std::uint32_t>(1, 1'000'000));
+    v.field("for", for_, "wait: how long; fault firmware_stall: how long the firmware stalls");
     v.field("down_for", down_for, "reset_node: how long the GPU stays down");
     v.field("accesses", accesses, "access: count (default workload.traffic.accesses)");
     v.field("duration", duration, "access: issue for this long instead of a count");
@@ -154,6 +178,12 @@ struct StepConfig {
       case StepOp::Exit: want({}, {}); break;
       case StepOp::Barrier: want({"name"}, {}); break;
       case StepOp::ResetNode: want({"down_for"}, {}); break;
+      case StepOp::Fault:
+        if (fault == FaultKind::FirmwareStall)
+          want({"fault", "for"}, {});
+        else
+          want({"fault", "status"}, {"count"});
+        break;
     }
     const std::pair<const char*, bool> present[] = {
         {"name", name.has_value()},
@@ -166,6 +196,9 @@ struct StepConfig {
         {"domain", domain.has_value()},
         {"to", to.has_value()},
         {"to_process", to_process.has_value()},
+        {"fault", fault.has_value()},
+        {"status", status.has_value()},
+        {"count", count.has_value()},
         {"size", size.has_value()},
         {"for", for_.has_value()},
         {"down_for", down_for.has_value()},

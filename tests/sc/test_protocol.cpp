@@ -214,9 +214,10 @@ TEST_CASE("scenario steps: an unexpected errno fails the run naming the step", "
                           Catch::Contains("returned EINVAL, expected OK"));
 }
 
-TEST_CASE("two processes hold GEM handles to an exported buffer: the export lives until both "
-          "are closed",
-          "[scenario][revoke]") {
+TEST_CASE(
+    "two processes hold GEM handles to an exported buffer: the export lives until both "
+    "are closed",
+    "[scenario][revoke]") {
   // Process 1 of GPU 0 exports its buffer and hands a dma-buf fd of it to process 2 (PRIME
   // export, a Unix socket), which imports it: a second GEM handle. GPU 1 imports the export
   // and loads and stores into it for 400 us. Process 1 closes its handle as the accesses start,
@@ -259,6 +260,65 @@ TEST_CASE("two processes hold GEM handles to an exported buffer: the export live
   CHECK(r.stat("pod.gpu0.driver.unpins") == 1);
 }
 
+TEST_CASE(
+    "firmware faults: an error status gives the sender ECOMM, a stalled firmware ETIME, "
+    "and a request repeated after ETIME leaves no pin behind (B6 does)",
+    "[protocol][faults]") {
+  // GPU 0's firmware answers its next command with status 2 (bad command): GPU 1's first
+  // import, whose HELLO it is, fails with ECOMM, and the next succeeds. From 500 us GPU 0's
+  // firmware stalls for 1 ms: an import at 600 us polls its NPA_REQ's write-back for
+  // writeback_timeout (200 us) and gives up with ETIME. The firmware takes that NPA_REQ when
+  // it resumes (the exporter pins and answers; the importer no longer waits), and the import
+  // asked again at 2 ms succeeds. At teardown everything must be given back.
+  const std::string cfg = write_temp_file("faults.json", R"({
+    "pod": {"gpus": 2},
+    "gpu": {"driver": {"writeback_timeout": "200us"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"op": "fault", "gpu": 0, "fault": "firmware_error", "status": 2},
+      {"op": "fault", "gpu": 0, "fault": "firmware_stall", "for": "1ms", "at": "500us"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b2"},
+      {"gpu": 0, "op": "export", "buffer": "b2", "name": "h2"},
+      {"gpu": 0, "op": "send_handle", "handle": "h2", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "expect": "ECOMM"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "close_fd", "fd": "f"},
+      {"gpu": 1, "op": "import", "handle": "h2", "name": "g", "at": "600us", "expect": "ETIME"},
+      {"gpu": 1, "op": "import", "handle": "h2", "name": "g", "at": "2ms"},
+      {"gpu": 1, "op": "close_fd", "fd": "g"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(step_result(r, 8) == "ECOMM");
+  CHECK(step_result(r, 9) == "OK");
+  CHECK(step_result(r, 11) == "ETIME");
+  CHECK(step_result(r, 12) == "OK");
+  CHECK(r.stat("pod.gpu0.mailbox.errors_answered") == 1);
+  CHECK(r.stat("pod.gpu1.driver.send_timeouts") == 1);  // the polling loop's ETIME
+  CHECK(r.stat("pod.gpu1.driver.send_failures") == 2);
+  // The ETIME'd import's time: the timeout, polled at 10-50 us.
+  const auto& steps = r.run->at("steps").as_array();
+  const double waited =
+      steps[11].at("ended_ns").to_number<double>() - steps[11].at("started_ns").to_number<double>();
+  CHECK(waited >= 200e3);
+  CHECK(waited < 200e3 + 2 * 50e3 + 20e3);
+  // Both NPA_REQs for h2 reached GPU 0: one pin for the importer, undone at the revoke.
+  CHECK(r.stat("pod.gpu0.driver.received.NPA_REQ") == 3);
+  CHECK(r.stat("pod.gpu0.driver.pins") == 2);
+  CHECK(r.stat("pod.gpu0.driver.unpins") == 2);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+
+  // B6 put back: the repeated request pins again, and the revoke leaves that pin.
+  auto b6 = run_podsim({"run", cfg, "--set", "gpu.driver.reintroduce_bugs=[\"B6\"]"});
+  CHECK(b6.exit_code == 1);
+  CHECK_THAT(b6.err, Catch::Contains("invariant violated") && Catch::Contains("gpu0") &&
+                         Catch::Contains("freed while pinned 1 time(s)"));
+  CHECK(b6.stat("pod.gpu0.driver.pins") == 3);
+}
+
 TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scenario]") {
   struct Case {
     const char* steps;
@@ -277,6 +337,13 @@ TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scen
            Case{R"([{"gpu": 0, "op": "teleport"}])", "workload.steps.0.op", "is not one of"},
            Case{R"([{"gpu": 0, "op": "import", "handle": "ghost", "name": "fd"}])",
                 "workload.steps.0.handle", "no handle named \"ghost\""},
+           Case{R"([{"gpu": 0, "op": "fault", "fault": "firmware_error"}])", "workload.steps.0.op",
+                "needs \"status\""},
+           Case{R"([{"gpu": 0, "op": "fault", "fault": "firmware_error", "status": 10}])",
+                "workload.steps.0.status", "at most 9"},
+           Case{R"([{"gpu": 0, "op": "fault", "fault": "firmware_stall", "status": 1,
+                     "for": "1us"}])",
+                "workload.steps.0.status", "takes no \"status\""},
            Case{R"([{"gpu": 0, "op": "send_fd", "buffer": "nope", "to_process": 2}])",
                 "workload.steps.0.buffer", "no buffer named \"nope\""},
            Case{R"([{"gpu": 0, "op": "send_fd", "buffer": "b"}])", "workload.steps.0.op",

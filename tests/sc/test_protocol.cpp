@@ -319,6 +319,38 @@ TEST_CASE(
   CHECK(b6.stat("pod.gpu0.driver.pins") == 3);
 }
 
+TEST_CASE("a stalled receiver's ring fills: 63 sends time out, the 64th is ENOSPC",
+          "[protocol][faults]") {
+  // GPU 0's firmware stalls for 20 ms. Each import GPU 1 tries sends a HELLO into its ring at
+  // GPU 0 and gives up after writeback_timeout (ETIME), leaving the command in the ring: the
+  // ring holds 63 in flight (64 slots), and the next send is refused (ENOSPC). When the
+  // firmware resumes it takes them all, and an import after that succeeds.
+  std::string steps = R"({"op": "fault", "gpu": 0, "fault": "firmware_stall", "for": "20ms"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1})";
+  for (int i = 0; i < 63; ++i)
+    steps += R"(, {"gpu": 1, "op": "import", "handle": "h", "name": "f", "expect": "ETIME"})";
+  steps += R"(, {"gpu": 1, "op": "import", "handle": "h", "name": "f", "expect": "ENOSPC"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "at": "30ms"},
+      {"gpu": 1, "op": "close_fd", "fd": "f"})";
+  const std::string cfg = write_temp_file(
+      "ring-full.json", R"({"pod": {"gpus": 2}, "gpu": {"driver": {"writeback_timeout": "100us"}},
+      "workload": {"kind": "scenario", "steps": [)" +
+                            steps + "]}}");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);  // every step returned what it expects
+  CHECK(step_result(r, 4) == "ETIME");
+  CHECK(step_result(r, 66) == "ETIME");
+  CHECK(step_result(r, 67) == "ENOSPC");
+  CHECK(step_result(r, 68) == "OK");
+  CHECK(r.stat("pod.gpu1.driver.send_timeouts") == 63);
+  CHECK(r.stat("pod.gpu1.mailbox.ring_full") == 1);
+  CHECK(r.stat("pod.gpu0.driver.received.HELLO") == 64);  // the 63 left in the ring, and one
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}
+
 TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scenario]") {
   struct Case {
     const char* steps;

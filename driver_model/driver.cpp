@@ -261,6 +261,9 @@ Result<GemHandle> Driver::gem_of_fd(ProcessId p, Fd fd) {
   Process& proc = process(p);
   auto it = proc.fds.find(fd);
   if (it == proc.fds.end()) return Result<GemHandle>{Errno::Inval, 0};
+  // A buffer the process already has a handle for gives that handle (DRM looks it up).
+  for (const auto& [gem, bo] : proc.gems)
+    if (bo == it->second) return Result<GemHandle>{Errno::Ok, gem};
   return Result<GemHandle>{Errno::Ok, new_gem(p, it->second)};
 }
 

@@ -81,7 +81,8 @@ class Driver {
   Task<Result<UalinkHandle>> export_handle(ProcessId p, GemHandle gem);
   // DRM_IOCTL_AMDGPU_UALINK_HANDLE, op IMPORT: a dma-buf fd for the remote buffer.
   Task<Result<Fd>> import_handle(ProcessId p, UalinkHandle h);
-  // PRIME import of a dma-buf fd: a GEM handle for the same buffer.
+  // PRIME import of a dma-buf fd: a GEM handle for the same buffer (the process's own, if it
+  // has one for that buffer already).
   Task<Result<GemHandle>> prime_fd_to_handle(ProcessId p, Fd fd);
   // PRIME export of a GEM handle: a dma-buf fd for its buffer (ENOENT: no such handle).
   Task<Result<Fd>> prime_handle_to_fd(ProcessId p, GemHandle gem);

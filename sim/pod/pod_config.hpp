@@ -156,6 +156,10 @@ void check_scenario(const PodConfig& cfg, C& c) {
     if (*s.op == StepOp::Export && s.name) handles[s.gpu].insert(*s.name);
   for (const StepConfig& s : w.steps)
     if (*s.op == StepOp::SendHandle && s.to) handles[*s.to].insert(s.as ? *s.as : *s.handle);
+  // Processes that run steps (an fd sent to one that runs none would reach nobody).
+  std::set<std::pair<std::uint32_t, std::uint32_t>> running;
+  for (const StepConfig& s : w.steps)
+    if (*s.op != StepOp::ResetNode && *s.op != StepOp::Fault) running.insert({s.gpu, s.process});
   // fds another process of the GPU sends (send_fd) may arrive from steps listed later too.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::string>> sent_fds;
   for (const StepConfig& s : w.steps)
@@ -187,7 +191,13 @@ void check_scenario(const PodConfig& cfg, C& c) {
       case StepOp::Alloc: buffers[key].insert(*s.name); break;
       case StepOp::Export: need(s.buffer, buffers[key], "buffer", "buffer"); break;
       case StepOp::SendHandle: need(s.handle, handles[s.gpu], "handle", "handle"); break;
-      case StepOp::SendFd: need(s.buffer, buffers[key], "buffer", "buffer"); break;
+      case StepOp::SendFd:
+        need(s.buffer, buffers[key], "buffer", "buffer");
+        if (s.to_process && !running.count({s.gpu, *s.to_process}))
+          c.fail(at + ".to_process", "process " + std::to_string(*s.to_process) + " of gpu " +
+                                         std::to_string(s.gpu) +
+                                         " runs no steps: nothing would receive the fd");
+        break;
       case StepOp::Import:
         need(s.handle, handles[s.gpu], "handle", "handle");
         fds[key].insert(*s.name);

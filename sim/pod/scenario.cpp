@@ -118,9 +118,10 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
   });
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
+    // The pod's own steps (resets, faults) of one GPU run in order, apart from other GPUs'.
     const Key key =
         std::holds_alternative<ResetNodeStep>(s.kind) || std::holds_alternative<FaultStep>(s.kind)
-            ? Key{0, 0}
+            ? Key{s.common.gpu, 0}
             : Key{s.common.gpu, s.common.process};
     groups_[key].push_back(i);
     if (const auto* b = std::get_if<BarrierStep>(&s.kind)) ++barriers_[b->name].expected;
@@ -131,8 +132,8 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
     b.index = static_cast<std::uint32_t>(barrier_by_index_.size());
     barrier_by_index_.push_back(&b);
   }
-  // Each GPU's processes run where the GPU is; the pod's own steps (node resets) on every
-  // rank, each acting only on GPUs it holds.
+  // Each GPU's processes run where the GPU is; the pod's own steps (node resets, faults) on
+  // every rank, each acting only on the GPU it names where that GPU is held.
   for (auto& [key, idx] : groups_) {
     const Key k = key;
     if (k.second != 0 && !owned_[k.first]) continue;
@@ -183,8 +184,8 @@ void ScenarioRunner::apply(const HostNote& n) {
 
 void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
   ProcessState& ps = states_[key];
-  // The pod's own steps run on every rank alike; what they report, the rank holding the GPU
-  // they act on reports (and the end of the group, the rank holding GPU 0).
+  // The pod's own steps run on every rank alike; what they report, and the end of the group,
+  // the rank holding the GPU they act on reports.
   const bool pod_group = key.second == 0;
   for (std::size_t i : steps) {
     const Step& step = steps_[i];
@@ -222,7 +223,7 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
       return;
     }
   }
-  if (pod_group && !owned_[0]) return;
+  if (pod_group && !owned_[key.first]) return;
   HostNote done;
   done.kind = HostNote::Kind::GroupDone;
   done.origin = key.first;
@@ -294,14 +295,17 @@ struct ScenarioRunner::StepRun {
     const Errno closed = drv.call(d.close_fd(p, fd.value));
     if (!passed.ok()) return passed.err;
     r.states_[{s.gpu, x.to_process}].fds[x.as] = passed.value;
+    r.fds_arrived_[{s.gpu, x.to_process}].insert(x.as);
     notify_event(r.fd_ev_);
     return closed;
   }
-  // An fd another process of this GPU sends (send_fd) may not be here yet.
+  // An fd another process of this GPU sends (send_fd) may not be here yet: wait for its
+  // first arrival (once it has come, a missing fd is one this process closed).
   void await_fd(const std::string& name) {
-    const auto sent = r.fds_sent_.find({s.gpu, s.process});
+    const Key me{s.gpu, s.process};
+    const auto sent = r.fds_sent_.find(me);
     if (sent == r.fds_sent_.end() || !sent->second.count(name)) return;
-    while (!ps.fds.count(name))
+    while (!r.fds_arrived_[me].count(name))
       sc_core::wait(r.fd_ev_);
   }
   Errno operator()(const ImportStep& x) {

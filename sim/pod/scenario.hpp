@@ -104,7 +104,7 @@ class ScenarioRunner {
   sc_core::sc_event handle_ev_;
   // fds other processes of the same GPU send each process (send_fd), by name: a step that
   // uses one waits for it; fd_ev_ fires when one arrives.
-  std::map<Key, std::set<std::string>> fds_sent_;
+  std::map<Key, std::set<std::string>> fds_sent_, fds_arrived_;
   sc_core::sc_event fd_ev_;
   std::map<std::string, Barrier> barriers_;
   std::vector<Barrier*> barrier_by_index_;

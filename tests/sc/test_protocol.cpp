@@ -351,6 +351,43 @@ TEST_CASE("a stalled receiver's ring fills: 63 sends time out, the 64th is ENOSP
   CHECK(r.stat("pod.summary.invariant_violations") == 0);
 }
 
+TEST_CASE(
+    "scenario steps: pod-level steps of different GPUs keep their own times, and a sent "
+    "fd closed then used fails at once",
+    "[scenario][faults]") {
+  // A fault on GPU 0 at 1 us, listed after a reset of GPU 1 at 900 us, acts at 1 us: GPU 1's
+  // import, whose HELLO GPU 0's firmware takes at about 100 us, gets ECOMM.
+  const std::string order = write_temp_file("pod-steps.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "1MiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"op": "reset_node", "gpu": 1, "down_for": "10us", "at": "900us"},
+      {"op": "fault", "gpu": 0, "fault": "firmware_error", "status": 2, "at": "1us"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "fd", "expect": "ECOMM"}
+    ]}})");
+  auto r = run_podsim({"run", order});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(step_result(r, 5) == "ECOMM");
+
+  // An fd that arrived and was closed is gone: using it again fails the step (it does not
+  // wait for another arrival).
+  const std::string reuse = write_temp_file("fd-reuse.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "1MiB", "name": "b"},
+      {"gpu": 0, "op": "send_fd", "buffer": "b", "to_process": 2},
+      {"gpu": 0, "process": 2, "op": "close_fd", "fd": "b"},
+      {"gpu": 0, "process": 2, "op": "map", "fd": "b", "name": "m"}
+    ]}})");
+  auto u = run_podsim({"run", reuse});
+  CHECK(u.exit_code == 1);
+  CHECK_THAT(u.err, Catch::Contains("step 3 (map on gpu0 process 2)") &&
+                        Catch::Contains("no fd named \"b\""));
+}
+
 TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scenario]") {
   struct Case {
     const char* steps;
@@ -376,6 +413,9 @@ TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scen
            Case{R"([{"gpu": 0, "op": "fault", "fault": "firmware_stall", "status": 1,
                      "for": "1us"}])",
                 "workload.steps.0.status", "takes no \"status\""},
+           Case{R"([{"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"},
+                    {"gpu": 0, "op": "send_fd", "buffer": "b", "to_process": 5}])",
+                "workload.steps.1.to_process", "process 5 of gpu 0 runs no steps"},
            Case{R"([{"gpu": 0, "op": "send_fd", "buffer": "nope", "to_process": 2}])",
                 "workload.steps.0.buffer", "no buffer named \"nope\""},
            Case{R"([{"gpu": 0, "op": "send_fd", "buffer": "b"}])", "workload.steps.0.op",
@@ -388,8 +428,9 @@ TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scen
                 "workload.steps.3.fd", "no fd named \"f\""},
            Case{R"([{"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"},
                     {"gpu": 0, "op": "send_fd", "buffer": "b", "to_process": 2},
+                    {"gpu": 0, "process": 2, "op": "close_fd", "fd": "b"},
                     {"gpu": 1, "process": 2, "op": "close_fd", "fd": "b"}])",
-                "workload.steps.2.fd", "no fd named \"b\""},
+                "workload.steps.3.fd", "no fd named \"b\""},
        }) {
     INFO(c.steps);
     const std::string cfg = write_temp_file(

@@ -468,6 +468,14 @@ TEST_CASE("revoke: a buffer with GEM handles in two processes is revoked when th
   CHECK(again.value.lo == h.lo);
   CHECK(again.value.hi == h.hi);
 
+  // Importing the same fd again in one process gives the handle it has (DRM looks it up).
+  auto fd2 = w.call(w.d(1).prime_handle_to_fd(2, g2.value));
+  REQUIRE(fd2.ok());
+  auto same = w.call(w.d(1).prime_fd_to_handle(2, fd2.value));
+  REQUIRE(same.ok());
+  CHECK(same.value == g2.value);
+  REQUIRE(w.call(w.d(1).close_fd(2, fd2.value)) == Errno::Ok);
+
   // Two handles -> one: nothing happens to the export.
   REQUIRE(w.call(w.d(1).gem_close(1, g)) == Errno::Ok);
   CHECK(w.d(1).messages_sent(MsgType::NpaRevoke) == 0);

@@ -424,6 +424,18 @@ void Driver::free_range(AccelId importer, std::uint64_t window_page, std::uint64
   window(importer).free(window_page, pages);
 }
 
+void Driver::fail_next(FailPoint point, std::uint32_t count) {
+  failures_[static_cast<std::size_t>(point)] = count;
+}
+
+bool Driver::take_failure(FailPoint point) {
+  std::uint32_t& left = failures_[static_cast<std::size_t>(point)];
+  if (left == 0) return false;
+  --left;
+  injected_failures_.inc();
+  return true;
+}
+
 void Driver::unpin(Bo& bo) {
   if (cfg_.exported_memory == ExportedMemory::Unpinned) return;
   if (bo.pins == 0) {
@@ -476,6 +488,11 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   // and the revoke, which unpins once per importer, leaves the extra pins behind.
   const bool pins =
       bug(Bug::B6) || !node->importer(from) || node->generation(from) != conns_.generation(from);
+  if (pins && take_failure(FailPoint::Pin)) {  // a fault step's: the pin fails
+    co_await fail(FailReason::Error);
+    put_export(node);
+    co_return;
+  }
   if (pins) pin(bo);
 
   const RangeGrant g = grant_range(*node, from, bo.pages);
@@ -485,6 +502,14 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   if (failure) {
     if (pins) unpin(bo);
     co_await fail(*failure);
+    put_export(node);
+    co_return;
+  }
+  if (fresh_range && take_failure(FailPoint::Map)) {  // a fault step's: the mapping fails
+    if (pins) unpin(bo);
+    free_range(from, window_page, bo.pages, tag);
+    exports_.undo_range(*node, from);
+    co_await fail(FailReason::Error);
     put_export(node);
     co_return;
   }
@@ -976,6 +1001,7 @@ Task<void> Driver::eviction_worker() {
 
 void Driver::device_reset() {
   device_resets_.inc();
+  failures_ = {};  // a fault step's pending failures go with the device
   // Abandon everything in flight; the frames go, the state goes.
   runner_.cancel_all();
   bos_.clear();

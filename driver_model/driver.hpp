@@ -18,6 +18,7 @@
 // never an NPA.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -63,6 +64,10 @@ struct Holdings {
   std::vector<std::string> details;  // one line per buffer still allocated
 };
 
+// Where a fault step makes the exporter's handling of an NPA_REQ fail (answered NPA_FAIL
+// ERROR, as the snapshot does for a failed pin or mapping).
+enum class FailPoint : std::uint8_t { Pin, Map, Count };
+
 class Driver {
  public:
   Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode mode, Rng rng,
@@ -98,6 +103,11 @@ class Driver {
   Task<Errno> gem_cpu_map(ProcessId p, GemHandle gem);
   // The process exits: its mappings, fds and GEM handles go, as the kernel closes them.
   Task<void> process_exit(ProcessId p);
+
+  // Faults, for studies (scenario `fault` steps): the next `count` pins of an exported buffer
+  // for an importer (Pin), or mappings of a new NPA range (Map), fail; the request is answered
+  // NPA_FAIL ERROR with everything undone.
+  void fail_next(FailPoint point, std::uint32_t count);
 
   // ---- direct setup ------------------------------------------------------------------------
   // The state the user API and the protocol leave behind, reached without their messages or
@@ -255,7 +265,10 @@ class Driver {
 
   DriverConfig cfg_;
   Bugs bugs_;  // cfg_.reintroduce_bugs, read once
+  std::array<std::uint32_t, static_cast<std::size_t>(FailPoint::Count)> failures_{};  // left
   bool bug(Bug b) const { return bugs_.test(static_cast<std::size_t>(b)); }
+  // A fault step's failure due at `point`, if one is left (and one fewer left).
+  bool take_failure(FailPoint point);
   AccelId self_;
   VpodInfo vpod_;
   NpaAddrMode mode_;
@@ -305,6 +318,8 @@ class Driver {
   Counter evictions_{stats_, "evictions", "count",
                      "exported pages migrated (unpinned design only)"};
   Counter device_resets_{stats_, "device_resets", "count", "resets of this device"};
+  Counter injected_failures_{stats_, "injected_failures", "count",
+                             "pins or NPA range mappings a fault step made fail"};
   std::vector<std::unique_ptr<Counter>> sent_by_type_;
   std::vector<std::unique_ptr<Counter>> received_by_type_;
   Distribution export_time_{stats_, "export_time", "ns", "duration of export calls", kPsPerNs};

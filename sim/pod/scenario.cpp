@@ -429,10 +429,12 @@ struct ScenarioRunner::StepRun {
   }
   Errno operator()(const FaultStep& f) {
     if (!r.owned_[s.gpu]) return Errno::Ok;  // the rank that holds the GPU does it
-    if (f.fault == FaultKind::FirmwareError)
-      node.mailbox.answer_with_error(f.status, f.count);
-    else
-      node.mailbox.stall_until(sim_now() + f.for_);
+    switch (f.fault) {
+      case FaultKind::FirmwareError: node.mailbox.answer_with_error(f.status, f.count); break;
+      case FaultKind::FirmwareStall: node.mailbox.stall_until(sim_now() + f.for_); break;
+      case FaultKind::PinFailure: d.fail_next(driver::FailPoint::Pin, f.count); break;
+      case FaultKind::MapFailure: d.fail_next(driver::FailPoint::Map, f.count); break;
+    }
     return Errno::Ok;
   }
 };

@@ -56,7 +56,9 @@ StepKind kind_of(const StepConfig& s) {
     case StepOp::Fault: {
       const FaultKind f = need(s.fault, s, "fault");
       if (f == FaultKind::FirmwareStall) return FaultStep{f, 0, 1, need(s.for_, s, "for")};
-      return FaultStep{f, need(s.status, s, "status"), s.count.value_or(1), Time{}};
+      if (f == FaultKind::FirmwareError)
+        return FaultStep{f, need(s.status, s, "status"), s.count.value_or(1), Time{}};
+      return FaultStep{f, 0, s.count.value_or(1), Time{}};
     }
   }
   throw std::invalid_argument("a step with an unknown op");

@@ -56,14 +56,20 @@ inline constexpr std::array<EnumName<StepOp>, 16> kStepOpNames{{
 }};
 
 // What a fault step does to GPU `gpu`'s firmware.
-enum class FaultKind : std::uint8_t { FirmwareError, FirmwareStall };
-inline constexpr std::array<EnumName<FaultKind>, 2> kFaultKindNames{{
+enum class FaultKind : std::uint8_t { FirmwareError, FirmwareStall, PinFailure, MapFailure };
+inline constexpr std::array<EnumName<FaultKind>, 4> kFaultKindNames{{
     {"firmware_error", FaultKind::FirmwareError,
      "the next `count` commands it takes are answered with error `status`, not carried out "
      "(the sender gets ECOMM)"},
     {"firmware_stall", FaultKind::FirmwareStall,
      "it takes no command for `for` (senders polling past gpu.driver.writeback_timeout get "
      "ETIME)"},
+    {"pin_failure", FaultKind::PinFailure,
+     "as an exporter, its next `count` pins of a buffer for an importer fail: the NPA_REQ is "
+     "answered NPA_FAIL ERROR (the import gets EINVAL)"},
+    {"map_failure", FaultKind::MapFailure,
+     "as an exporter, its next `count` mappings of a new NPA range fail: NPA_FAIL ERROR, the "
+     "range and pin undone"},
 }};
 
 // Where an alloc step's buffer lives.
@@ -129,7 +135,9 @@ struct StepConfig {
             "command, 3 timeout, 4 bad metadata, 5 ring overflow, 6 bad write pointer, 7 "
             "interrupt delivery failure, 8 bad ring address, 9 bad write-back address)",
             between<std::uint32_t>(1, 9));
-    v.field("count", count, "fault firmware_error: how many commands (default 1)",
+    v.field("count", count,
+            "fault firmware_error, pin_failure, map_failure: how many commands, pins or "
+            "mappings (default 1)",
             between<std::uint32_t>(1, 1'000'000));
     v.field("for", for_, "wait: how long; fault firmware_stall: how long the firmware stalls");
     v.field("down_for", down_for, "reset_node: how long the GPU stays down");
@@ -181,8 +189,10 @@ struct StepConfig {
       case StepOp::Fault:
         if (fault == FaultKind::FirmwareStall)
           want({"fault", "for"}, {});
-        else
+        else if (fault == FaultKind::FirmwareError)
           want({"fault", "status"}, {"count"});
+        else
+          want({"fault"}, {"count"});
         break;
     }
     const std::pair<const char*, bool> present[] = {

@@ -319,6 +319,46 @@ TEST_CASE(
   CHECK(b6.stat("pod.gpu0.driver.pins") == 3);
 }
 
+TEST_CASE(
+    "an exporter whose pin or NPA range mapping fails answers NPA_FAIL ERROR: the import "
+    "is EINVAL, everything is undone, and the next request succeeds",
+    "[protocol][faults]") {
+  const std::string cfg = write_temp_file("pin-map-failure.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"op": "fault", "gpu": 0, "fault": "pin_failure"},
+      {"op": "fault", "gpu": 0, "fault": "map_failure", "at": "300us"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b2"},
+      {"gpu": 0, "op": "export", "buffer": "b2", "name": "h2"},
+      {"gpu": 0, "op": "send_handle", "handle": "h2", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "expect": "EINVAL"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "close_fd", "fd": "f"},
+      {"gpu": 1, "op": "import", "handle": "h2", "name": "g", "at": "400us", "expect": "EINVAL"},
+      {"gpu": 1, "op": "import", "handle": "h2", "name": "g"},
+      {"gpu": 1, "op": "map", "fd": "g", "name": "m"},
+      {"gpu": 1, "op": "access", "mappings": ["m"], "accesses": 50}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(step_result(r, 8) == "EINVAL");
+  CHECK(step_result(r, 9) == "OK");
+  CHECK(step_result(r, 11) == "EINVAL");
+  CHECK(step_result(r, 12) == "OK");
+  CHECK(r.stat("pod.gpu0.driver.injected_failures") == 2);
+  CHECK(r.stat("pod.gpu0.driver.sent.NPA_FAIL") == 2);
+  // One pin per successful import, each undone; the failed mapping's range went back (the
+  // next request mapped a range and the accesses were served from it).
+  CHECK(r.stat("pod.gpu0.driver.pins") == 3);  // the failed mapping's pin, undone, and two
+  CHECK(r.stat("pod.gpu0.driver.unpins") == 3);
+  CHECK(r.stat("pod.gpu1.agent.remote_reads") + r.stat("pod.gpu1.agent.remote_writes") == 50);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}
+
 TEST_CASE("a stalled receiver's ring fills: 63 sends time out, the 64th is ENOSPC",
           "[protocol][faults]") {
   // GPU 0's firmware stalls for 20 ms. Each import GPU 1 tries sends a HELLO into its ring at

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace podsim::driver {
 
@@ -424,6 +425,13 @@ void Driver::free_range(AccelId importer, std::uint64_t window_page, std::uint64
   window(importer).free(window_page, pages);
 }
 
+void Driver::signal(ProcessId p) {
+  auto it = processes_.find(p);
+  if (it == processes_.end() || !it->second.waiting) return;
+  it->second.signalled = true;
+  it->second.waiting->answered().wake_all();
+}
+
 void Driver::fail_next(FailPoint point, std::uint32_t count) {
   failures_[static_cast<std::size_t>(point)] = count;
 }
@@ -732,7 +740,11 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
   e = co_await send(r, req);
   if (e != Errno::Ok) co_return abandon(e);
   if (node->state() == ImportState::NotReady) {
+    process(p).waiting = node;
     const bool answered = co_await node->answered().wait(env_, cfg_.response_timeout);
+    Process& proc = process(p);
+    proc.waiting.reset();
+    if (std::exchange(proc.signalled, false)) co_return abandon(Errno::RestartSys);
     if (!answered && node->state() == ImportState::NotReady) {
       Result<Fd> res = abandon(Errno::TimedOut);
       co_await reset_connection(r, ConnState::NotReady, gen);

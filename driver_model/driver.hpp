@@ -108,6 +108,9 @@ class Driver {
   // for an importer (Pin), or mappings of a new NPA range (Map), fail; the request is answered
   // NPA_FAIL ERROR with everything undone.
   void fail_next(FailPoint point, std::uint32_t count);
+  // A signal to process `p`: an import waiting for its answer (the one interruptible wait)
+  // ends with ERESTARTSYS, with no connection reset; a process not waiting is not affected.
+  void signal(ProcessId p);
 
   // ---- direct setup ------------------------------------------------------------------------
   // The state the user API and the protocol leave behind, reached without their messages or
@@ -186,14 +189,16 @@ class Driver {
     std::vector<Mapping> mappings;
     bool evicted = false;  // NPA buffer whose access was revoked
   };
+  using ExportPtr = ExportTable::Ptr;
+  using ImportPtr = ImportTable::Ptr;
   struct Process {
     std::map<GemHandle, std::uint64_t> gems;
     std::map<Fd, std::uint64_t> fds;
     GemHandle next_gem = 1;
     Fd next_fd = 3;
+    ImportPtr waiting;       // the import whose answer it waits for (interruptibly), if any
+    bool signalled = false;  // a signal ended that wait
   };
-  using ExportPtr = ExportTable::Ptr;
-  using ImportPtr = ImportTable::Ptr;
   struct Interrupt {  // a protocol message as firmware delivered it
     AccelId from;
     Dwords dw;

@@ -159,7 +159,8 @@ void check_scenario(const PodConfig& cfg, C& c) {
   // Processes that run steps (an fd sent to one that runs none would reach nobody).
   std::set<std::pair<std::uint32_t, std::uint32_t>> running;
   for (const StepConfig& s : w.steps)
-    if (*s.op != StepOp::ResetNode && *s.op != StepOp::Fault) running.insert({s.gpu, s.process});
+    if (*s.op != StepOp::ResetNode && *s.op != StepOp::Fault && *s.op != StepOp::Signal)
+      running.insert({s.gpu, s.process});
   // fds another process of the GPU sends (send_fd) may arrive from steps listed later too.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::string>> sent_fds;
   for (const StepConfig& s : w.steps)
@@ -223,6 +224,11 @@ void check_scenario(const PodConfig& cfg, C& c) {
         break;
       case StepOp::Wait:
       case StepOp::Barrier:
+      case StepOp::Signal:
+        if (s.to_process && !running.count({s.gpu, *s.to_process}))
+          c.fail(at + ".to_process", "process " + std::to_string(*s.to_process) + " of gpu " +
+                                         std::to_string(s.gpu) + " runs no steps");
+        break;
       case StepOp::ResetNode:
       case StepOp::Fault: break;
     }

@@ -119,10 +119,11 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
     // The pod's own steps (resets, faults) of one GPU run in order, apart from other GPUs'.
-    const Key key =
-        std::holds_alternative<ResetNodeStep>(s.kind) || std::holds_alternative<FaultStep>(s.kind)
-            ? Key{s.common.gpu, 0}
-            : Key{s.common.gpu, s.common.process};
+    const Key key = std::holds_alternative<ResetNodeStep>(s.kind) ||
+                            std::holds_alternative<FaultStep>(s.kind) ||
+                            std::holds_alternative<SignalStep>(s.kind)
+                        ? Key{s.common.gpu, 0}
+                        : Key{s.common.gpu, s.common.process};
     groups_[key].push_back(i);
     if (const auto* b = std::get_if<BarrierStep>(&s.kind)) ++barriers_[b->name].expected;
     if (const auto* f = std::get_if<SendFdStep>(&s.kind))
@@ -425,6 +426,10 @@ struct ScenarioRunner::StepRun {
   }
   Errno operator()(const ResetNodeStep& x) {
     if (r.owned_[s.gpu]) node.reset(x.down_for);  // on the rank that holds the GPU
+    return Errno::Ok;
+  }
+  Errno operator()(const SignalStep& x) {
+    if (r.owned_[s.gpu]) d.signal(static_cast<driver::ProcessId>(x.to_process));
     return Errno::Ok;
   }
   Errno operator()(const FaultStep& f) {

@@ -53,6 +53,7 @@ StepKind kind_of(const StepConfig& s) {
     case StepOp::Exit: return ExitStep{};
     case StepOp::Barrier: return BarrierStep{need(s.name, s, "name")};
     case StepOp::ResetNode: return ResetNodeStep{need(s.down_for, s, "down_for")};
+    case StepOp::Signal: return SignalStep{need(s.to_process, s, "to_process")};
     case StepOp::Fault: {
       const FaultKind f = need(s.fault, s, "fault");
       if (f == FaultKind::FirmwareStall) return FaultStep{f, 0, 1, need(s.for_, s, "for")};

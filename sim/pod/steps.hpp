@@ -115,9 +115,15 @@ struct FaultStep {  // a pod-level step: common.gpu is the GPU whose firmware mi
   Time for_;                            // firmware_stall
 };
 
-using StepKind = std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep,
-                              MapStep, AccessStep, CloseFdStep, CloseStep, UnmapStep, CpuMapStep,
-                              WaitStep, ExitStep, BarrierStep, ResetNodeStep, FaultStep>;
+struct SignalStep {  // a pod-level step: common.gpu is the GPU of the process signalled
+  static constexpr StepOp kOp = StepOp::Signal;
+  std::uint32_t to_process = 1;
+};
+
+using StepKind =
+    std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep, MapStep, AccessStep,
+                 CloseFdStep, CloseStep, UnmapStep, CpuMapStep, WaitStep, ExitStep, BarrierStep,
+                 ResetNodeStep, FaultStep, SignalStep>;
 static_assert(std::variant_size_v<StepKind> == kStepOpNames.size(), "one alternative per op");
 
 struct Step {

@@ -33,9 +33,10 @@ enum class StepOp : std::uint8_t {
   Barrier,     // wait until every process with a barrier of this name has reached it: name
   ResetNode,   // reset GPU `gpu` now, down for down_for (a pod-level step)
   Fault,       // a fault in GPU `gpu`'s firmware: fault, [status, count | for] (pod-level)
+  Signal,      // a signal to process to_process of GPU `gpu` (pod-level)
 };
 
-inline constexpr std::array<EnumName<StepOp>, 16> kStepOpNames{{
+inline constexpr std::array<EnumName<StepOp>, 17> kStepOpNames{{
     {"alloc", StepOp::Alloc, "allocate a buffer (gem_create)"},
     {"export", StepOp::Export, "export a buffer: a 128-bit UALink handle"},
     {"send_handle", StepOp::SendHandle, "pass a handle to another GPU out of band"},
@@ -52,7 +53,8 @@ inline constexpr std::array<EnumName<StepOp>, 16> kStepOpNames{{
     {"exit", StepOp::Exit, "the process exits"},
     {"barrier", StepOp::Barrier, "wait for every process that has a barrier of this name"},
     {"reset_node", StepOp::ResetNode, "reset a GPU (pod-level)"},
-    {"fault", StepOp::Fault, "make a GPU's firmware misbehave (pod-level)"},
+    {"fault", StepOp::Fault, "make a GPU's firmware or driver misbehave (pod-level)"},
+    {"signal", StepOp::Signal, "signal a GPU process: its import waiting for an answer ends"},
 }};
 
 // What a fault step does to GPU `gpu`'s firmware.
@@ -125,7 +127,8 @@ struct StepConfig {
     v.choice("domain", domain, "alloc: where the buffer lives (default vram)",
              std::span<const EnumName<AllocDomain>>(kAllocDomainNames));
     v.field("to", to, "send_handle: the receiving GPU", between<std::uint32_t>(0, 1023));
-    v.field("to_process", to_process, "send_fd: the receiving process on the same GPU",
+    v.field("to_process", to_process,
+            "send_fd: the receiving process on the same GPU; signal: the process signalled",
             between<std::uint32_t>(1, 15));
     v.field("size", size, "alloc: bytes", at_least(Bytes(1)));
     v.choice("fault", fault, "fault: what goes wrong",
@@ -186,6 +189,7 @@ struct StepConfig {
       case StepOp::Exit: want({}, {}); break;
       case StepOp::Barrier: want({"name"}, {}); break;
       case StepOp::ResetNode: want({"down_for"}, {}); break;
+      case StepOp::Signal: want({"to_process"}, {}); break;
       case StepOp::Fault:
         if (fault == FaultKind::FirmwareStall)
           want({"fault", "for"}, {});

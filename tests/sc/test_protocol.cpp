@@ -359,6 +359,40 @@ TEST_CASE(
   CHECK(r.stat("pod.summary.invariant_violations") == 0);
 }
 
+TEST_CASE("a signal ends an import waiting for its answer with ERESTARTSYS, with no reset",
+          "[protocol][faults]") {
+  // GPU 0 maps a 256 MiB export's NPA range for about 1.3 ms (65,536 PTEs at 20 ns) before it
+  // answers; GPU 1's importing process is signalled at 300 us, while it waits. The answer
+  // that comes later finds no import (unsolicited); asking again later succeeds without a
+  // second pin, and the import is used.
+  const std::string cfg = write_temp_file("signal.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"op": "signal", "gpu": 1, "to_process": 1, "at": "300us"},
+      {"gpu": 0, "op": "alloc", "size": "256MiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "expect": "ERESTARTSYS"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "at": "3ms"},
+      {"gpu": 1, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 1, "op": "access", "mappings": ["m"], "accesses": 20}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto& steps = r.run->at("steps").as_array();
+  CHECK(steps[4].at("result").as_string() == "ERESTARTSYS");
+  CHECK(steps[4].at("ended_ns").to_number<double>() == 300e3);  // at the signal
+  CHECK(step_result(r, 5) == "OK");
+  CHECK(r.stat("pod.gpu1.driver.connection_resets") == 0);
+  CHECK(r.stat("pod.gpu1.driver.unsolicited") == 1);
+  CHECK(r.stat("pod.gpu0.driver.received.NPA_REQ") == 2);
+  CHECK(r.stat("pod.gpu0.driver.pins") == 1);
+  CHECK(r.stat("pod.gpu0.driver.unpins") == 1);
+  CHECK(r.stat("pod.gpu1.agent.remote_reads") + r.stat("pod.gpu1.agent.remote_writes") == 20);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}
+
 TEST_CASE("a stalled receiver's ring fills: 63 sends time out, the 64th is ENOSPC",
           "[protocol][faults]") {
   // GPU 0's firmware stalls for 20 ms. Each import GPU 1 tries sends a HELLO into its ring at
@@ -456,6 +490,9 @@ TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scen
            Case{R"([{"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"},
                     {"gpu": 0, "op": "send_fd", "buffer": "b", "to_process": 5}])",
                 "workload.steps.1.to_process", "process 5 of gpu 0 runs no steps"},
+           Case{R"([{"op": "signal", "gpu": 1, "to_process": 3}])", "workload.steps.0.to_process",
+                "process 3 of gpu 1 runs no steps"},
+           Case{R"([{"op": "signal", "gpu": 1}])", "workload.steps.0.op", "needs \"to_process\""},
            Case{R"([{"gpu": 0, "op": "send_fd", "buffer": "nope", "to_process": 2}])",
                 "workload.steps.0.buffer", "no buffer named \"nope\""},
            Case{R"([{"gpu": 0, "op": "send_fd", "buffer": "b"}])", "workload.steps.0.op",

@@ -136,6 +136,11 @@ void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {
         r.filled[s % cfg_.ring_slots] = false;
         const FwCommand c = r.slots[s % cfg_.ring_slots];
         received_.inc();
+        if (drops_left_ > 0) {  // a fault step's: lost, with no write-back
+          --drops_left_;
+          commands_lost_.inc();
+          continue;
+        }
         const Time start = std::max(sim_now(), firmware_free_);
         Time done = start + cfg_.firmware_latency;
         // A fault step's error status: the command is answered with it, not carried out.
@@ -185,6 +190,7 @@ void FirmwareMailbox::answer_with_error(std::uint32_t status, std::uint32_t coun
 void FirmwareMailbox::reset() {
   ++epoch_;
   errors_left_ = 0;  // the firmware starts afresh
+  drops_left_ = 0;
   for (auto& peer : tx_)
     peer.reset();
   for (auto& peer : rx_)

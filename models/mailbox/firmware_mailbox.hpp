@@ -72,6 +72,9 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   // The firmware takes no command before `until` (what arrives meanwhile waits in its ring;
   // senders polling past their write-back timeout give up with -ETIME).
   void stall_until(Time until) { firmware_free_ = std::max(firmware_free_, until); }
+  // The next `count` commands this firmware takes are lost: neither carried out nor
+  // reported consumed (their senders poll until ETIME; their ring slots stay in flight).
+  void drop_next(std::uint32_t count) { drops_left_ = count; }
   std::uint32_t in_flight(AccelId dst, unsigned ring) const;
   // Which rings are set up on each side, and what is in them. Not their sequence numbers: those
   // count the commands a ring has carried (handshake retries included), which decides nothing
@@ -127,7 +130,9 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   Counter errors_answered_{
       stats_, "errors_answered", "count",
       "commands answered with an error status (a fault step), not carried out"};
-  std::uint32_t error_status_ = 0, errors_left_ = 0;
+  std::uint32_t error_status_ = 0, errors_left_ = 0, drops_left_ = 0;
+  Counter commands_lost_{stats_, "commands_lost", "count",
+                         "commands a fault step made the firmware lose (no write-back)"};
   std::uint64_t epoch_ = 0;            // firmware work queued before a reset is abandoned
   std::uint64_t packets_emitted_ = 0;  // control packets sent (their IDs)
 };

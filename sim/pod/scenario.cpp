@@ -437,6 +437,7 @@ struct ScenarioRunner::StepRun {
     switch (f.fault) {
       case FaultKind::FirmwareError: node.mailbox.answer_with_error(f.status, f.count); break;
       case FaultKind::FirmwareStall: node.mailbox.stall_until(sim_now() + f.for_); break;
+      case FaultKind::FirmwareDrop: node.mailbox.drop_next(f.count); break;
       case FaultKind::PinFailure: d.fail_next(driver::FailPoint::Pin, f.count); break;
       case FaultKind::MapFailure: d.fail_next(driver::FailPoint::Map, f.count); break;
     }

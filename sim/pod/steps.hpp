@@ -111,7 +111,7 @@ struct ResetNodeStep {  // a pod-level step: common.gpu is the GPU reset
 struct FaultStep {  // a pod-level step: common.gpu is the GPU whose firmware misbehaves
   static constexpr StepOp kOp = StepOp::Fault;
   FaultKind fault = FaultKind::FirmwareError;
-  std::uint32_t status = 0, count = 1;  // firmware_error; count also pin_ and map_failure
+  std::uint32_t status = 0, count = 1;  // firmware_error; count also the drop and failures
   Time for_;                            // firmware_stall
 };
 

@@ -58,14 +58,23 @@ inline constexpr std::array<EnumName<StepOp>, 17> kStepOpNames{{
 }};
 
 // What a fault step does to GPU `gpu`'s firmware.
-enum class FaultKind : std::uint8_t { FirmwareError, FirmwareStall, PinFailure, MapFailure };
-inline constexpr std::array<EnumName<FaultKind>, 4> kFaultKindNames{{
+enum class FaultKind : std::uint8_t {
+  FirmwareError,
+  FirmwareStall,
+  FirmwareDrop,
+  PinFailure,
+  MapFailure
+};
+inline constexpr std::array<EnumName<FaultKind>, 5> kFaultKindNames{{
     {"firmware_error", FaultKind::FirmwareError,
      "the next `count` commands it takes are answered with error `status`, not carried out "
      "(the sender gets ECOMM)"},
     {"firmware_stall", FaultKind::FirmwareStall,
      "it takes no command for `for` (senders polling past gpu.driver.writeback_timeout get "
      "ETIME)"},
+    {"firmware_drop", FaultKind::FirmwareDrop,
+     "the next `count` commands it takes are lost: not carried out, never reported consumed "
+     "(their senders get ETIME)"},
     {"pin_failure", FaultKind::PinFailure,
      "as an exporter, its next `count` pins of a buffer for an importer fail: the NPA_REQ is "
      "answered NPA_FAIL ERROR (the import gets EINVAL)"},
@@ -139,8 +148,8 @@ struct StepConfig {
             "interrupt delivery failure, 8 bad ring address, 9 bad write-back address)",
             between<std::uint32_t>(1, 9));
     v.field("count", count,
-            "fault firmware_error, pin_failure, map_failure: how many commands, pins or "
-            "mappings (default 1)",
+            "fault firmware_error, firmware_drop, pin_failure, map_failure: how many commands, "
+            "pins or mappings (default 1)",
             between<std::uint32_t>(1, 1'000'000));
     v.field("for", for_, "wait: how long; fault firmware_stall: how long the firmware stalls");
     v.field("down_for", down_for, "reset_node: how long the GPU stays down");

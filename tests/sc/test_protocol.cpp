@@ -393,6 +393,33 @@ TEST_CASE("a signal ends an import waiting for its answer with ERESTARTSYS, with
   CHECK(r.stat("pod.summary.invariant_violations") == 0);
 }
 
+TEST_CASE(
+    "a command the firmware loses leaves its sender polling until ETIME, and the next gets "
+    "through",
+    "[protocol][faults]") {
+  const std::string cfg = write_temp_file("drop.json", R"({
+    "pod": {"gpus": 2},
+    "gpu": {"driver": {"writeback_timeout": "200us"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"op": "fault", "gpu": 0, "fault": "firmware_drop"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "expect": "ETIME"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "close_fd", "fd": "f"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(step_result(r, 4) == "ETIME");
+  CHECK(step_result(r, 5) == "OK");
+  CHECK(r.stat("pod.gpu0.mailbox.commands_lost") == 1);
+  CHECK(r.stat("pod.gpu1.driver.send_timeouts") == 1);
+  CHECK(r.stat("pod.gpu0.driver.received.HELLO") == 1);  // the lost one never reached it
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}
+
 TEST_CASE("a stalled receiver's ring fills: 63 sends time out, the 64th is ENOSPC",
           "[protocol][faults]") {
   // GPU 0's firmware stalls for 20 ms. Each import GPU 1 tries sends a HELLO into its ring at

@@ -506,18 +506,25 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   const RangeGrant g = grant_range(*node, from, bo.pages);
   const std::uint64_t window_page = g.window_page;
   const bool fresh_range = g.fresh;
-  const std::optional<FailReason> failure = g.failure;
-  if (failure) {
-    if (pins) unpin(bo);
-    co_await fail(*failure);
-    put_export(node);
-    co_return;
-  }
-  if (fresh_range && take_failure(FailPoint::Map)) {  // a fault step's: the mapping fails
-    if (pins) unpin(bo);
-    free_range(from, window_page, bo.pages, tag);
+  // Takes back what this request did: its pin, and the range it allocated (unmapped first if
+  // it was mapped). A refused grant allocated nothing.
+  auto undo = [&](bool mapped) {
+    Bo& b = bos_.at(node->bo());
+    if (pins) unpin(b);
+    if (!fresh_range) return;
+    if (mapped) {
+      unmap_range(npa_key(from, window_page), b.pages);
+      env_.npa_flush_tlb();
+    }
+    free_range(from, window_page, b.pages, tag);
     exports_.undo_range(*node, from);
-    co_await fail(FailReason::Error);
+  };
+  std::optional<FailReason> failure = g.failure;
+  if (!failure && fresh_range && take_failure(FailPoint::Map))  // a fault step's
+    failure = FailReason::Error;
+  if (failure) {
+    undo(false);
+    co_await fail(*failure);
     put_export(node);
     co_return;
   }
@@ -530,19 +537,10 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   rsp.npa_page = static_cast<std::uint32_t>(window_page);
   const std::uint32_t gen = conns_.generation(from);
   const Errno sent = co_await send(from, rsp);
-  Bo& b = bos_.at(node->bo());
-  if (sent != Errno::Ok) {
-    // Undo everything and send no FAIL.
-    if (pins) unpin(b);
-    if (fresh_range) {
-      unmap_range(npa_key(from, window_page), b.pages);
-      env_.npa_flush_tlb();
-      free_range(from, window_page, b.pages, tag);
-      exports_.undo_range(*node, from);
-    }
-  } else {
+  if (sent != Errno::Ok)
+    undo(true);  // and send no FAIL
+  else
     exports_.add_importer(*node, from, gen);
-  }
   put_export(node);
 }
 

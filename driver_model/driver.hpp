@@ -317,7 +317,7 @@ class Driver {
   Counter shootdowns_{stats_, "remote_shootdowns", "count", "remote TLB shootdowns sent"};
   Counter pins_{stats_, "pins", "count",
                 "times an exported buffer was pinned for an importer (pinned design: once per "
-                "NPA_REQ answered with an NPA range)"};
+                "importer and connection)"};
   Counter unpins_{stats_, "unpins", "count",
                   "times an exported buffer was unpinned (a release, a revoke, a reset)"};
   Counter evictions_{stats_, "evictions", "count",

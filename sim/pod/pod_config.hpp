@@ -159,8 +159,7 @@ void check_scenario(const PodConfig& cfg, C& c) {
   // Processes that run steps (an fd sent to one that runs none would reach nobody).
   std::set<std::pair<std::uint32_t, std::uint32_t>> running;
   for (const StepConfig& s : w.steps)
-    if (*s.op != StepOp::ResetNode && *s.op != StepOp::Fault && *s.op != StepOp::Signal)
-      running.insert({s.gpu, s.process});
+    if (!pod_level(*s.op)) running.insert({s.gpu, s.process});
   // fds another process of the GPU sends (send_fd) may arrive from steps listed later too.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::string>> sent_fds;
   for (const StepConfig& s : w.steps)
@@ -184,6 +183,12 @@ void check_scenario(const PodConfig& cfg, C& c) {
                                                   : " process " + std::to_string(s.process)) +
                    " by this step");
     };
+    // The process `to_process` names (send_fd's receiver, signal's target) must run steps.
+    auto need_running = [&](const char* what) {
+      if (s.to_process && !running.count({s.gpu, *s.to_process}))
+        c.fail(at + ".to_process", "process " + std::to_string(*s.to_process) + " of gpu " +
+                                       std::to_string(s.gpu) + " runs no steps" + what);
+    };
     auto need_fd = [&](const std::optional<std::string>& n) {
       if (n && sent_fds[key].count(*n)) return;  // another process sends it (send_fd)
       need(n, fds[key], "fd", "fd");
@@ -194,10 +199,7 @@ void check_scenario(const PodConfig& cfg, C& c) {
       case StepOp::SendHandle: need(s.handle, handles[s.gpu], "handle", "handle"); break;
       case StepOp::SendFd:
         need(s.buffer, buffers[key], "buffer", "buffer");
-        if (s.to_process && !running.count({s.gpu, *s.to_process}))
-          c.fail(at + ".to_process", "process " + std::to_string(*s.to_process) + " of gpu " +
-                                         std::to_string(s.gpu) +
-                                         " runs no steps: nothing would receive the fd");
+        need_running(": nothing would receive the fd");
         break;
       case StepOp::Import:
         need(s.handle, handles[s.gpu], "handle", "handle");
@@ -224,11 +226,7 @@ void check_scenario(const PodConfig& cfg, C& c) {
         break;
       case StepOp::Wait:
       case StepOp::Barrier:
-      case StepOp::Signal:
-        if (s.to_process && !running.count({s.gpu, *s.to_process}))
-          c.fail(at + ".to_process", "process " + std::to_string(*s.to_process) + " of gpu " +
-                                         std::to_string(s.gpu) + " runs no steps");
-        break;
+      case StepOp::Signal: need_running(""); break;
       case StepOp::ResetNode:
       case StepOp::Fault: break;
     }

@@ -118,12 +118,9 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
   });
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
-    // The pod's own steps (resets, faults) of one GPU run in order, apart from other GPUs'.
-    const Key key = std::holds_alternative<ResetNodeStep>(s.kind) ||
-                            std::holds_alternative<FaultStep>(s.kind) ||
-                            std::holds_alternative<SignalStep>(s.kind)
-                        ? Key{s.common.gpu, 0}
-                        : Key{s.common.gpu, s.common.process};
+    // The pod's own steps (resets, faults, signals) of one GPU run in order, apart from other
+    // GPUs'.
+    const Key key = pod_level(s.op()) ? Key{s.common.gpu, 0} : Key{s.common.gpu, s.common.process};
     groups_[key].push_back(i);
     if (const auto* b = std::get_if<BarrierStep>(&s.kind)) ++barriers_[b->name].expected;
     if (const auto* f = std::get_if<SendFdStep>(&s.kind))

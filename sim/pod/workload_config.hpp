@@ -57,6 +57,12 @@ inline constexpr std::array<EnumName<StepOp>, 17> kStepOpNames{{
     {"signal", StepOp::Signal, "signal a GPU process: its import waiting for an answer ends"},
 }};
 
+// Steps of the pod rather than of a GPU process: `gpu` names the GPU they act on, `process`
+// means nothing, and they run in order per GPU (sim/pod/scenario.cpp).
+constexpr bool pod_level(StepOp op) {
+  return op == StepOp::ResetNode || op == StepOp::Fault || op == StepOp::Signal;
+}
+
 // What a fault step does to GPU `gpu`'s firmware.
 enum class FaultKind : std::uint8_t {
   FirmwareError,

@@ -381,7 +381,7 @@ NpaRangeAllocator& Driver::window(AccelId importer) {
     // The window's last page (0x1FFFFFFF in the full 2 TiB window) is not handed out.
     const std::uint64_t end = cfg_.npa_window.count() / kPageSize - 1;
     const std::uint64_t first =
-        alias ? NpaRangeAllocator::kAliasFirstPage : NpaRangeAllocator::kRingPages;
+        alias ? alias_first_range_page(cfg_.accel_max) : NpaRangeAllocator::kRingPages;
     it = windows_.emplace(key, NpaRangeAllocator(first, end)).first;
   }
   return it->second;

@@ -2,7 +2,8 @@
 // pages [first, end): in source-identification mode each importer's window starts after the
 // 512 pages (2 MiB) kept for rings; in source-aliasing mode the one shared window starts at
 // page 0x800 (8 MiB), as the driver's does, above the receive pages every sender's rings take
-// at 2 MiB + (src << 13 | type << 12), pages [512, 1024).
+// at 2 MiB + (src << 13 | type << 12), pages [512, 1024) (higher with more than 256
+// accelerators: alias_first_range_page in models/npa_mmu/npa_layout.hpp).
 // Requests of 512 pages or more are aligned to 512 pages (2 MiB), so they can use 2 MiB
 // fragments.
 #pragma once
@@ -19,7 +20,6 @@ namespace podsim::driver {
 class NpaRangeAllocator {
  public:
   static constexpr std::uint64_t kRingPages = 512;
-  static constexpr std::uint64_t kAliasFirstPage = 0x800;
   static constexpr std::uint64_t kLargeAlign = 512;
 
   NpaRangeAllocator(std::uint64_t first, std::uint64_t end);

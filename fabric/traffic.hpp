@@ -8,8 +8,9 @@
 
 namespace podsim {
 
-// Separate queues and credits per class, so control messages are never stuck behind bulk
-// data, and responses never wait for requests (which would allow request-response deadlock).
+// Separate queues and credits per class, so responses never wait for requests (which would
+// allow request-response deadlock). Driver messages are requests (posted writes) unless the
+// what-if control class carries them (gpu.mailbox.transport), never stuck behind bulk data.
 // Lower value = higher priority.
 enum class TrafficClass : std::uint8_t { Control = 0, Response = 1, Request = 2 };
 constexpr std::size_t kTrafficClasses = 3;

@@ -145,6 +145,10 @@ void UalinkPort::receive_as(tlm::tlm_generic_payload& gp, Time head, bool down) 
   }
   switch (a.kind) {
     case PacketKind::Request:  // a posted store's transaction ends when the NPA MMU takes it
+      if (a.mailbox == MailboxWrite::Doorbell) [[unlikely]] {  // for the firmware, not memory
+        mailbox_lane_.send(to_mailbox[0], gp, delay);
+        break;
+      }
       npa_mmu_lane_.send(to_npa_mmu.operator->(), gp, delay);
       break;
     case PacketKind::Response:

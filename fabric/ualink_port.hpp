@@ -1,11 +1,12 @@
 // UalinkPort: one of a GPU's UALink ports (one per switch plane). Transmit side: packets from
-// GpuVm (remote requests), the NPA MMU (responses to remote requesters) and, on plane 0, the
-// mailbox (control) go out through an Egress (traffic classes, credits, serialization after
-// the TL/DL pipeline and SerDes, replay) onto its link. Receive side: a packet is whole one
-// wire time after its head arrives; after SerDes, FEC and the pipeline it goes to the NPA MMU
-// (a request for our memory), back to GpuVm (a response to one of ours) or to the mailbox (a
-// control command), and its buffer space is returned to the sender as credits. Inside the GPU
-// it speaks TLM-2.0; toward the fabric it is a LinkEnd.
+// GpuVm (remote requests), the NPA MMU (responses to remote requesters) and the mailbox (its
+// ring, pointer and doorbell writes) go out through an Egress (traffic classes, credits,
+// serialization after the TL/DL pipeline and SerDes, replay) onto its link. Receive side: a
+// packet is whole one wire time after its head arrives; after SerDes, FEC and the pipeline it
+// goes to the NPA MMU (a request for our memory), back to GpuVm (a response to one of ours)
+// or to the mailbox (a doorbell, or a control packet of the what-if control class), and its
+// buffer space is returned to the sender as credits. Inside the GPU it speaks TLM-2.0; toward
+// the fabric it is a LinkEnd.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
@@ -27,7 +28,7 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   // GPU side
   tlm_utils::simple_target_socket<UalinkPort> from_gpuvm{"from_gpuvm"};
   tlm_utils::simple_initiator_socket<UalinkPort> to_npa_mmu{"to_npa_mmu"};
-  // The mailbox is attached to plane 0's port only.
+  // The firmware mailbox.
   tlm_utils::multi_passthrough_target_socket<UalinkPort, 32, tlm::tlm_base_protocol_types, 1,
                                              sc_core::SC_ZERO_OR_MORE_BOUND>
       from_mailbox{"from_mailbox"};

@@ -7,25 +7,38 @@ namespace podsim {
 
 namespace {
 constexpr std::uint32_t kCommandBytes = 64;
-constexpr std::uint32_t kSmallWriteBytes = 8;  // a write pointer + doorbell, or a write-back
-// Layout of a control packet's data: [0] packet kind, [1] ring, [4..8) seq, [8..12) status,
-// [16..32) the command's four dwords, [32] the command kind.
+constexpr std::uint32_t kPointerBytes = 2;       // a write pointer or write-back (npa_writes)
+constexpr std::uint32_t kDoorbellBytes = 4;      // a doorbell (npa_writes)
+constexpr std::uint32_t kControlSmallBytes = 8;  // control_class: a write pointer + doorbell,
+                                                 // or a write-back
+// A write's data: what lands in memory first ([0, 16): a ring slot's command; [0, 2): a
+// pointer's value), then what the model reads back: [32] the command kind, [36] the ring,
+// [40, 44) seq, [44, 48) status, [48, 52) the sender's generation.
 }  // namespace
 
 FirmwareMailbox::FirmwareMailbox(sc_core::sc_module_name name, const MailboxConfig& cfg,
-                                 AccelId self, PacketPool& pool, Dispatcher& events)
+                                 AccelId self, NpaAddrMode mode, PacketPool& pool,
+                                 Dispatcher& events)
     : sc_module(name),
       cfg_(cfg),
       self_(self),
+      mode_(mode),
       pool_(pool),
       tx_(kMaxAccels),
       rx_(kMaxAccels),
       arrivals_(events, queue_name(*this, "arrivals"),
                 [this](tlm::tlm_generic_payload* gp) { arrive(gp); }),
-      firmware_(events, queue_name(*this, "firmware"), [](std::function<void()>& work) { work(); }),
-      to_port_lane_([](tlm::tlm_generic_payload& gp, const sc_core::sc_time&) { gp.release(); }) {
-  from_port.register_nb_transport_fw(this, &FirmwareMailbox::fw);
-  to_port.register_nb_transport_bw(this, &FirmwareMailbox::bw);
+      landings_(events, queue_name(*this, "landings"), [this](const Part& p) { handle(p); }),
+      firmware_(events, queue_name(*this, "firmware"),
+                [](std::function<void()>& work) { work(); }) {
+  from_ports.register_nb_transport_fw(this, &FirmwareMailbox::fw);
+  to_ports.register_nb_transport_bw(this, &FirmwareMailbox::bw);
+}
+
+void FirmwareMailbox::end_of_elaboration() {
+  for (unsigned i = 0; i < to_ports.size(); ++i)
+    to_port_lanes_.emplace_back(
+        [](tlm::tlm_generic_payload& gp, const sc_core::sc_time&) { gp.release(); });
 }
 
 FirmwareMailbox::RingState& FirmwareMailbox::ring_state(PeerRings& v, AccelId peer, unsigned ring) {
@@ -46,139 +59,219 @@ std::optional<std::uint32_t> FirmwareMailbox::send(AccelId dst, const FwCommand&
   }
   const std::uint32_t seq = r.next_seq++;
   ++r.in_flight;
+  if (r.sent_at.empty()) r.sent_at.resize(cfg_.ring_slots);
+  r.sent_at[seq % cfg_.ring_slots] = sim_now();
   sent_.inc();
   const std::uint32_t update_wb = r.started ? 0 : 1;  // carried in the status field
   r.started = true;
-  emit(dst, Packet::Command, ring, seq, &cmd, update_wb, Time{});
-  emit(dst, Packet::Doorbell, ring, seq, nullptr, 0, Time{});
+  const auto gen = static_cast<std::uint32_t>(epoch_);
+  emit(dst, MailboxWrite::RingSlot, ring, seq, &cmd, update_wb, gen);
+  if (cfg_.transport == MailboxTransport::NpaWrites)
+    emit(dst, MailboxWrite::WritePointer, ring, seq, nullptr, 0, gen);
+  emit(dst, MailboxWrite::Doorbell, ring, seq, nullptr, 0, gen);
   return seq;
 }
 
-void FirmwareMailbox::emit(AccelId dst, Packet kind, unsigned ring, std::uint32_t seq,
-                           const FwCommand* cmd, std::uint32_t status, Time delay) {
+void FirmwareMailbox::emit(AccelId dst, MailboxWrite kind, unsigned ring, std::uint32_t seq,
+                           const FwCommand* cmd, std::uint32_t status, std::uint32_t gen) {
   tlm::tlm_generic_payload& gp = pool_.acquire();
   Access& a = access_of(gp);
-  a.kind = PacketKind::Control;
+  const bool npa_writes = cfg_.transport == MailboxTransport::NpaWrites;
+  a.kind = npa_writes ? PacketKind::Request : PacketKind::Control;
   a.op = AccessOp::Write;
+  a.posted = npa_writes;
+  a.mailbox = kind;
   // Its own ID (the top bit set: never an access's): packets due at the same time are served
   // in ID order, so the order of control packets never rests on when each was queued.
   a.id = 1ull << 63 | static_cast<std::uint64_t>(self_) << 48 | ++packets_emitted_;
   a.src = self_;
   a.dst = dst;
   a.route_to = dst;
-  a.size = kind == Packet::Command ? kCommandBytes : kSmallWriteBytes;
-  a.issued = sim_now() + delay;
-  std::memset(a.data.data(), 0, 64);
-  a.data[0] = static_cast<unsigned char>(kind);
-  a.data[1] = static_cast<unsigned char>(ring);
-  std::memcpy(&a.data[4], &seq, 4);
-  std::memcpy(&a.data[8], &status, 4);
-  if (cmd) {
-    std::memcpy(&a.data[16], cmd->dw.data(), 16);
-    a.data[32] = static_cast<unsigned char>(cmd->kind);
+  // The driver rings each message's doorbell through the next port in turn; its writes go
+  // the same way (the write-back through the port its command came in on).
+  a.plane = npa_writes ? (seq + ring) % static_cast<std::uint32_t>(to_ports.size()) : 0;
+  const std::uint32_t slot = seq % cfg_.ring_slots;
+  switch (kind) {
+    case MailboxWrite::RingSlot:
+      a.size = kCommandBytes;
+      a.npa = ring_slot_npa(mode_, dst, self_, ring, slot);
+      break;
+    case MailboxWrite::WritePointer:
+      a.size = kPointerBytes;
+      a.npa = pointer_npa(mode_, dst, self_, ring, false);
+      break;
+    case MailboxWrite::Writeback:
+      a.size = npa_writes ? kPointerBytes : kControlSmallBytes;
+      a.npa = pointer_npa(mode_, dst, self_, ring, true);
+      break;
+    default:
+      a.size = npa_writes ? kDoorbellBytes : kControlSmallBytes;
+      a.npa = doorbell_npa(dst, a.plane, ring);
+      break;
   }
+  a.issued = sim_now();
+  std::memset(a.data.data(), 0, 64);
+  if (cmd) {
+    std::memcpy(&a.data[0], cmd->dw.data(), 16);
+    a.data[32] = static_cast<unsigned char>(cmd->kind);
+  } else {
+    const auto pointer = static_cast<std::uint16_t>(seq + 1);
+    std::memcpy(&a.data[0], &pointer, 2);
+  }
+  a.data[36] = static_cast<unsigned char>(ring);
+  std::memcpy(&a.data[40], &seq, 4);
+  std::memcpy(&a.data[44], &status, 4);
+  std::memcpy(&a.data[48], &gen, 4);
   gp.set_command(tlm::TLM_WRITE_COMMAND);
+  gp.set_address(a.npa);
   gp.set_data_length(a.size);
-  to_port_lane_.send(to_port.operator->(), gp, to_sc(delay));
+  to_port_lanes_[a.plane].send(to_ports[static_cast<int>(a.plane)], gp, sc_core::SC_ZERO_TIME);
 }
 
-tlm::tlm_sync_enum FirmwareMailbox::fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+FirmwareMailbox::Part FirmwareMailbox::part_of(const Access& a) {
+  Part p;
+  p.kind = a.mailbox;
+  p.from = a.src;
+  p.ring = a.data[36] % kRings;
+  std::memcpy(&p.seq, &a.data[40], 4);
+  std::memcpy(&p.status, &a.data[44], 4);
+  std::memcpy(&p.gen, &a.data[48], 4);
+  std::memcpy(p.cmd.dw.data(), &a.data[0], 16);
+  p.cmd.kind = static_cast<FwCommandKind>(a.data[32]);
+  return p;
+}
+
+tlm::tlm_sync_enum FirmwareMailbox::fw(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                        sc_core::sc_time& d) {
   if (ph != tlm::BEGIN_REQ) phase_error(name(), ph);
   return accept_request(arrivals_, gp, ph, d);
 }
 
 // Commands get no answer; a port that answers anyway ends the transaction here.
-tlm::tlm_sync_enum FirmwareMailbox::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+tlm::tlm_sync_enum FirmwareMailbox::bw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                                        sc_core::sc_time&) {
-  if (ph == tlm::END_REQ) return to_port_lane_.end_request(gp);
+  RequestLane& lane = to_port_lanes_[static_cast<std::size_t>(id)];
+  if (ph == tlm::END_REQ) return lane.end_request(gp);
   if (ph != tlm::BEGIN_RESP) phase_error(name(), ph);
-  to_port_lane_.begin_response(gp);
+  lane.begin_response(gp);
   gp.release();
   return tlm::TLM_COMPLETED;
 }
 
 void FirmwareMailbox::arrive(tlm::tlm_generic_payload* gp) {
-  const Access& a = access_of(*gp);
-  const auto kind = static_cast<Packet>(a.data[0]);
-  const unsigned ring = a.data[1] % kRings;
-  std::uint32_t seq, status;
-  std::memcpy(&seq, &a.data[4], 4);
-  std::memcpy(&status, &a.data[8], 4);
-  FwCommand cmd;
-  std::memcpy(cmd.dw.data(), &a.data[16], 16);
-  cmd.kind = static_cast<FwCommandKind>(a.data[32]);
-  const AccelId from = a.src;
+  const Part p = part_of(access_of(*gp));
   gp->release();
+  handle(p);
+}
+
+void FirmwareMailbox::landed(const Access& a, Time at) {
+  landed_.inc();
+  landed_bytes_.inc(a.size);
+  landings_.push(at, part_of(a), a.id);
+}
+
+void FirmwareMailbox::start_receiving(RingState& r, std::uint32_t gen) {
+  r = RingState{};
+  r.known = true;
+  r.gen = gen;
+  r.slots.assign(cfg_.ring_slots, FwCommand{});
+  r.slot_seq.assign(cfg_.ring_slots, 0);
+  r.filled.assign(cfg_.ring_slots, false);
+}
+
+void FirmwareMailbox::handle(const Part& p) {
   if (down_) {
     dropped_.inc();
     return;
   }
-
-  switch (kind) {
-    case Packet::Command: {
-      RingState& r = ring_state(rx_, from, ring);
-      if (!r.started || status != 0) {  // first command seen, or UPDATE_WB: take up from here
-        r.slots.assign(cfg_.ring_slots, FwCommand{});
-        r.filled.assign(cfg_.ring_slots, false);
-        r.consumed = seq;
+  if (p.kind == MailboxWrite::Writeback) {
+    if (p.gen != static_cast<std::uint32_t>(epoch_)) {  // for a command we sent before a reset
+      stale_.inc();
+      return;
+    }
+    RingState& r = ring_state(tx_, p.from, p.ring);
+    if (r.in_flight > 0) --r.in_flight;
+    if (!r.sent_at.empty()) round_trip_.record(sim_now() - r.sent_at[p.seq % cfg_.ring_slots]);
+    if (on_writeback_) on_writeback_(p.from, p.ring, p.seq, p.status);
+    return;
+  }
+  RingState& r = ring_state(rx_, p.from, p.ring);
+  if (!r.known || p.gen > r.gen) start_receiving(r, p.gen);
+  if (p.gen < r.gen) {
+    stale_.inc();
+    return;
+  }
+  switch (p.kind) {
+    case MailboxWrite::RingSlot: {
+      // UPDATE_WB: take up from here; a receiver that restarted takes up from what it finds.
+      if (p.status != 0 || (!r.started && restarted_)) {
         r.started = true;
+        r.consumed = p.seq;
       }
-      r.slots[seq % cfg_.ring_slots] = cmd;
-      r.filled[seq % cfg_.ring_slots] = true;
+      if (r.started && p.seq < r.consumed) {
+        stale_.inc();
+        return;
+      }
+      const std::uint32_t i = p.seq % cfg_.ring_slots;
+      r.slots[i] = p.cmd;
+      r.slot_seq[i] = p.seq;
+      r.filled[i] = true;
       break;
     }
-    case Packet::Doorbell: {
-      // Firmware takes every command up to the new write pointer, one at a time.
-      RingState& r = ring_state(rx_, from, ring);
-      while (r.consumed <= seq && !r.slots.empty() && r.filled[r.consumed % cfg_.ring_slots]) {
-        const std::uint32_t s = r.consumed++;
-        r.filled[s % cfg_.ring_slots] = false;
-        const FwCommand c = r.slots[s % cfg_.ring_slots];
-        received_.inc();
-        if (drops_left_ > 0) {  // a fault step's: lost, with no write-back
-          --drops_left_;
-          commands_lost_.inc();
-          continue;
-        }
-        const Time start = std::max(sim_now(), firmware_free_);
-        Time done = start + cfg_.firmware_latency;
-        // A fault step's error status: the command is answered with it, not carried out.
-        std::uint32_t error = 0;
-        if (errors_left_ > 0) {
-          --errors_left_;
-          error = error_status_;
-        }
-        if (c.kind == FwCommandKind::TlbInv && error == 0) done += cfg_.tlb_invalidate_latency;
-        firmware_free_ = done;
-        firmware_.push(done, [this, from, ring, s, c, error, epoch = epoch_] {
+    case MailboxWrite::WritePointer: r.written = std::max(r.written, p.seq + 1); break;
+    case MailboxWrite::Doorbell:
+      r.rung = std::max(r.rung, p.seq + 1);
+      // control_class: the doorbell carries the write pointer
+      if (cfg_.transport == MailboxTransport::ControlClass) r.written = r.rung;
+      break;
+    default: break;
+  }
+  take(p.from, p.ring, r);
+}
+
+void FirmwareMailbox::take(AccelId from, unsigned ring, RingState& r) {
+  // Every command up to the write pointer and the doorbell, in order, each once it has landed.
+  while (r.started && r.consumed < std::min(r.written, r.rung)) {
+    const std::uint32_t i = r.consumed % cfg_.ring_slots;
+    if (!r.filled[i] || r.slot_seq[i] != r.consumed) break;
+    const std::uint32_t s = r.consumed++;
+    r.filled[i] = false;
+    const FwCommand c = r.slots[i];
+    received_.inc();
+    if (drops_left_ > 0) {  // a fault step's: lost, with no write-back
+      --drops_left_;
+      commands_lost_.inc();
+      continue;
+    }
+    const Time start = std::max(sim_now(), firmware_free_);
+    Time done = start + cfg_.firmware_latency;
+    // A fault step's error status: the command is answered with it, not carried out.
+    std::uint32_t error = 0;
+    if (errors_left_ > 0) {
+      --errors_left_;
+      error = error_status_;
+    }
+    if (c.kind == FwCommandKind::TlbInv && error == 0) done += cfg_.tlb_invalidate_latency;
+    firmware_free_ = done;
+    firmware_.push(done, [this, from, ring, s, c, error, gen = r.gen, epoch = epoch_] {
+      if (down_ || epoch != epoch_) return;
+      if (error != 0) {
+        errors_answered_.inc();
+        emit(from, MailboxWrite::Writeback, ring, s, nullptr, error, gen);
+        return;
+      }
+      if (c.kind == FwCommandKind::TlbInv) {
+        shootdowns_.inc();
+        if (on_tlb_invalidate_) on_tlb_invalidate_();
+      }
+      emit(from, MailboxWrite::Writeback, ring, s, nullptr, 0, gen);
+      if (c.kind == FwCommandKind::Int)
+        firmware_.push(sim_now() + cfg_.interrupt_latency, [this, from, c, epoch] {
           if (down_ || epoch != epoch_) return;
-          if (error != 0) {
-            errors_answered_.inc();
-            emit(from, Packet::Writeback, ring, s, nullptr, error, Time{});
-            return;
-          }
-          if (c.kind == FwCommandKind::TlbInv) {
-            shootdowns_.inc();
-            if (on_tlb_invalidate_) on_tlb_invalidate_();
-          }
-          emit(from, Packet::Writeback, ring, s, nullptr, 0, Time{});
-          if (c.kind == FwCommandKind::Int)
-            firmware_.push(sim_now() + cfg_.interrupt_latency, [this, from, c, epoch] {
-              if (down_ || epoch != epoch_) return;
-              interrupts_raised_.inc();
-              if (on_interrupt_) on_interrupt_(from, c);
-            });
+          interrupts_raised_.inc();
+          if (on_interrupt_) on_interrupt_(from, c);
         });
-      }
-      break;
-    }
-    case Packet::Writeback: {
-      RingState& r = ring_state(tx_, from, ring);
-      if (r.in_flight > 0) --r.in_flight;
-      if (on_writeback_) on_writeback_(from, ring, seq, status);
-      break;
-    }
+    });
   }
 }
 
@@ -189,6 +282,7 @@ void FirmwareMailbox::answer_with_error(std::uint32_t status, std::uint32_t coun
 
 void FirmwareMailbox::reset() {
   ++epoch_;
+  restarted_ = true;
   errors_left_ = 0;  // the firmware starts afresh
   drops_left_ = 0;
   for (auto& peer : tx_)
@@ -223,9 +317,9 @@ void FirmwareMailbox::direct_ring(AccelId peer, unsigned ring, bool sender,
     r.next_seq = commands;
     r.in_flight = 0;
   } else {
-    r.slots.assign(cfg_.ring_slots, FwCommand{});
-    r.filled.assign(cfg_.ring_slots, false);
-    r.consumed = commands;
+    start_receiving(r, 0);  // direct setup comes before any reset: generation 0
+    r.started = true;
+    r.consumed = r.written = r.rung = commands;
   }
 }
 

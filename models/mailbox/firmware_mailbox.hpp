@@ -1,17 +1,27 @@
 // FirmwareMailbox: how drivers talk to each other (protocol reference §8). Each sender has
-// two 64-slot rings at each receiver, one for interrupts and one for TLB shootdowns. Sending
-// writes the 64-byte command into the receiver's ring slot and then rings its doorbell, both
-// posted writes over the fabric. The receiver's firmware takes the commands one at a time
-// (firmware latency), writes the sender's write-back slot (another write over the fabric) to
-// report each consumed, and raises an interrupt for the driver (INT) or flushes the GPUVM
-// TLBs (TLB_INV). The sender's driver polls its write-back slot (see DriverShell).
+// two 64-slot rings at each receiver, one for interrupts and one for TLB shootdowns, in the
+// receiver's VRAM (its receive pages, models/npa_mmu/npa_layout.hpp). Sending a command is
+// three posted writes over the fabric: the 64-byte command into the receiver's ring slot, the
+// new write pointer, and the doorbell. By default (transport npa_writes) they are ordinary
+// UALink writes in the data traffic classes, each message on the next plane in turn: the ring
+// slot and write pointer go through the receiver's NPA MMU into its VRAM, which tells the
+// firmware when each has landed (`landed`); the doorbell goes to the firmware. The firmware
+// takes a command once its slot has landed and both the write pointer and a doorbell cover it,
+// in sequence order, one at a time (firmware latency); it writes the sender's write-back entry
+// (another write through the sender's NPA MMU into its VRAM) to report each consumed, and
+// raises an interrupt for the driver (INT) or flushes the GPUVM TLBs (TLB_INV). The sender's
+// driver polls its write-back entry (see DriverShell). The what-if transport control_class
+// sends them instead as control packets in a class of their own, on plane 0, straight to the
+// firmware.
 // A ring's first command after the sender (re)starts carries UPDATE_WB, which makes the
-// receiver's firmware take up the ring from that command; a receiver that (re)started takes
-// up each sender's ring from the first command it sees. So rings survive either side's reset.
+// receiver's firmware take up the ring from that command (every write carries the sender's
+// generation, so what an earlier one left in flight is ignored); a receiver that (re)started
+// takes up each sender's ring from the first command it sees. So rings survive either side's
+// reset.
 #pragma once
 
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <array>
 #include <functional>
@@ -20,6 +30,7 @@
 #include <vector>
 
 #include "models/mailbox/mailbox_config.hpp"
+#include "models/npa_mmu/npa_layout.hpp"
 #include "sim/core/digest.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
@@ -42,15 +53,16 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
  public:
   static constexpr unsigned kRings = 2;  // 0: interrupts, 1: TLB shootdowns
 
-  tlm_utils::simple_initiator_socket<FirmwareMailbox> to_port{"to_port"};
-  tlm_utils::simple_target_socket<FirmwareMailbox> from_port{"from_port"};
+  // One per switch plane, bound in plane order (the ports' GPU side).
+  tlm_utils::multi_passthrough_initiator_socket<FirmwareMailbox> to_ports{"to_ports"};
+  tlm_utils::multi_passthrough_target_socket<FirmwareMailbox> from_ports{"from_ports"};
 
   using InterruptHandler = std::function<void(AccelId from, const FwCommand& cmd)>;
   using WritebackHandler =
       std::function<void(AccelId receiver, unsigned ring, std::uint32_t seq, std::uint32_t status)>;
 
   FirmwareMailbox(sc_core::sc_module_name name, const MailboxConfig& cfg, AccelId self,
-                  PacketPool& pool, Dispatcher& events);
+                  NpaAddrMode mode, PacketPool& pool, Dispatcher& events);
 
   // Writes `cmd` into `dst`'s ring now and rings the doorbell. Its sequence number, or
   // nothing when the ring is full (-ENOSPC). Command kind picks the ring.
@@ -59,6 +71,9 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   void set_interrupt_handler(InterruptHandler h) { on_interrupt_ = std::move(h); }
   void set_writeback_handler(WritebackHandler h) { on_writeback_ = std::move(h); }
   void set_tlb_invalidate_handler(std::function<void()> h) { on_tlb_invalidate_ = std::move(h); }
+  // Memory says one of the mailbox's writes (a ring slot, write pointer or write-back, in its
+  // receive pages) lands at `at`.
+  void landed(const Access& a, Time at);
 
   // Device reset: rings, sequence numbers and pending firmware work are gone. While down,
   // everything that arrives is dropped.
@@ -88,26 +103,50 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   const StatGroup& stat_group() const override { return stats_; }
 
  private:
-  enum class Packet : std::uint8_t { Command = 1, Doorbell = 2, Writeback = 3 };
+  // One write of the control path, as the firmware reads it.
+  struct Part {
+    MailboxWrite kind = MailboxWrite::None;
+    AccelId from = 0;
+    unsigned ring = 0;
+    std::uint32_t seq = 0;     // the command's sequence number (its write pointer: seq + 1)
+    std::uint32_t status = 0;  // a ring slot: UPDATE_WB; a write-back: the firmware's status
+    std::uint32_t gen = 0;     // the sender's generation (its resets)
+    FwCommand cmd;
+  };
   struct RingState {               // one ring of one peer, on the sending or the receiving side
     std::uint32_t next_seq = 0;    // sender: next sequence number
     std::uint32_t in_flight = 0;   // sender: written, not yet reported consumed
+    std::vector<Time> sent_at;     // sender: when each slot's command was sent
     bool started = false;          // sender: UPDATE_WB sent; receiver: read pointer set
+    bool known = false;            // receiver: a generation of this sender seen
+    std::uint32_t gen = 0;         // receiver: the sender's generation
     std::uint32_t consumed = 0;    // receiver: next sequence number to take
+    std::uint32_t written = 0;     // receiver: the write pointer landed (commands before it)
+    std::uint32_t rung = 0;        // receiver: the doorbells taken (commands before it)
     std::vector<FwCommand> slots;  // receiver: the ring
-    std::vector<bool> filled;      // receiver: slot written since last taken
+    std::vector<std::uint32_t> slot_seq;  // receiver: which command each slot holds
+    std::vector<bool> filled;             // receiver: slot landed since last taken
   };
-  tlm::tlm_sync_enum fw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
-  tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                        sc_core::sc_time& d);
+  tlm::tlm_sync_enum bw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
+                        sc_core::sc_time& d);
+  void end_of_elaboration() override;
+  static Part part_of(const Access& a);
   void arrive(tlm::tlm_generic_payload* gp);
-  void emit(AccelId dst, Packet kind, unsigned ring, std::uint32_t seq, const FwCommand* cmd,
-            std::uint32_t status, Time delay);
+  void handle(const Part& p);
+  // The firmware takes every command of `from`'s ring it may now take.
+  void take(AccelId from, unsigned ring, RingState& r);
+  void emit(AccelId dst, MailboxWrite kind, unsigned ring, std::uint32_t seq, const FwCommand* cmd,
+            std::uint32_t status, std::uint32_t gen);
   // Per peer, made when the peer is first talked to (a 1,024-GPU pod talks to few peers each).
   using PeerRings = std::vector<std::unique_ptr<std::array<RingState, kRings>>>;
   RingState& ring_state(PeerRings& v, AccelId peer, unsigned ring);
+  void start_receiving(RingState& r, std::uint32_t gen);
 
   MailboxConfig cfg_;
   AccelId self_;
+  NpaAddrMode mode_;
   PacketPool& pool_;
   InterruptHandler on_interrupt_;
   WritebackHandler on_writeback_;
@@ -116,9 +155,11 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   PeerRings tx_;  // by receiver
   PeerRings rx_;  // by sender
   Time firmware_free_;
-  TimedQueue<tlm::tlm_generic_payload*> arrivals_;
+  TimedQueue<tlm::tlm_generic_payload*> arrivals_;  // from the ports
+  TimedQueue<Part> landings_;                       // from memory
   TimedQueue<std::function<void()>> firmware_;
-  RequestLane to_port_lane_;  // to_port's request side (commands are posted writes)
+  std::vector<RequestLane> to_port_lanes_;  // to_ports' request sides (posted writes)
+  bool restarted_ = false;                  // reset at least once (takes up rings as found)
 
   StatGroup stats_;
   Counter sent_{stats_, "commands_sent", "count", "commands written into remote rings"};
@@ -127,13 +168,24 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   Counter shootdowns_{stats_, "tlb_shootdowns", "count", "remote TLB shootdowns carried out"};
   Counter ring_full_{stats_, "ring_full", "count", "sends refused because the ring was full"};
   Counter dropped_{stats_, "dropped", "count", "packets dropped while the device was down"};
+  Distribution round_trip_{stats_, "round_trip", "ns",
+                           "from a command's send to its write-back reaching the sender (the "
+                           "transport and the receiver's firmware; no polling)",
+                           kPsPerNs};
+  Counter landed_{stats_, "writes_landed", "count",
+                  "the control path's writes (ring slots, write pointers, write-backs) that "
+                  "landed in this GPU's VRAM through its NPA MMU"};
+  Counter landed_bytes_{stats_, "bytes_landed", "bytes", "the bytes of those writes"};
+  Counter stale_{stats_, "stale_writes", "count",
+                 "ring writes ignored: from a sender's earlier generation, or for a command "
+                 "already taken"};
   Counter errors_answered_{
       stats_, "errors_answered", "count",
       "commands answered with an error status (a fault step), not carried out"};
   std::uint32_t error_status_ = 0, errors_left_ = 0, drops_left_ = 0;
   Counter commands_lost_{stats_, "commands_lost", "count",
                          "commands a fault step made the firmware lose (no write-back)"};
-  std::uint64_t epoch_ = 0;            // firmware work queued before a reset is abandoned
+  std::uint64_t epoch_ = 0;  // firmware work queued before a reset is abandoned; our generation
   std::uint64_t packets_emitted_ = 0;  // control packets sent (their IDs)
 };
 

@@ -89,6 +89,8 @@ void Vram::serve(const Arrival& arr) {
   const Time done = occupy(pa, bytes, now);
 
   apply(a.op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, a.size);
+  if (a.mailbox != MailboxWrite::None) [[unlikely]]
+    if (mailbox_watch_) mailbox_watch_(a, done + access_latency_);
   if (unanswered(a)) {  // a posted store: done, and nobody waits for it
     gp.release();
     return;

@@ -56,6 +56,12 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void write_bytes(std::uint64_t pa, const unsigned char* in, std::size_t n);
   const VramDataStore& data() const { return data_; }
 
+  // `fn(access, at)` for each of the firmware mailbox's writes (Access::mailbox) served: it
+  // has landed at `at`.
+  void set_mailbox_watch(std::function<void(const Access&, Time)> fn) {
+    mailbox_watch_ = std::move(fn);
+  }
+
   // The page allocator, allocations waiting, and the clearing engine.
   void digest(Digest& d) const {
     alloc_.digest(d);
@@ -124,6 +130,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
                             kPsPerNs};
   Series channel_bytes_;
   bool functional_data_;
+  std::function<void(const Access&, Time)> mailbox_watch_;
 
   VramConfig cfg_;
   VramPageAllocator alloc_;

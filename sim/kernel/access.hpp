@@ -18,6 +18,10 @@ namespace podsim {
 
 enum class AccessOp : std::uint8_t { Read, Write, Atomic };  // atomic: fetch-and-add
 enum class PacketKind : std::uint8_t { Request, Response, Control };
+// The firmware mailbox's writes (models/mailbox; none for data). A ring slot, write pointer or
+// write-back is a posted write into the receiver's memory, which tells its GPU's firmware when
+// the write has landed; a doorbell is a posted write to the receiver's firmware itself.
+enum class MailboxWrite : std::uint8_t { None, RingSlot, WritePointer, Doorbell, Writeback };
 enum class AccessStatus : std::uint8_t {
   Ok,
   Fault,        // the importer's GPUVM had no valid mapping: never sent, never served
@@ -73,7 +77,8 @@ class Access final : public tlm::tlm_extension<Access> {
   PacketKind kind = PacketKind::Request;
   AccessOp op = AccessOp::Read;
   AccessStatus status = AccessStatus::Ok;
-  bool posted = false;     // a store with no response
+  bool posted = false;  // a store with no response
+  MailboxWrite mailbox = MailboxWrite::None;
   std::uint32_t size = 0;  // payload bytes (64..256 for data, 64 for control commands)
   std::uint16_t vmid = 0;
   std::uint64_t vaddr = 0;  // the importer's GPU virtual address

@@ -1,8 +1,18 @@
 #include "sim/node/gpu_node.hpp"
 
+#include <stdexcept>
 #include <string>
 
 namespace podsim {
+
+namespace {
+std::vector<AccelId> members_of(const driver::VpodInfo& vpod) {
+  std::vector<AccelId> out;
+  for (std::size_t a = 0; a < vpod.members.size(); ++a)
+    if (vpod.members[a]) out.push_back(static_cast<AccelId>(a));
+  return out;
+}
+}  // namespace
 
 GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
                  AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed,
@@ -11,32 +21,61 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
       vram("vram", cfg.vram, events, seed),
       gpuvm("gpuvm", cfg.gpuvm, id, fabric.planes, fabric.plane_interleave, events, seed),
       npa_mmu("npa_mmu", cfg.npa_mmu, mode, id, invariants, events, seed),
-      mailbox("mailbox", cfg.mailbox, id, pool, events),
+      mailbox("mailbox", cfg.mailbox, id, mode, pool, events),
       agent("agent", cfg.compute, id, pool, events,
             Rng::for_component(seed, std::string(this->name()) + ".agent")),
-      driver("driver", cfg.driver, id, std::move(vpod), mode, seed, gpuvm, npa_mmu, vram, mailbox,
-             invariants, events),
+      driver("driver", cfg.driver, id, vpod, mode, seed, gpuvm, npa_mmu, vram, mailbox, invariants,
+             events),
       tap_(tap),
-      id_(id) {
+      id_(id),
+      mode_(mode),
+      peers_(members_of(vpod)) {
   for (std::uint32_t p = 0; p < fabric.planes; ++p) {
     ports.push_back(std::make_unique<UalinkPort>(("port" + std::to_string(p)).c_str(), fabric.port,
                                                  fabric.link, events, seed));
     UalinkPort& port = *ports.back();
     join(gpuvm.to_ports, port.from_gpuvm);
     join(port.to_npa_mmu, npa_mmu.from_ports);
+    join(mailbox.to_ports, port.from_mailbox);
+    join(port.to_mailbox, mailbox.from_ports);
   }
   agent.set_fill_data(cfg.vram.functional_data);
   join(agent.to_gpuvm, gpuvm.from_agent);
   join(gpuvm.to_vram, vram.in);
   join(npa_mmu.to_vram, vram.in);
-  join(mailbox.to_port, ports[0]->from_mailbox);
-  join(ports[0]->to_mailbox, mailbox.from_port);
   mailbox.set_tlb_invalidate_handler([this] { gpuvm.invalidate_all(); });
+  vram.set_mailbox_watch([this](const Access& a, Time at) { mailbox.landed(a, at); });
+  map_ring_pages();
   spawn_method("come_back", up_ev_, [this] {
+    map_ring_pages();
     for (auto& p : ports)
       p->set_down(false);
     mailbox.set_down(false);
   });
+}
+
+// What the driver's activation sets up for the rings (reference §1, §8): VRAM for the receive
+// pages of every peer in the vPod, mapped in the NPA VM (models/npa_mmu/npa_layout.hpp).
+void GpuNode::map_ring_pages() {
+  std::vector<std::uint64_t> keys;
+  const bool ident = mode_ == NpaAddrMode::SourceIdentification;
+  for (AccelId p : peers_) {
+    if (ident && p == id_) continue;  // no ring to ourselves
+    if (ident) {
+      for (RingPage t : {RingPage::TlbRing, RingPage::IntRing, RingPage::Pointers})
+        keys.push_back(ring_page_key(mode_, id_, p, t));
+    } else {  // our own two pages hold the pointers
+      keys.push_back(ring_page_key(mode_, id_, p, RingPage::TlbRing));
+      keys.push_back(ring_page_key(mode_, id_, p, RingPage::IntRing));
+    }
+  }
+  auto frames = vram.allocator().allocate(ring_vram_pages(mode_, peers_.size()));
+  if (!frames)
+    throw std::runtime_error(std::string(name()) + ": VRAM too small for the rings' " +
+                             std::to_string(keys.size()) + " receive pages");
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    npa_mmu.map_page(keys[i], (*frames)[i], 0);
+  ring_pages_ = keys.size();
 }
 
 void GpuNode::reset(Time down_for) {

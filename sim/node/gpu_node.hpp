@@ -4,7 +4,8 @@
 //   ComputeAgent -> GpuVm -> Vram                        (local accesses)
 //                     \-> UalinkPort[plane].tx ...fabric (remote accesses, plane by address)
 //   ...fabric... UalinkPort[p].rx -> NpaMmu -> Vram      (accesses from other GPUs)
-//   FirmwareMailbox <-> UalinkPort[0]                    (driver-to-driver messages)
+//   FirmwareMailbox <-> UalinkPort[plane]                (driver-to-driver messages: ring
+//                                                         writes land via NpaMmu -> Vram)
 //   DriverShell programs GpuVm, NpaMmu, Vram and talks through the mailbox.
 #pragma once
 
@@ -40,6 +41,8 @@ class GpuNode final : public sc_core::sc_module {
   bool down() const { return ports.front()->down(); }
   UalinkPort& port(std::uint32_t plane) { return *ports[plane]; }
   const sc_core::sc_event& back_up() const { return up_ev_; }
+  // The rings' receive pages mapped in the NPA VM (models/npa_mmu/npa_layout.hpp).
+  std::size_t ring_pages() const { return ring_pages_; }
 
   Vram vram;
   GpuVm gpuvm;
@@ -62,8 +65,13 @@ class GpuNode final : public sc_core::sc_module {
     ends.out->bind(t);
   }
 
+  void map_ring_pages();
+
   SocketTap* tap_;
   AccelId id_;
+  NpaAddrMode mode_;
+  std::vector<AccelId> peers_;  // the vPod's members (us included)
+  std::size_t ring_pages_ = 0;
   sc_core::sc_event up_ev_;
 };
 

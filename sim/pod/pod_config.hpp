@@ -100,10 +100,20 @@ struct PodConfig {
                    std::to_string(pod.gpus) + ")");
     if (workload.buffer_size < workload.traffic.access_size)
       c.fail("workload.buffer_size", "smaller than workload.traffic.access_size");
-    if (pod.addr_mode == NpaAddrMode::SourceAliasing && gpu.driver.npa_window <= Bytes::MiB(8))
+    if (const std::uint64_t first = alias_first_range_page(gpu.driver.accel_max);
+        pod.addr_mode == NpaAddrMode::SourceAliasing &&
+        gpu.driver.npa_window.count() <= first * kPageSize)
       c.fail("gpu.driver.npa_window",
-             "in source_aliasing mode NPA ranges start at 8 MiB (page 0x800, above the rings' "
-             "receive pages): the window must be larger than 8 MiB");
+             "in source_aliasing mode NPA ranges start at " +
+                 std::to_string(first * kPageSize >> 20) +
+                 " MiB (above the rings' receive pages of gpu.driver.accel_max senders): the "
+                 "window must be larger than that");
+    if (const std::uint64_t rings =
+            ring_vram_pages(pod.addr_mode, pod.vpod_size != 0 ? pod.vpod_size : pod.gpus) * 4096;
+        gpu.vram.capacity.count() <= rings)
+      c.fail("gpu.vram.capacity",
+             "must be larger than the " + std::to_string(rings >> 20) +
+                 " MiB the rings' receive pages take (one 2 MiB block per 512 pages)");
     if (pod.vpod_size != 0 && pod.gpus % pod.vpod_size != 0)
       c.fail("pod.vpod_size", "must divide pod.gpus (" + std::to_string(pod.gpus) + ")");
     check_scenario(*this, c);

@@ -36,13 +36,18 @@ TEST_CASE("one remote load goes through every module and back", "[sc][pod]") {
   CHECK(sum == Approx(pod.summary().remote_latency().reported(
                    pod.summary().remote_latency().histogram().mean())));
 
-  // The exporter's NPA MMU translated it and its VRAM served it.
+  // The exporter's NPA MMU translated it and its VRAM served it; everything else they did was
+  // the control path's writes into the rings' pages.
   GpuNode& exporter = pod.gpu(1);
-  CHECK(counter(exporter.npa_mmu.stat_group(), "translations") == 1);
+  const auto control = counter(exporter.mailbox.stat_group(), "writes_landed");
+  CHECK(control > 0);
+  CHECK(counter(exporter.npa_mmu.stat_group(), "translations") == 1 + control);
   CHECK(counter(exporter.vram.stat_group(), "reads") == 1);
-  // And at teardown everything was given back.
+  CHECK(counter(exporter.vram.stat_group(), "writes") == control);
+  // And at teardown everything was given back: only the rings' pages are still mapped.
   CHECK(pod.invariants().ok());
-  CHECK(exporter.npa_mmu.mapped_pages() == 0);
+  CHECK(exporter.ring_pages() == 4);  // 2 GPUs, source aliasing: 2 pages per GPU
+  CHECK(exporter.npa_mmu.mapped_pages() == exporter.ring_pages());
 }
 
 TEST_CASE(
@@ -129,7 +134,7 @@ TEST_CASE("the default pod: every GPU loads from and stores to every other", "[s
   for (std::size_t g = 0; g < pod.gpu_count(); ++g) {
     GpuNode& n = pod.gpu(g);
     CHECK(n.agent.completed() == 400);
-    CHECK(n.npa_mmu.mapped_pages() == 256);
+    CHECK(n.npa_mmu.mapped_pages() == 256 + n.ring_pages());
     CHECK(n.driver.driver().imports() == 7);
     CHECK(n.driver.driver().exports() == 1);
     for (AccelId peer = 0; peer < 8; ++peer)

@@ -451,9 +451,9 @@ TEST_CASE("A whole pod keeps the base protocol on every TLM binding of every GPU
                "workload.traffic.atomic_fraction=0.1", "workload.traffic.local_fraction=0.2"}),
           &tap);
   pod.run();
-  // Per GPU: agent->GpuVm, GpuVm->VRAM, NPA MMU->VRAM, mailbox->port, port->mailbox, and
-  // GpuVm->port and port->NPA MMU per plane.
-  REQUIRE(tap.checkers.size() == 4 * (5 + 2 * 2));
+  // Per GPU: agent->GpuVm, GpuVm->VRAM, NPA MMU->VRAM, and per plane GpuVm->port,
+  // port->NPA MMU, mailbox->port and port->mailbox.
+  REQUIRE(tap.checkers.size() == 4 * (3 + 2 * 4));
   std::uint64_t begun = 0;
   for (const auto& c : tap.checkers) {
     test::check_clean(*c);

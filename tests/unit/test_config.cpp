@@ -115,7 +115,13 @@ TEST_CASE("an NPA window must reach past where its mode's ranges start", "[confi
   // Source-aliasing ranges start at 8 MiB (page 0x800), source-identification ones at 2 MiB.
   const auto e = error_of(R"({"gpu": {"driver": {"npa_window": "8MiB"}}})");
   CHECK(e.path() == "gpu.driver.npa_window");
-  CHECK_THAT(e.message(), Catch::Contains("larger than 8 MiB"));
+  CHECK_THAT(e.message(), Catch::Contains("start at 8 MiB") && Catch::Contains("larger"));
+  // Above the receive pages of 1,024 senders (pages 512 + 2 x 1024): at 10 MiB.
+  const auto big = error_of(R"({"gpu": {"driver": {"accel_max": 1024, "npa_window": "10MiB"}}})");
+  CHECK(big.path() == "gpu.driver.npa_window");
+  CHECK_THAT(big.message(), Catch::Contains("start at 10 MiB"));
+  CHECK(read(R"({"gpu": {"driver": {"accel_max": 1024, "npa_window": "12MiB"}}})")
+            .gpu.driver.npa_window == podsim::Bytes::MiB(12));
   CHECK(read(R"({"gpu": {"driver": {"npa_window": "10MiB"}}})").gpu.driver.npa_window ==
         podsim::Bytes::MiB(10));
   CHECK(read(R"({"pod": {"addr_mode": "source_identification"},
@@ -241,4 +247,16 @@ TEST_CASE("topologies the switches cannot build are config errors", "[config][to
   PodConfig ok = read(R"({"pod": {"gpus": 1024}, "gpu": {"driver": {"accel_max": 1024}},
                          "fabric": {"topology": "leaf_spine"}})");
   CHECK(ok.fabric.leaf_spine.gpus_per_leaf == 32);
+}
+
+TEST_CASE("VRAM must hold more than the rings' receive pages", "[config][vram]") {
+  // 1,024 GPUs in source aliasing: 2,048 receive pages, four 2 MiB blocks.
+  const std::string pod = R"("pod": {"gpus": 1024}, "fabric": {"switch": {"ports": 1024}})";
+  const auto e = error_of("{" + pod + R"(, "gpu": {"driver": {"accel_max": 1024},
+                                          "vram": {"capacity": "8MiB"}}})");
+  CHECK(e.path() == "gpu.vram.capacity");
+  CHECK_THAT(e.message(), Catch::Contains("8 MiB the rings' receive pages take"));
+  CHECK(read("{" + pod + R"(, "gpu": {"driver": {"accel_max": 1024},
+                                     "vram": {"capacity": "10MiB"}}})")
+            .gpu.vram.capacity == podsim::Bytes::MiB(10));
 }

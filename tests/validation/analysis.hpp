@@ -93,18 +93,38 @@ inline std::int64_t port_rx_ps(const boost::json::value& c) {
          ps(c, {"fabric", "port", "pipeline_latency"});
 }
 
+// The levels a walk of the exporter's NPA page table reads for the first page of a buffer
+// exported in source-aliasing mode, after setup. The control path's writes (transport
+// npa_writes) walk the table for the rings' receive pages, pages [512, 1024), the last of them
+// after the exporter mapped the buffer's range (page 0x800 up) and flushed its NPA TLB; its
+// page-walk cache then holds the upper levels those pages share with the buffer's range
+// (levels split the page number 9 bits each), and the walk reads only the levels below the
+// deepest of them. With no page-walk cache, or the control class, it reads every level.
+inline std::int64_t npa_walk_levels_read(const boost::json::value& c) {
+  const auto levels = static_cast<std::uint32_t>(num(c, {"gpu", "npa_mmu", "walk_levels"}));
+  if (at(c, {"gpu", "mailbox", "transport"}).as_string() != "npa_writes" ||
+      num(c, {"gpu", "npa_mmu", "pwc_entries"}) == 0)
+    return levels;
+  constexpr std::uint64_t kRingPage = 512, kBufferPage = 0x800;
+  std::uint32_t deepest = levels;
+  for (std::uint32_t l = levels - 1; l >= 1 && (kRingPage >> (9 * l)) == (kBufferPage >> (9 * l));
+       --l)
+    deepest = l;
+  return deepest;
+}
+
 // One remote read of `size` bytes at zero load through `switches` switches (so switches + 1
 // links each way), both TLBs cold: the sum of every component on its path.
 inline std::int64_t zero_load_read_ps(const boost::json::value& c, std::uint64_t size,
                                       std::uint32_t switches) {
-  // A cold translation: both TLB lookups miss, and the walk reads every level.
-  auto cold = [&](const char* mmu) {
+  // A cold translation: both TLB lookups miss, and the walk reads `levels` levels.
+  auto cold = [&](const char* mmu, std::int64_t levels) {
     return ps(c, {"gpu", mmu, "l1", "latency"}) + ps(c, {"gpu", mmu, "l2", "latency"}) +
-           static_cast<std::int64_t>(num(c, {"gpu", mmu, "walk_levels"})) *
-               ps(c, {"gpu", mmu, "walk_level_latency"});
+           levels * ps(c, {"gpu", mmu, "walk_level_latency"});
   };
-  const std::int64_t gpuvm = cold("gpuvm");
-  const std::int64_t npa = cold("npa_mmu");
+  const std::int64_t gpuvm =
+      cold("gpuvm", static_cast<std::int64_t>(num(c, {"gpu", "gpuvm", "walk_levels"})));
+  const std::int64_t npa = cold("npa_mmu", npa_walk_levels_read(c));
   const std::int64_t vram = ps(c, {"gpu", "vram", "access_latency"}) +
                             serialize_ps(size, bps(c, {"gpu", "vram", "channel_bandwidth"}));
   const std::int64_t issue = ps(c, {"gpu", "compute", "issue_latency"});

@@ -48,6 +48,15 @@ TEST_CASE("zero load: one remote 64 B read costs the sum of its path's latencies
   ZeroLoad z = zero_load();
   CHECK(z.model_ps == z.analytic_ps);
   CHECK(z.analytic_ps > 500'000);  // a sanity bound: hundreds of ns
+  // The control path warmed the exporter's NPA page-walk cache (the analysis says by how much:
+  // one level of three); with the what-if control class, or without a page-walk cache, the
+  // walk reads every level, one walk_level_latency (50 ns) more.
+  for (const char* set : {"gpu.mailbox.transport=control_class", "gpu.npa_mmu.pwc_entries=0"}) {
+    INFO(set);
+    const ZeroLoad cold = zero_load({"--set", set});
+    CHECK(cold.model_ps == cold.analytic_ps);
+    CHECK(cold.model_ps - z.model_ps == 50'000);
+  }
 }
 
 TEST_CASE("zero load: each component's latency moves the result by exactly its change",

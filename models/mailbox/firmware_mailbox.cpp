@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace podsim {
 
@@ -65,15 +66,17 @@ std::optional<std::uint32_t> FirmwareMailbox::send(AccelId dst, const FwCommand&
   const std::uint32_t update_wb = r.started ? 0 : 1;  // carried in the status field
   r.started = true;
   const auto gen = static_cast<std::uint32_t>(epoch_);
-  emit(dst, MailboxWrite::RingSlot, ring, seq, &cmd, update_wb, gen);
+  const Time delay = std::exchange(send_delay_, Time{});  // a fault step's
+  emit(dst, MailboxWrite::RingSlot, ring, seq, &cmd, update_wb, gen, delay);
   if (cfg_.transport == MailboxTransport::NpaWrites)
-    emit(dst, MailboxWrite::WritePointer, ring, seq, nullptr, 0, gen);
-  emit(dst, MailboxWrite::Doorbell, ring, seq, nullptr, 0, gen);
+    emit(dst, MailboxWrite::WritePointer, ring, seq, nullptr, 0, gen, delay);
+  emit(dst, MailboxWrite::Doorbell, ring, seq, nullptr, 0, gen, delay);
   return seq;
 }
 
 void FirmwareMailbox::emit(AccelId dst, MailboxWrite kind, unsigned ring, std::uint32_t seq,
-                           const FwCommand* cmd, std::uint32_t status, std::uint32_t gen) {
+                           const FwCommand* cmd, std::uint32_t status, std::uint32_t gen,
+                           Time delay) {
   tlm::tlm_generic_payload& gp = pool_.acquire();
   Access& a = access_of(gp);
   const bool npa_writes = cfg_.transport == MailboxTransport::NpaWrites;
@@ -109,7 +112,7 @@ void FirmwareMailbox::emit(AccelId dst, MailboxWrite kind, unsigned ring, std::u
       a.npa = doorbell_npa(dst, a.plane, ring);
       break;
   }
-  a.issued = sim_now();
+  a.issued = sim_now() + delay;
   std::memset(a.data.data(), 0, 64);
   if (cmd) {
     std::memcpy(&a.data[0], cmd->dw.data(), 16);
@@ -125,7 +128,7 @@ void FirmwareMailbox::emit(AccelId dst, MailboxWrite kind, unsigned ring, std::u
   gp.set_command(tlm::TLM_WRITE_COMMAND);
   gp.set_address(a.npa);
   gp.set_data_length(a.size);
-  to_port_lanes_[a.plane].send(to_ports[static_cast<int>(a.plane)], gp, sc_core::SC_ZERO_TIME);
+  to_port_lanes_[a.plane].send(to_ports[static_cast<int>(a.plane)], gp, to_sc(delay));
 }
 
 FirmwareMailbox::Part FirmwareMailbox::part_of(const Access& a) {
@@ -214,6 +217,11 @@ void FirmwareMailbox::handle(const Part& p) {
       }
       const std::uint32_t i = p.seq % cfg_.ring_slots;
       r.slots[i] = p.cmd;
+      if (corrupt_left_ > 0) {  // a fault step's: the firmware will read garbage
+        --corrupt_left_;
+        corrupted_.inc();
+        r.slots[i].kind = FwCommandKind{};
+      }
       r.slot_seq[i] = p.seq;
       r.filled[i] = true;
       break;
@@ -245,9 +253,12 @@ void FirmwareMailbox::take(AccelId from, unsigned ring, RingState& r) {
     }
     const Time start = std::max(sim_now(), firmware_free_);
     Time done = start + cfg_.firmware_latency;
-    // A fault step's error status: the command is answered with it, not carried out.
+    // A fault step's error status: the command is answered with it, not carried out; a
+    // command of no kind the firmware knows (a corrupted slot) is answered 2, bad command.
     std::uint32_t error = 0;
-    if (errors_left_ > 0) {
+    if (c.kind != FwCommandKind::Int && c.kind != FwCommandKind::TlbInv) {
+      error = 2;
+    } else if (errors_left_ > 0) {
       --errors_left_;
       error = error_status_;
     }
@@ -285,6 +296,8 @@ void FirmwareMailbox::reset() {
   restarted_ = true;
   errors_left_ = 0;  // the firmware starts afresh
   drops_left_ = 0;
+  corrupt_left_ = 0;
+  send_delay_ = Time{};
   for (auto& peer : tx_)
     peer.reset();
   for (auto& peer : rx_)

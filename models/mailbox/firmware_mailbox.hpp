@@ -90,6 +90,11 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   // The next `count` commands this firmware takes are lost: neither carried out nor
   // reported consumed (their senders poll until ETIME; their ring slots stay in flight).
   void drop_next(std::uint32_t count) { drops_left_ = count; }
+  // The next `count` commands written into this GPU's rings land corrupted: the firmware
+  // reads a bad command, and answers it with status 2 (bad command), not carried out.
+  void corrupt_next(std::uint32_t count) { corrupt_left_ = count; }
+  // The next command this GPU sends leaves `by` late (its three writes together).
+  void delay_next_send(Time by) { send_delay_ = by; }
   std::uint32_t in_flight(AccelId dst, unsigned ring) const;
   // Which rings are set up on each side, and what is in them. Not their sequence numbers: those
   // count the commands a ring has carried (handshake retries included), which decides nothing
@@ -138,7 +143,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   // The firmware takes every command of `from`'s ring it may now take.
   void take(AccelId from, unsigned ring, RingState& r);
   void emit(AccelId dst, MailboxWrite kind, unsigned ring, std::uint32_t seq, const FwCommand* cmd,
-            std::uint32_t status, std::uint32_t gen);
+            std::uint32_t status, std::uint32_t gen, Time delay = Time{});
   // Per peer, made when the peer is first talked to (a 1,024-GPU pod talks to few peers each).
   using PeerRings = std::vector<std::unique_ptr<std::array<RingState, kRings>>>;
   RingState& ring_state(PeerRings& v, AccelId peer, unsigned ring);
@@ -182,7 +187,10 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   Counter errors_answered_{
       stats_, "errors_answered", "count",
       "commands answered with an error status (a fault step), not carried out"};
-  std::uint32_t error_status_ = 0, errors_left_ = 0, drops_left_ = 0;
+  std::uint32_t error_status_ = 0, errors_left_ = 0, drops_left_ = 0, corrupt_left_ = 0;
+  Time send_delay_;
+  Counter corrupted_{stats_, "ring_slots_corrupted", "count",
+                     "commands that landed corrupted in this GPU's rings (a fault step)"};
   Counter commands_lost_{stats_, "commands_lost", "count",
                          "commands a fault step made the firmware lose (no write-back)"};
   std::uint64_t epoch_ = 0;  // firmware work queued before a reset is abandoned; our generation

@@ -56,7 +56,8 @@ StepKind kind_of(const StepConfig& s) {
     case StepOp::Signal: return SignalStep{need(s.to_process, s, "to_process")};
     case StepOp::Fault: {
       const FaultKind f = need(s.fault, s, "fault");
-      if (f == FaultKind::FirmwareStall) return FaultStep{f, 0, 1, need(s.for_, s, "for")};
+      if (f == FaultKind::FirmwareStall || f == FaultKind::MessageDelay)
+        return FaultStep{f, 0, 1, need(s.for_, s, "for")};
       if (f == FaultKind::FirmwareError)
         return FaultStep{f, need(s.status, s, "status"), s.count.value_or(1), Time{}};
       return FaultStep{f, 0, s.count.value_or(1), Time{}};

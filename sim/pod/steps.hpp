@@ -111,8 +111,9 @@ struct ResetNodeStep {  // a pod-level step: common.gpu is the GPU reset
 struct FaultStep {  // a pod-level step: common.gpu is the GPU whose firmware misbehaves
   static constexpr StepOp kOp = StepOp::Fault;
   FaultKind fault = FaultKind::FirmwareError;
-  std::uint32_t status = 0, count = 1;  // firmware_error; count also the drop and failures
-  Time for_;                            // firmware_stall
+  std::uint32_t status = 0, count = 1;  // firmware_error; count also the drop, failures
+                                        // and corruptions
+  Time for_;                            // firmware_stall, message_delay
 };
 
 struct SignalStep {  // a pod-level step: common.gpu is the GPU of the process signalled

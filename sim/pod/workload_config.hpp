@@ -69,9 +69,11 @@ enum class FaultKind : std::uint8_t {
   FirmwareStall,
   FirmwareDrop,
   PinFailure,
-  MapFailure
+  MapFailure,
+  RingCorrupt,
+  MessageDelay
 };
-inline constexpr std::array<EnumName<FaultKind>, 5> kFaultKindNames{{
+inline constexpr std::array<EnumName<FaultKind>, 7> kFaultKindNames{{
     {"firmware_error", FaultKind::FirmwareError,
      "the next `count` commands it takes are answered with error `status`, not carried out "
      "(the sender gets ECOMM)"},
@@ -87,6 +89,11 @@ inline constexpr std::array<EnumName<FaultKind>, 5> kFaultKindNames{{
     {"map_failure", FaultKind::MapFailure,
      "as an exporter, its next `count` mappings of a new NPA range fail: NPA_FAIL ERROR, the "
      "range and pin undone"},
+    {"ring_corrupt", FaultKind::RingCorrupt,
+     "the next `count` commands written into its rings land corrupted: its firmware reads a "
+     "bad command and answers status 2 (the sender gets ECOMM)"},
+    {"message_delay", FaultKind::MessageDelay,
+     "its next command, as a sender, leaves `for` late (the sender polls meanwhile)"},
 }};
 
 // Where an alloc step's buffer lives.
@@ -154,10 +161,12 @@ struct StepConfig {
             "interrupt delivery failure, 8 bad ring address, 9 bad write-back address)",
             between<std::uint32_t>(1, 9));
     v.field("count", count,
-            "fault firmware_error, firmware_drop, pin_failure, map_failure: how many commands, "
-            "pins or mappings (default 1)",
+            "fault firmware_error, firmware_drop, pin_failure, map_failure, ring_corrupt: how "
+            "many commands, pins or mappings (default 1)",
             between<std::uint32_t>(1, 1'000'000));
-    v.field("for", for_, "wait: how long; fault firmware_stall: how long the firmware stalls");
+    v.field("for", for_,
+            "wait: how long; fault firmware_stall: how long the firmware stalls; fault "
+            "message_delay: how late the next command leaves");
     v.field("down_for", down_for, "reset_node: how long the GPU stays down");
     v.field("accesses", accesses, "access: count (default workload.traffic.accesses)");
     v.field("duration", duration, "access: issue for this long instead of a count");
@@ -206,7 +215,7 @@ struct StepConfig {
       case StepOp::ResetNode: want({"down_for"}, {}); break;
       case StepOp::Signal: want({"to_process"}, {}); break;
       case StepOp::Fault:
-        if (fault == FaultKind::FirmwareStall)
+        if (fault == FaultKind::FirmwareStall || fault == FaultKind::MessageDelay)
           want({"fault", "for"}, {});
         else if (fault == FaultKind::FirmwareError)
           want({"fault", "status"}, {"count"});

@@ -253,6 +253,17 @@ struct StepConfig {
       if (!has && required.count(key))
         c.fail("op", "a \"" + op_name + "\" step needs \"" + key + "\"");
     }
+    // A pod-level step is no process's call: a process, an expected errno or retries would
+    // mean nothing (given at their defaults they are let be).
+    if (pod_level(*op)) {
+      if (process != 1)
+        c.fail("process", "a \"" + op_name + "\" step is the pod's: it takes no process");
+      if (expect != driver::Errno::Ok)
+        c.fail("expect", "a \"" + op_name + "\" step is the pod's: it returns no errno to expect");
+      if (retries != 0 || retry_interval != Time::us(10))
+        c.fail(retries != 0 ? "retries" : "retry_interval",
+               "a \"" + op_name + "\" step is the pod's: it is never retried");
+    }
     if (*op == StepOp::Map && fd.has_value() == buffer.has_value())
       c.fail("op", "a \"map\" step needs either \"fd\" or \"buffer\"");
     if (access_size && access_size->count() % 64 != 0)

@@ -150,6 +150,15 @@ TEST_CASE("a key a step's op does not take, or one it needs and lacks, is a conf
            Case{R"([{"op": "map", "name": "m"}])", "workload.steps.0.op",
                 "a \"map\" step needs either \"fd\" or \"buffer\""},
            Case{R"([{"gpu": 1}])", "workload.steps.0.op", "every step needs an op"},
+           Case{R"([{"op": "reset_node", "down_for": "1us", "process": 2}])",
+                "workload.steps.0.process",
+                "a \"reset_node\" step is the pod's: it takes no process"},
+           Case{R"([{"op": "fault", "fault": "firmware_drop", "expect": "ETIME"}])",
+                "workload.steps.0.expect", "it returns no errno to expect"},
+           Case{R"([{"op": "signal", "to_process": 1, "retries": 3}])", "workload.steps.0.retries",
+                "it is never retried"},
+           Case{R"([{"op": "fault", "fault": "message_delay"}])", "workload.steps.0.op",
+                "a \"fault\" step needs \"for\""},
        }) {
     INFO(c.steps);
     const ConfigError e = error_of(c.steps);

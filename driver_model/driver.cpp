@@ -332,7 +332,35 @@ UalinkHandle Driver::new_handle() {
 Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
   const Time t0 = env_.now();
   co_await sleep(cfg_.ioctl_latency);
-  const Result<UalinkHandle> r = create_export(p, gem);
+  // The check and the insert under one lock, as upstream fixed it. B8: unlocked, as in the
+  // snapshot.
+  const bool lock = !bug(Bug::B8);
+  if (lock) {
+    while (export_locked_)
+      co_await export_lock_.wait(env_);
+    export_locked_ = true;
+  }
+  Result<UalinkHandle> r;
+  if (std::optional<Result<UalinkHandle>> known = export_known(p, gem)) {
+    r = *known;
+  } else {
+    // A new export: its node and dma-buf are allocated, which may sleep. The GEM lookup's
+    // reference keeps the buffer meanwhile. B8: a concurrent export of the same buffer can
+    // pass the check above meanwhile, and each makes a handle.
+    const std::uint64_t id = bo_of(p, gem)->id;
+    ++bos_.at(id).refs;
+    co_await sleep(cfg_.export_alloc_latency);
+    Bo& bo = bos_.at(id);
+    if (bo.handle_count == 0)
+      r.err = Errno::NoEnt;  // its last GEM handle was closed meanwhile
+    else
+      r = insert_export(bo);
+    unref(id);
+  }
+  if (lock) {
+    export_locked_ = false;
+    export_lock_.wake_all();
+  }
   export_time_.record(env_.now() - t0);
   if (r.err == Errno::Ok)
     env_.note_call("export", t0, fmt::format("{{\"handle_lo\": \"{:#x}\"}}", r.value.lo));
@@ -340,6 +368,11 @@ Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
 }
 
 Result<UalinkHandle> Driver::create_export(ProcessId p, GemHandle gem) {
+  if (std::optional<Result<UalinkHandle>> known = export_known(p, gem)) return *known;
+  return insert_export(*bo_of(p, gem));
+}
+
+std::optional<Result<UalinkHandle>> Driver::export_known(ProcessId p, GemHandle gem) {
   Result<UalinkHandle> r;
   Bo* bo = bo_of(p, gem);
   if (!ualink_active_) {
@@ -352,13 +385,19 @@ Result<UalinkHandle> Driver::create_export(ProcessId p, GemHandle gem) {
     exports_repeated_.inc();
     r.value = *bo->ualink;
   } else {
-    const ExportPtr node = exports_.insert(new_handle(), bo->id);
-    bo->refs += 2;  // the node's reference, and the dma-buf the snapshot makes (never used)
-    bo->ualink = node->handle();
-    exports_created_.inc();
-    r.value = node->handle();
+    return std::nullopt;
   }
   return r;
+}
+
+Result<UalinkHandle> Driver::insert_export(Bo& bo) {
+  const ExportPtr node = exports_.insert(new_handle(), bo.id);
+  bo.refs += 2;  // the node's reference, and the dma-buf the snapshot makes (never used)
+  // B8: a handle made meanwhile by a concurrent export is replaced here; a last close revokes
+  // only this one, and that node stays exported with its references.
+  bo.ualink = node->handle();
+  exports_created_.inc();
+  return Result<UalinkHandle>{Errno::Ok, node->handle()};
 }
 
 std::size_t Driver::importer_count(const UalinkHandle& h) const {
@@ -368,6 +407,11 @@ std::size_t Driver::importer_count(const UalinkHandle& h) const {
 
 ImportState Driver::import_state(const UalinkHandle& h) const {
   return imports_.state(h.lo);
+}
+
+std::optional<FailReason> Driver::import_failure(const UalinkHandle& h) const {
+  const ImportNode* n = imports_.find(h);
+  return n ? n->fail() : std::nullopt;
 }
 
 NpaRangeAllocator& Driver::window(AccelId importer) {
@@ -633,7 +677,9 @@ Task<void> Driver::cleanup(ExportPtr node) {
     unpin(bos_.at(bo_id));
   release_bo(false);
 
-  // 5. Mark each ready importer pending, then send NPA_REVOKE (B4: marked while sending).
+  // 5. Mark each ready importer pending, then send NPA_REVOKE; a failed send clears the mark.
+  //    B4: each is marked only as its NPA_REVOKE goes out, so a RELEASE that empties the
+  //    pending set while later importers are still to be marked completes the wait early.
   std::vector<AccelId> notify;
   for (AccelId i : orig)
     if (node->importer(i)) notify.push_back(i);
@@ -648,18 +694,22 @@ Task<void> Driver::cleanup(ExportPtr node) {
     if (co_await send(i, rv) != Errno::Ok) exports_.cancel_release(*node, i);
   }
 
-  // 6. Wait for the releases (B4: even when nothing is pending).
+  // 6. Wait up to release_timeout for the releases.
   auto any_pending = [&] {
     for (AccelId i : orig)
       if (node->pending(i)) return true;
     return false;
   };
-  if (any_pending() || bug(Bug::B4)) {
+  if (bug(Bug::B4)) {
+    // The snapshot waits on a completion whenever importers remain, whether or not any
+    // NPA_REVOKE went out (then for the whole timeout); one completed meanwhile ends it at
+    // once, with later importers' releases still to come.
+    if (node->has_importers() && !node->completed())
+      co_await node->released().wait(env_, cfg_.release_timeout);
+  } else if (any_pending()) {
     const Time deadline = env_.now() + cfg_.release_timeout;
     while (any_pending() && env_.now() < deadline)
       co_await node->released().wait(env_, deadline - env_.now());
-    if (!any_pending() && bug(Bug::B4) && env_.now() < deadline)
-      co_await sleep(deadline - env_.now());
   }
   revoke_time_.record(env_.now() - node->revoke_started());
   env_.note_call("revoke", node->revoke_started(),
@@ -689,7 +739,7 @@ void Driver::on_npa_release(AccelId from, const Message& m) {
   }
   if (!exports_.release(*node, from)) releases_unexpected_.inc();
   env_.note_released(node->handle().lo, from);
-  if (!node->any_pending()) node->released().wake_all();
+  if (!node->any_pending()) exports_.complete(*node);
 }
 
 // ---- import ----------------------------------------------------------------------------------
@@ -732,6 +782,7 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
   Errno e = co_await setup(r, true);
   if (e != Errno::Ok) co_return abandon(e);
   const std::uint32_t gen = conns_.generation(r);
+  imports_.sent(*node, gen);
   Message req;
   req.type = MsgType::NpaReq;
   req.handle = h;
@@ -778,7 +829,8 @@ void Driver::on_npa_rsp(AccelId from, const Message& m) {
 }
 
 void Driver::on_npa_fail(AccelId, const Message& m) {
-  if (!imports_.fail(m.handle.lo, m.reason)) unsolicited_.inc();
+  // Unsolicited: no node, or one not waiting (B5: the snapshot overwrites its reason anyway).
+  if (!imports_.fail(m.handle.lo, m.reason, bug(Bug::B5))) unsolicited_.inc();
 }
 
 Task<void> Driver::invalidate_import(const ImportPtr& node) {
@@ -802,6 +854,18 @@ Task<void> Driver::invalidate_import(const ImportPtr& node) {
 }
 
 Task<void> Driver::on_npa_revoke(AccelId from, const Message& m) {
+  // An import not READY yet has no buffer or dma-buf. B5: the snapshot's handler dereferences
+  // the NULL dma-buf: a kernel oops, reported; the model then drops the message (no release:
+  // the exporter resets this importer after its timeout). Fixed: the import ends (EINVAL, no
+  // buffer made) and the release goes back at once, as for a READY one.
+  if (const ImportNode* early = imports_.find(m.handle);
+      early && early->state() != ImportState::Ready && bug(Bug::B5)) {
+    env_.note_violation(fmt::format(
+        "gpu{}: kernel oops: NPA_REVOKE from gpu{} for import {:016x} before it was READY "
+        "(its dma-buf, still NULL, dereferenced)",
+        self_, from, m.handle.lo));
+    co_return;
+  }
   // TEARDOWN and out. A mismatch is ignored with no reply: the exporter resets after its timeout.
   const ImportPtr node = imports_.revoke(m.handle);
   if (!node) {
@@ -848,6 +912,20 @@ Task<Errno> Driver::setup(AccelId peer, bool wait) {
 
 void Driver::established(AccelId peer) {
   conns_.establish(peer);
+  check_stale_imports(peer);
+}
+
+void Driver::check_stale_imports(AccelId peer) {
+  // An import lives until its exporter revokes it or the connection is reset (§5). A peer
+  // whose connection is established anew has restarted or been reset, and forgot what it
+  // exported on the old one: it never revokes it, and hands out the same NPA ranges again,
+  // which the old import's mappings would reach. Its reset must have taken it (B1 skips it).
+  const std::uint32_t gen = conns_.generation(peer);
+  for (const ImportNode* n : imports_.older_than(peer, gen))
+    env_.note_violation(fmt::format(
+        "gpu{}: import {:016x} from gpu{} outlived its connection: made at generation {}, the "
+        "connection is at generation {} now and the import was never torn down",
+        self_, n->handle().lo, peer, n->generation(), gen));
 }
 
 Task<void> Driver::reset_connection(AccelId peer, ConnState to, std::uint32_t gen) {
@@ -872,7 +950,7 @@ Task<void> Driver::reset_connection(AccelId peer, ConnState to, std::uint32_t ge
       env_.npa_flush_tlb();
       free_range(r->shared ? self_ : peer, r->window_page, pages, n->handle().lo);
     }
-    if (n->cleaning() && !n->any_pending()) n->released().wake_all();
+    if (n->cleaning() && !n->any_pending()) exports_.complete(*n);
   }
   for (const ImportPtr& node : gone) {
     co_await invalidate_import(node);
@@ -1023,6 +1101,7 @@ void Driver::device_reset() {
   irq_queue_.clear();
   cleanup_queue_.clear();
   next_bo_ = 1;
+  export_locked_ = false;  // its holder was abandoned with everything else
   start_workers();
 }
 
@@ -1125,6 +1204,7 @@ Result<Fd> Driver::direct_import(ProcessId p, const UalinkHandle& h, const NpaGr
   if (!ImportTable::usable(g.npa_page, g.size_pages)) return Result<Fd>{Errno::Inval, -1};
   // As NPA_RSP leaves the node: the grant's NPA and size, PENDING.
   const ImportPtr node = imports_.insert(h);
+  imports_.sent(*node, conns_.generation(r));
   imports_.respond(h.lo, r, g.npa_page, g.size_pages, false);
   imports_first_.inc();
   return Result<Fd>{Errno::Ok, finish_import(p, *node)};

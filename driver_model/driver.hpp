@@ -82,7 +82,9 @@ class Driver {
   Task<Result<GemHandle>> gem_create(ProcessId p, Bytes bytes, Domain domain);
   // Drops a GEM handle. When a buffer's last handle goes, its export is revoked.
   Task<Errno> gem_close(ProcessId p, GemHandle gem);
-  // DRM_IOCTL_AMDGPU_UALINK_HANDLE, op EXPORT.
+  // DRM_IOCTL_AMDGPU_UALINK_HANDLE, op EXPORT. A new export allocates its node and dma-buf
+  // (export_alloc_latency, a sleep) under the export lock, so a concurrent export of the same
+  // buffer gets the same handle (B8: no lock, and it can make a second one).
   Task<Result<UalinkHandle>> export_handle(ProcessId p, GemHandle gem);
   // DRM_IOCTL_AMDGPU_UALINK_HANDLE, op IMPORT: a dma-buf fd for the remote buffer.
   Task<Result<Fd>> import_handle(ProcessId p, UalinkHandle h);
@@ -157,6 +159,8 @@ class Driver {
   Bytes gem_size(ProcessId p, GemHandle gem) const;
   std::size_t importer_count(const UalinkHandle& h) const;
   ImportState import_state(const UalinkHandle& h) const;
+  // The NPA_FAIL reason stored on the import node of `h` (lo and hi), if any.
+  std::optional<FailReason> import_failure(const UalinkHandle& h) const;
   // No message queued or being handled, no revoke pending or running.
   bool quiescent() const;
   // Everything still held: buffers, pins, NPA ranges, table entries, handles, waiters.
@@ -223,6 +227,9 @@ class Driver {
   // connections
   Task<Errno> setup(AccelId peer, bool wait);
   void established(AccelId peer);
+  // A connection just (re-)established at a new generation: anything imported from the peer
+  // on an older one is a violation (it outlived its connection).
+  void check_stale_imports(AccelId peer);
   Task<void> reset_connection(AccelId peer, ConnState to, std::uint32_t gen);
   // messages
   Task<void> handle(AccelId from, Dwords dw);
@@ -240,6 +247,10 @@ class Driver {
   Result<GemHandle> gem_of_fd(ProcessId p, Fd fd);
   Errno drop_fd(ProcessId p, Fd fd);
   Result<UalinkHandle> create_export(ProcessId p, GemHandle gem);
+  // An export's checks: an error, or the buffer's handle if it has one; nothing if a new
+  // export is to be made.
+  std::optional<Result<UalinkHandle>> export_known(ProcessId p, GemHandle gem);
+  Result<UalinkHandle> insert_export(Bo& bo);
   RangeGrant grant_range(ExportNode& node, AccelId from, std::uint64_t pages);
   void map_npa_pages(const Bo& bo, std::uint64_t key_base, std::uint64_t tag);
   Fd finish_import(ProcessId p, ImportNode& node);
@@ -290,6 +301,8 @@ class Driver {
   WorkQueue<Interrupt> irq_queue_;      // the IRQ worker's: messages in arrival order
   WorkQueue<ExportPtr> cleanup_queue_;  // the cleanup worker's: exports to revoke
   std::uint64_t next_bo_ = 1;
+  bool export_locked_ = false;  // an export call holds the export lock (B8 fixed)
+  WaitQueue export_lock_;       // export calls waiting for it
 
   StatGroup stats_;
   Counter exports_created_{stats_, "exports", "count", "buffers exported (new UALink handles)"};

@@ -37,19 +37,27 @@ struct MigrationConfig {
 
 // The kernel driver's own costs and limits. Timeouts follow the amdgpu snapshot (§10).
 // The snapshot's apparent bugs (protocol reference, "Apparent bugs") that podsim can put back
-// in for study. B2 (ring indexing in identification mode) and B8 (unlocked handle check,
-// wrong uniqueness check) are not modelled.
-enum class Bug : std::uint8_t { B1, B3, B4, B5, B6, B7, Count };
-inline constexpr std::array<EnumName<Bug>, 6> kBugNames{{
+// in for study. B2 (ring indexing in identification mode) is not modelled; of B8 only the
+// unlocked export check is (the local-accelerator check has no local accelerators to act on).
+enum class Bug : std::uint8_t { B1, B3, B4, B5, B6, B7, B8, Count };
+inline constexpr std::array<EnumName<Bug>, 7> kBugNames{{
     {"B1", Bug::B1, "HELLO sets PENDING before the reset that needs ESTABLISHED: no cleanup"},
     {"B3", Bug::B3, "cleanup without importers leaks the dma-buf and its BO"},
-    {"B4", Bug::B4, "pending bits set while sending: an early RELEASE ends the wait too soon"},
+    {"B4", Bug::B4,
+     "pending bits set while sending: a RELEASE that empties the set before later importers "
+     "are marked ends the wait at once (they are reset), and the wait lasts the full timeout "
+     "when no NPA_REVOKE went out"},
     {"B5", Bug::B5,
-     "a cached import skips the handle's hi half, and an unsolicited NPA_RSP overwrites it"},
+     "a cached import skips the handle's hi half, an unsolicited NPA_RSP or NPA_FAIL "
+     "overwrites the node's fields, and an NPA_REVOKE before the import is READY oopses (NULL "
+     "dma-buf)"},
     {"B6", Bug::B6,
      "a repeated request pins again (alias mode; the revoke unpins once per importer), and "
      "stale-generation importers' ranges are freed with their PTEs still live"},
     {"B7", Bug::B7, "interrupt processing blocks in setup() for up to the response timeout"},
+    {"B8", Bug::B8,
+     "the export's already-exported check is unlocked: two concurrent exports of one buffer "
+     "both make a handle, and the first is never revoked"},
 }};
 // The bit set is indexed by the enum: the list must hold every value, in its order.
 static_assert(kBugNames.size() == static_cast<std::size_t>(Bug::Count));
@@ -77,6 +85,7 @@ inline std::string bug_list(bool with_meanings = false) {
 struct DriverConfig {
   Time ioctl_latency = Time::us(2);
   Time alloc_latency = Time::ns(500);
+  Time export_alloc_latency = Time();
   Time irq_handler_latency = Time::us(1);
   Time pte_update_latency = Time::ns(20);
   Time response_timeout = Time::ms(5000);
@@ -98,6 +107,11 @@ struct DriverConfig {
     v.field("alloc_latency", alloc_latency,
             "time between an import's lookup and its insert into the import table (a "
             "concurrent import of the same handle inside this window loses with EBUSY)");
+    v.field("export_alloc_latency", export_alloc_latency,
+            "time to allocate a new export's node and dma-buf, between its already-exported "
+            "check and its insert; the export may sleep there even at 0 (a concurrent export "
+            "of the same buffer waits for the export lock and gets the same handle; with B8, "
+            "unlocked, it can make a second one)");
     v.field("irq_handler_latency", irq_handler_latency,
             "driver time to take one protocol message from the interrupt ring and dispatch it");
     v.field("pte_update_latency", pte_update_latency,

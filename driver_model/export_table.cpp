@@ -146,6 +146,11 @@ bool ExportTable::release(ExportNode& n, AccelId i) {
   return was;
 }
 
+void ExportTable::complete(ExportNode& n) {
+  n.completed_ = true;
+  n.released_.wake_all();
+}
+
 void ExportTable::remove(const ExportNode& n) {
   auto it = invalid_.find(n.handle_.lo);
   if (it == invalid_.end() || it->second.get() != &n) broken(n, "removed but not revoked");

@@ -58,6 +58,10 @@ class ExportNode {
   Time revoke_started() const { return revoke_started_; }
   // Woken when the last expected release arrives (or its importer is reset).
   WaitQueue& released() { return released_; }
+  // The cleanup worker has been woken so (a completion: it stays done). With every importer
+  // marked before the first NPA_REVOKE this means no release is expected any more; with B4 a
+  // RELEASE can complete it while later importers are still to be marked.
+  bool completed() const { return completed_; }
 
  private:
   friend class ExportTable;
@@ -76,6 +80,7 @@ class ExportNode {
   Time revoke_started_;
   bool revoked_ = false;
   bool cleaning_ = false;
+  bool completed_ = false;
 };
 
 // The range an NPA_REQ gets: a failure, or a window page (fresh: newly allocated, to be mapped;
@@ -138,6 +143,9 @@ class ExportTable {
   void cancel_release(ExportNode& n, AccelId i);
   // NPA_RELEASE from `i`: no longer expected; false if it was not.
   bool release(ExportNode& n, AccelId i);
+  // No release is expected any more: the cleanup worker is woken, and its wait is complete
+  // from now on (completed()).
+  void complete(ExportNode& n);
   // Cleanup ends: out of handle_invalid_xa. Throws std::logic_error if it is not there.
   void remove(const ExportNode& n);
 

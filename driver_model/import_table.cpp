@@ -49,6 +49,22 @@ void ImportTable::abandon(const Ptr& n) {
   if (cur != imports_.end() && cur->second == n) imports_.erase(cur);
 }
 
+const ImportNode* ImportTable::find(const UalinkHandle& h) const {
+  auto it = imports_.find(h.lo);
+  if (it == imports_.end() || it->second->handle_.hi != h.hi) return nullptr;
+  return it->second.get();
+}
+
+std::vector<const ImportNode*> ImportTable::older_than(AccelId exporter, std::uint32_t gen) const {
+  std::vector<const ImportNode*> v;
+  for (const auto& [lo, n] : imports_)
+    if (n->handle_.exporter() == exporter && n->generation_ != 0 && n->generation_ < gen)
+      v.push_back(n.get());
+  std::sort(v.begin(), v.end(),
+            [](const ImportNode* a, const ImportNode* b) { return a->handle_.lo < b->handle_.lo; });
+  return v;
+}
+
 bool ImportTable::respond(std::uint64_t lo, AccelId exporter, std::uint32_t npa_page,
                           std::uint32_t size_pages, bool overwrite) {
   auto it = imports_.find(lo);
@@ -65,14 +81,19 @@ bool ImportTable::respond(std::uint64_t lo, AccelId exporter, std::uint32_t npa_
   return solicited;
 }
 
-bool ImportTable::fail(std::uint64_t lo, FailReason reason) {
+bool ImportTable::fail(std::uint64_t lo, FailReason reason, bool overwrite) {
   auto it = imports_.find(lo);
-  if (it == imports_.end() || it->second->state_ != ImportState::NotReady) return false;
+  if (it == imports_.end()) return false;
   ImportNode& n = *it->second;
+  const bool solicited = n.state_ == ImportState::NotReady;
+  if (!solicited && !overwrite) return false;
   n.fail_ = reason;
-  n.state_ = ImportState::Pending;
-  n.answered_.wake_all();
-  return true;
+  if (solicited) {
+    n.refused_ = true;
+    n.state_ = ImportState::Pending;
+    n.answered_.wake_all();
+  }
+  return solicited;
 }
 
 bool ImportTable::usable(std::uint64_t npa_page, std::uint64_t size_pages) {
@@ -87,18 +108,18 @@ Errno ImportTable::outcome(const ImportNode& n) {
 }
 
 void ImportTable::ready(ImportNode& n, std::uint64_t bo) {
-  if (n.state_ != ImportState::Pending || n.fail_) broken(n, "made ready without an answer");
+  if (n.state_ != ImportState::Pending || n.refused_)
+    broken(n, "made ready without an answer, or refused");
   n.bo_ = bo;
   n.state_ = ImportState::Ready;
 }
 
 ImportTable::Ptr ImportTable::revoke(const UalinkHandle& h) {
   auto it = imports_.find(h.lo);
-  if (it == imports_.end() || it->second->handle_.hi != h.hi ||
-      it->second->state_ != ImportState::Ready)
-    return nullptr;
+  if (it == imports_.end() || it->second->handle_.hi != h.hi) return nullptr;
   Ptr node = it->second;
   node->state_ = ImportState::Teardown;
+  node->answered_.wake_all();
   imports_.erase(it);
   return node;
 }
@@ -131,8 +152,8 @@ void ImportTable::check() const {
     if (n->state_ == ImportState::Teardown) broken(*n, "torn down but still in the table");
     if (n->state_ == ImportState::NotReady && (n->fail_ || n->bo_))
       broken(*n, "not answered, yet with a failure or a buffer");
-    if (n->state_ == ImportState::Ready && (n->fail_ || n->bo_ == 0))
-      broken(*n, "ready with a failure or without a buffer");
+    if (n->state_ == ImportState::Ready && (n->refused_ || n->bo_ == 0))
+      broken(*n, "ready though refused, or without a buffer");
     if (n->state_ != ImportState::Ready && n->bo_ != 0) broken(*n, "a buffer before ready");
   }
 }

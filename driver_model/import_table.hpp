@@ -6,10 +6,12 @@
 // runs the messages and makes the buffers, this keeps the nodes and their rules
 // (tests/unit/test_import_table.cpp):
 // - a node is filed under its own handle lo, and is never TEARDOWN while in the table;
-// - an answer is taken only by a NOT_READY node (unless B5: an RSP overwrites any node);
-// - only a PENDING node becomes READY, and a READY node has its buffer and no failure;
-// - only a READY node is revoked, and only with its hi; a reset takes every node of that
-//   exporter, whatever its state, and wakes its waiters.
+// - an answer is taken only by a NOT_READY node (B5: an unsolicited NPA_RSP or NPA_FAIL still
+//   overwrites the fields of a node in another state);
+// - only a PENDING node answered by NPA_RSP becomes READY, and a READY node has its buffer;
+// - a revoke takes a node only with its hi, in any state (the Driver decides what a revoke of
+//   a node not READY yet means); a reset takes every node of that exporter, whatever its
+//   state; both wake its waiters.
 #pragma once
 
 #include <cstdint>
@@ -42,9 +44,12 @@ class ImportNode {
   ImportState state() const { return state_; }
   std::uint64_t npa_page() const { return npa_page_; }  // full NPA page (exporter ID at 38:29)
   std::uint32_t size_pages() const { return size_pages_; }
+  // The reason of the NPA_FAIL that answered it (B5: or of a later, unsolicited one).
   const std::optional<FailReason>& fail() const { return fail_; }
   std::uint64_t bo() const { return bo_; }  // the buffer once READY (0 before)
-  // Woken when the node is answered or torn down by a reset.
+  // The connection generation its NPA_REQ went out on (0 until then).
+  std::uint32_t generation() const { return generation_; }
+  // Woken when the node is answered, or torn down by a reset or a revoke.
   WaitQueue& answered() { return answered_; }
 
  private:
@@ -56,7 +61,9 @@ class ImportNode {
   std::uint64_t npa_page_ = 0;
   std::uint32_t size_pages_ = 0;
   std::optional<FailReason> fail_;
+  bool refused_ = false;  // answered by NPA_FAIL
   std::uint64_t bo_ = 0;
+  std::uint32_t generation_ = 0;
   WaitQueue answered_;
 };
 
@@ -81,25 +88,33 @@ class ImportTable {
   Ptr insert(const UalinkHandle& h);
   // The import failed: its node goes, unless it is no longer the one filed under its lo.
   void abandon(const Ptr& n);
+  // Its NPA_REQ goes out on connection generation `gen`.
+  void sent(ImportNode& n, std::uint32_t gen) { n.generation_ = gen; }
+  // The node filed under `h.lo` if its hi matches; null if none.
+  const ImportNode* find(const UalinkHandle& h) const;
+  // The nodes of `exporter` whose NPA_REQ went out on a connection generation before `gen`.
+  std::vector<const ImportNode*> older_than(AccelId exporter, std::uint32_t gen) const;
 
   // NPA_RSP from `exporter`: a NOT_READY node stores `npa_page | exporter << 29` and the size
   // and becomes PENDING, woken. Any other node, or none, is unsolicited: false; with
   // `overwrite` (B5) a node in another state still takes the fields.
   bool respond(std::uint64_t lo, AccelId exporter, std::uint32_t npa_page, std::uint32_t size_pages,
                bool overwrite);
-  // NPA_FAIL: a NOT_READY node stores the reason and becomes PENDING, woken; false otherwise.
-  bool fail(std::uint64_t lo, FailReason reason);
+  // NPA_FAIL: a NOT_READY node stores the reason and becomes PENDING, woken. Any other node,
+  // or none, is unsolicited: false; with `overwrite` (B5) a node in another state still takes
+  // the reason (its state stays: a READY node stays READY).
+  bool fail(std::uint64_t lo, FailReason reason, bool overwrite);
   // An NPA and size an importer can use: neither 0, and the window page not 0.
   static bool usable(std::uint64_t npa_page, std::uint64_t size_pages);
   // What the answered import returns: EINVAL if torn down, the failure's errno, EINVAL for an
   // unusable NPA or size, else Ok.
   static Errno outcome(const ImportNode& n);
-  // The buffer is made: PENDING -> READY. Throws std::logic_error from any other state or with
-  // a failure stored.
+  // The buffer is made: PENDING -> READY. Throws std::logic_error from any other state or if
+  // the answer was an NPA_FAIL.
   void ready(ImportNode& n, std::uint64_t bo);
 
-  // NPA_REVOKE: a READY node whose lo and hi match goes TEARDOWN and out of the table; null
-  // (unsolicited, changing nothing) otherwise.
+  // NPA_REVOKE: the node whose lo and hi match goes TEARDOWN and out of the table, its waiter
+  // woken (a node not READY yet has no buffer); null (unsolicited, changing nothing) if none.
   Ptr revoke(const UalinkHandle& h);
   // The connection to `exporter` is reset: each of its nodes goes TEARDOWN, woken, and out of
   // the table, in the table's order.

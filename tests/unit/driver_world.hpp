@@ -1,6 +1,7 @@
 // A tiny world for the driver model with no SystemC: one clock and event queue, N drivers,
 // fake hardware that records what the drivers program, and a transport that delivers a
-// message a fixed time after it is sent and reports it consumed a little later.
+// message a fixed time after it is sent and reports it consumed a little later (or, for the
+// destinations a test names, after a write-back poll it chooses).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -84,6 +85,9 @@ class FakeEnv final : public DriverEnv {
   bool dead = false;       // neither takes nor answers anything (its firmware is gone)
   bool deaf = false;       // its firmware takes messages, but its driver never sees them
   bool ring_full = false;  // every ring at every peer is full
+  // By destination: how long after writing a command there this GPU's polling first sees it
+  // consumed (a later poll of the write-back page); World::kConsumed for the others.
+  std::map<AccelId, Time> consumed_after;
   std::uint64_t sent = 0;
 
  private:
@@ -136,6 +140,12 @@ class World : public Scheduler {
     }
   }
   void run_for(Time d) { run(now_ + d); }
+  // Runs for `d` and moves the clock to its end, whether or not anything happened then.
+  void step(Time d) {
+    const Time end = now_ + d;
+    run(end);
+    now_ = end;
+  }
 
   // Runs a driver call from the start to its end (running the world meanwhile).
   template <class T>
@@ -239,7 +249,8 @@ inline Task<Errno> FakeEnv::send(AccelId dst, Ring ring, Dwords command) {
     else
       w.d(dst).on_interrupt(from, command);
   });
-  co_await Sleep(*this, World::kConsumed);
+  const auto poll = consumed_after.find(dst);
+  co_await Sleep(*this, poll != consumed_after.end() ? poll->second : World::kConsumed);
   co_return Errno::Ok;
 }
 

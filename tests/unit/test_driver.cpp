@@ -1,5 +1,9 @@
 // The driver model's rules, one test each, with no SystemC (see driver_world.hpp).
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
+#include <optional>
+#include <string_view>
 
 #include "tests/unit/driver_world.hpp"
 
@@ -639,4 +643,387 @@ TEST_CASE("connections: a HELLO_ACK nobody waits for is ignored", "[driver][conn
   w.run();
   CHECK(w.d(0).connection(1) == ConnState::NotReady);
   CHECK(w.d(0).generation(1) == 0);
+}
+
+// ---- the snapshot's flaws, each put back (gpu.driver.reintroduce_bugs) and fixed ------------
+
+namespace {
+std::uint64_t counter(const Driver& d, std::string_view name) {
+  for (const Stat* s : d.stats().stats())
+    if (s->name() == name) return s->as<Counter>()->value();
+  FAIL("no counter " << name);
+  return 0;
+}
+DriverConfig with_bug(bool on, const char* bug) {
+  DriverConfig cfg;
+  if (on) cfg.reintroduce_bugs = {bug};
+  return cfg;
+}
+}  // namespace
+
+TEST_CASE(
+    "revoke: B4 reintroduced, a RELEASE that comes before the next importer is marked ends "
+    "the wait, and that importer is reset",
+    "[driver][revoke][bugs]") {
+  std::optional<Time> fixed_revoke;
+  for (bool b4 : {false, true}) {
+    INFO("B4 " << b4);
+    World w(3, NpaAddrMode::SourceAliasing, 1, with_bug(b4, "B4"));
+    GemHandle g;
+    UalinkHandle h = w.exported(2, 1 << 20, 1, &g);
+    w.import_and_map(0, h, kVa);
+    w.import_and_map(1, h, kVa);
+    // GPU 2 first sees its NPA_REVOKE to GPU 0 consumed 50 us after writing it (a late poll of
+    // the write-back page); GPU 0 has answered NPA_RELEASE by then, before GPU 2 goes on to
+    // send GPU 1 its own.
+    w.env(2).consumed_after[0] = Time::us(50);
+    const Time t0 = w.now();
+    std::optional<Errno> closed;
+    w.start(w.d(2).gem_close(1, g), closed);
+    std::optional<Time> revoked, gpu1_released;  // cleanup over; GPU 1's RELEASE sent
+    std::uint64_t ranges_at_end = 99;
+    while (w.now() - t0 < Time::ms(1)) {
+      w.step(Time::ns(100));
+      if (!revoked && closed && w.d(2).revoking() == 0) {
+        revoked = w.now();
+        ranges_at_end = w.d(2).holdings().npa_ranges;
+      }
+      if (!gpu1_released && w.d(1).messages_sent(MsgType::NpaRelease) == 1) gpu1_released = w.now();
+    }
+    w.run();
+    REQUIRE(revoked);
+    REQUIRE(gpu1_released);
+    CHECK(ranges_at_end == 0);  // the cleanup freed the range before it ended
+    CHECK(w.d(0).messages_sent(MsgType::NpaRelease) == 1);
+    CHECK(w.env(2).violations.empty());
+    const Time revoke_time =
+        Time::ps(static_cast<std::int64_t>(w.d(2).revoke_time().histogram().max()));
+    if (b4) {
+      // GPU 0's RELEASE emptied the pending set while GPU 1 was not marked yet: the worker
+      // did not wait; it freed the range, reset GPU 1 and ended before GPU 1's RELEASE went
+      // out.
+      CHECK(*revoked < *gpu1_released);
+      CHECK(counter(w.d(2), "releases_missing") == 1);
+      CHECK(counter(w.d(2), "connection_resets") == 1);
+      CHECK(w.d(2).connection(1) == ConnState::NotReady);
+      CHECK(w.d(2).connection(0) == ConnState::Established);
+      CHECK(counter(w.d(2), "unsolicited") == 1);  // GPU 1's RELEASE found no revoke
+      REQUIRE(fixed_revoke);
+      CHECK(revoke_time < *fixed_revoke);
+    } else {
+      CHECK(*revoked > *gpu1_released);
+      CHECK(counter(w.d(2), "releases_missing") == 0);
+      CHECK(counter(w.d(2), "connection_resets") == 0);
+      CHECK(w.d(2).connection(1) == ConnState::Established);
+      CHECK(counter(w.d(2), "unsolicited") == 0);
+      fixed_revoke = revoke_time;
+    }
+    CHECK(revoke_time < Time::ms(1));  // neither waited for release_timeout
+  }
+}
+
+TEST_CASE("revoke: B4 reintroduced, the worker waits release_timeout when no NPA_REVOKE went out",
+          "[driver][revoke][bugs]") {
+  for (bool b4 : {false, true}) {
+    INFO("B4 " << b4);
+    World w(2, NpaAddrMode::SourceAliasing, 1, with_bug(b4, "B4"));
+    GemHandle g;
+    UalinkHandle h = w.exported(1, 1 << 20, 1, &g);
+    w.import_and_map(0, h, kVa);
+    w.env(1).ring_full = true;  // the shootdown and the NPA_REVOKE cannot be sent (ENOSPC)
+    REQUIRE(w.call(w.d(1).gem_close(1, g)) == Errno::Ok);
+    w.run();
+    CHECK(w.d(1).messages_sent(MsgType::NpaRevoke) == 0);
+    CHECK(counter(w.d(1), "releases_missing") == 0);
+    const Time revoke_time =
+        Time::ps(static_cast<std::int64_t>(w.d(1).revoke_time().histogram().max()));
+    if (b4)
+      CHECK(revoke_time >= Time::ms(5000));
+    else
+      CHECK(revoke_time < Time::ms(1));
+  }
+}
+
+TEST_CASE("import: B5 reintroduced, a repeated import with the wrong hi gets the buffer",
+          "[driver][import][bugs]") {
+  for (bool b5 : {false, true}) {
+    INFO("B5 " << b5);
+    World w(2, NpaAddrMode::SourceAliasing, 1, with_bug(b5, "B5"));
+    UalinkHandle h = w.exported(1);
+    REQUIRE(w.import(0, h).ok());
+    UalinkHandle wrong_hi = h;
+    wrong_hi.hi ^= 1;
+    const auto reqs = w.d(0).messages_sent(MsgType::NpaReq);
+    auto r = w.import(0, wrong_hi);
+    CHECK(r.err == (b5 ? Errno::Ok : Errno::Inval));
+    CHECK(counter(w.d(0), "imports_repeated") == (b5 ? 1u : 0u));
+    CHECK(w.d(0).messages_sent(MsgType::NpaReq) == reqs);  // answered from the table
+  }
+}
+
+TEST_CASE(
+    "import: B5 reintroduced, an unsolicited NPA_FAIL overwrites the reason of a READY import, "
+    "which stands",
+    "[driver][import][bugs]") {
+  // Source-identification. GPU 1 maps each range for 256 us (1 us a PTE) before it answers.
+  // GPU 0's import is signalled while it waits (ERESTARTSYS) and asked again: the answer to the
+  // first NPA_REQ, NPA_RSP, is taken by the second import, and the answer to the second,
+  // NPA_FAIL DUPLICATE (GPU 0 has its range already), comes after it, unsolicited.
+  for (bool b5 : {false, true}) {
+    INFO("B5 " << b5);
+    DriverConfig cfg = with_bug(b5, "B5");
+    cfg.pte_update_latency = Time::us(1);
+    World w(2, NpaAddrMode::SourceIdentification, 1, cfg);
+    UalinkHandle h = w.exported(1);
+    std::optional<Result<Fd>> first, second;
+    w.start(w.d(0).import_handle(1, h), first);
+    w.step(Time::us(100));
+    w.d(0).signal(1);
+    w.step(Time::us(1));
+    REQUIRE(first);
+    CHECK(first->err == Errno::RestartSys);
+    w.start(w.d(0).import_handle(1, h), second);
+    w.run();
+    REQUIRE(second);
+    CHECK(second->ok());
+    CHECK(w.d(1).messages_sent(MsgType::NpaRsp) == 1);
+    CHECK(w.d(1).messages_sent(MsgType::NpaFail) == 1);
+    CHECK(counter(w.d(0), "unsolicited") == 1);
+    CHECK(w.d(0).import_state(h) == ImportState::Ready);
+    if (b5)
+      CHECK(w.d(0).import_failure(h) == FailReason::Duplicate);
+    else
+      CHECK_FALSE(w.d(0).import_failure(h));
+    CHECK(w.env(0).violations.empty());
+  }
+}
+
+TEST_CASE(
+    "import: B5 reintroduced, an unsolicited NPA_RSP taken while the import makes its buffer "
+    "moves the buffer to the NPA range it names",
+    "[driver][import][bugs]") {
+  for (bool b5 : {false, true}) {
+    INFO("B5 " << b5);
+    DriverConfig cfg = with_bug(b5, "B5");
+    cfg.alloc_latency = Time::us(20);  // making the NPA buffer takes 20 us
+    World w(2, NpaAddrMode::SourceAliasing, 1, cfg);
+    UalinkHandle h = w.exported(1);
+    std::optional<Result<Fd>> r;
+    w.start(w.d(0).import_handle(1, h), r);
+    while (w.d(0).import_state(h) != ImportState::Pending && w.now() < Time::ms(1))
+      w.step(Time::ns(100));
+    REQUIRE(w.d(0).import_state(h) == ImportState::Pending);  // answered, buffer being made
+    Message rsp;  // an NPA_RSP GPU 1 never sent for this import: another range
+    rsp.type = MsgType::NpaRsp;
+    rsp.handle = h;
+    rsp.npa_page = 0x900;
+    rsp.size_pages = 256;
+    w.d(0).on_interrupt(1, encode(rsp));
+    w.run();
+    REQUIRE(r);
+    REQUIRE(r->ok());
+    CHECK(counter(w.d(0), "unsolicited") == 1);
+    auto g = w.call(w.d(0).prime_fd_to_handle(1, r->value));
+    REQUIRE(g.ok());
+    REQUIRE(w.call(w.d(0).gem_va_map(1, g.value, kVa)) == Errno::Ok);
+    const std::uint64_t granted = (1ull << kNpaWindowPageBits) | 0x800;  // GPU 1's range
+    CHECK(w.env(0).gpuvm.at({1, kVa >> kPageShift}).frame ==
+          (b5 ? (1ull << kNpaWindowPageBits) | 0x900 : granted));
+  }
+}
+
+TEST_CASE(
+    "revoke: an NPA_REVOKE before the import is READY ends the import and is released at "
+    "once, but with B5 reintroduced it is a kernel oops and the importer is reset after 5 s",
+    "[driver][revoke][bugs]") {
+  for (bool b5 : {false, true}) {
+    INFO("B5 " << b5);
+    DriverConfig cfg = with_bug(b5, "B5");
+    cfg.alloc_latency = Time::us(50);  // making the NPA buffer takes 50 us
+    World w(2, NpaAddrMode::SourceAliasing, 1, cfg);
+    GemHandle g;
+    UalinkHandle h = w.exported(1, 1 << 20, 1, &g);
+    std::optional<Result<Fd>> r;
+    w.start(w.d(0).import_handle(1, h), r);
+    while (w.d(1).importer_count(h) == 0 && w.now() < Time::ms(1))  // until NPA_RSP went out
+      w.step(Time::ns(100));
+    REQUIRE(w.d(1).importer_count(h) == 1);
+    std::optional<Errno> closed;
+    w.start(w.d(1).gem_close(1, g), closed);  // GPU 1 revokes at once
+    w.run();
+    REQUIRE(r);
+    REQUIRE(closed);
+    CHECK(w.d(1).messages_sent(MsgType::NpaRevoke) == 1);
+    const Time revoke_time =
+        Time::ps(static_cast<std::int64_t>(w.d(1).revoke_time().histogram().max()));
+    if (b5) {
+      REQUIRE(w.env(0).violations.size() == 1);
+      CHECK_THAT(w.env(0).violations[0],
+                 Catch::Contains("gpu0: kernel oops") && Catch::Contains("before it was READY"));
+      CHECK(w.d(0).messages_sent(MsgType::NpaRelease) == 0);
+      CHECK(r->ok());  // the import went on and made a buffer for a revoked export
+      CHECK(w.d(0).import_state(h) == ImportState::Ready);
+      CHECK(revoke_time >= Time::ms(5000));
+      CHECK(counter(w.d(1), "releases_missing") == 1);
+      CHECK(w.d(1).connection(0) == ConnState::NotReady);
+    } else {
+      CHECK(w.env(0).violations.empty());
+      CHECK(r->err == Errno::Inval);
+      CHECK(w.d(0).import_state(h) == ImportState::Teardown);
+      CHECK(w.d(0).messages_sent(MsgType::NpaRelease) == 1);
+      CHECK(w.d(0).holdings().buffers == 0);  // no NPA buffer was made
+      CHECK(revoke_time < Time::us(100));
+      CHECK(counter(w.d(1), "releases_missing") == 0);
+      CHECK(w.d(1).connection(0) == ConnState::Established);
+    }
+    CHECK(w.env(1).violations.empty());
+    CHECK(w.d(1).holdings().buffers == 0);
+    CHECK(w.d(1).holdings().pins == 0);
+  }
+}
+
+TEST_CASE(
+    "connections: B7 reintroduced, a message handler's setup() blocks the IRQ worker until "
+    "its timeout, and the HELLO_ACK it waits for waits behind it",
+    "[driver][connection][bugs]") {
+  // GPU 1 restarts; GPU 0, still ESTABLISHED, asks it for a buffer. GPU 1 drops the NPA_REQ
+  // and says HELLO (setup() from its IRQ worker); GPU 0 resets its side on that HELLO (its
+  // import in flight: EINVAL) and answers HELLO_ACK.
+  for (bool b7 : {false, true}) {
+    INFO("B7 " << b7);
+    World w(2, NpaAddrMode::SourceAliasing, 1, with_bug(b7, "B7"));
+    REQUIRE(w.import(0, w.exported(1)).ok());
+    w.d(1).device_reset();
+    UalinkHandle h = w.exported(1);
+    const Time t0 = w.now();
+    std::optional<Result<Fd>> first, retry;
+    w.start(w.d(0).import_handle(1, h), first);
+    w.step(Time::ms(1));
+    REQUIRE(first);
+    CHECK(first->err == Errno::Inval);
+    CHECK(w.d(0).connection(1) == ConnState::Established);
+    CHECK(w.d(1).messages_sent(MsgType::Hello) == 1);
+    if (b7) {
+      // GPU 1's worker still waits in setup() for the HELLO_ACK that is queued behind it.
+      CHECK(w.d(1).connection(0) == ConnState::InProgress);
+      CHECK(counter(w.d(1), "received.HELLO_ACK") == 0);
+    } else {
+      CHECK(w.d(1).connection(0) == ConnState::Established);
+      CHECK(counter(w.d(1), "received.HELLO_ACK") == 1);
+    }
+    // The retry: served at once, or, with B7, its NPA_REQ waits too; when the worker gives up
+    // (5 s after it began), the ACK finds the connection NOT_READY and is ignored, and the
+    // NPA_REQ is dropped for another HELLO, which resets GPU 0's side again: EINVAL.
+    const Time t1 = w.now();
+    w.start(w.d(0).import_handle(1, h), retry);
+    Time retry_ended;
+    while (!retry && w.now() - t1 < Time::ms(20'000)) {
+      w.step(Time::us(100));
+      retry_ended = w.now();
+    }
+    REQUIRE(retry);
+    if (b7) {
+      CHECK(retry->err == Errno::Inval);
+      CHECK(retry_ended - t0 >= Time::ms(5000));
+      CHECK(retry_ended - t0 < Time::ms(5001));
+      CHECK(w.d(1).messages_sent(MsgType::Hello) == 2);
+      w.run();
+      // Each of GPU 1's setups timed out: it is NOT_READY while GPU 0 is ESTABLISHED.
+      CHECK(w.d(1).connection(0) == ConnState::NotReady);
+      CHECK(w.d(0).connection(1) == ConnState::Established);
+      CHECK(counter(w.d(1), "received.HELLO_ACK") == 2);
+    } else {
+      CHECK(retry->ok());
+      CHECK(retry_ended - t1 < Time::ms(1));
+      CHECK(w.d(1).messages_sent(MsgType::Hello) == 1);
+    }
+  }
+}
+
+TEST_CASE(
+    "export: two concurrent exports of one buffer get one handle, but with B8 reintroduced "
+    "two, and the first is never revoked",
+    "[driver][export][bugs]") {
+  for (bool b8 : {false, true}) {
+    INFO("B8 " << b8);
+    World w(2, NpaAddrMode::SourceAliasing, 1, with_bug(b8, "B8"));
+    GemHandle g = w.buffer(0);
+    std::optional<Result<UalinkHandle>> a, b;  // two threads of process 1, at the same time
+    w.start(w.d(0).export_handle(1, g), a);
+    w.start(w.d(0).export_handle(1, g), b);
+    w.run();
+    REQUIRE(a);
+    REQUIRE(b);
+    REQUIRE(a->ok());
+    REQUIRE(b->ok());
+    CHECK((a->value == b->value) == !b8);
+    CHECK(w.d(0).exports() == (b8 ? 2u : 1u));
+    CHECK(counter(w.d(0), "exports") == (b8 ? 2u : 1u));
+    CHECK(counter(w.d(0), "exports_repeated") == (b8 ? 0u : 1u));
+    // GPU 1 imports the first handle; then the buffer's only GEM handle is closed.
+    REQUIRE(w.import(1, a->value).ok());
+    REQUIRE(w.call(w.d(0).gem_close(1, g)) == Errno::Ok);
+    w.run();
+    if (b8) {
+      // Only the buffer's last handle, the second, was revoked: GPU 1 keeps the first, still
+      // mapped and pinned at GPU 0, and the buffer outlives its process.
+      CHECK(w.d(0).messages_sent(MsgType::NpaRevoke) == 0);
+      CHECK(w.d(0).exports() == 1);
+      CHECK(w.d(1).import_state(a->value) == ImportState::Ready);
+      CHECK(w.env(0).npa.size() == 256);
+      CHECK(w.d(0).holdings().pins == 1);
+    } else {
+      CHECK(w.d(0).messages_sent(MsgType::NpaRevoke) == 1);
+      CHECK(w.d(0).exports() == 0);
+      CHECK(w.d(1).import_state(a->value) == ImportState::Teardown);
+      CHECK(w.env(0).npa.empty());
+      CHECK(w.d(0).holdings().pins == 0);
+    }
+    w.call(w.d(0).process_exit(1));
+    w.run();
+    const Holdings held = w.d(0).holdings();  // what the teardown check reads
+    CHECK(held.buffers == (b8 ? 1u : 0u));
+    CHECK(held.exports == (b8 ? 1u : 0u));
+  }
+}
+
+TEST_CASE(
+    "connections: B1 reintroduced, an import from a restarted exporter survives its HELLO, "
+    "reaches the buffer the exporter maps there next, and is reported",
+    "[driver][connection][bugs]") {
+  for (bool b1 : {false, true}) {
+    INFO("B1 " << b1);
+    World w(3, NpaAddrMode::SourceAliasing, 1, with_bug(b1, "B1"));
+    UalinkHandle h = w.exported(1);
+    w.import_and_map(0, h, kVa);
+    const std::uint64_t npa = w.env(0).gpuvm.at({1, kVa >> kPageShift}).frame;
+    w.d(1).device_reset();
+    // GPU 1 comes back and imports from GPU 0: its HELLO tells GPU 0 it restarted.
+    REQUIRE(w.import(1, w.exported(0)).ok());
+    // GPU 1 exports a new buffer, which GPU 2 imports: it gets GPU 1's first range again.
+    UalinkHandle fresh = w.exported(1);
+    REQUIRE(w.import(2, fresh).ok());
+    REQUIRE(w.env(1).npa.count(npa & kNpaWindowPageMask) == 1);
+    CHECK(w.env(1).npa.at(npa & kNpaWindowPageMask).tag == fresh.lo);
+    if (b1) {
+      REQUIRE(w.env(0).violations.size() == 1);
+      CHECK_THAT(w.env(0).violations[0],
+                 Catch::Contains(fmt::format("gpu0: import {:016x} from gpu1 outlived its "
+                                             "connection: made at generation 1",
+                                             h.lo)) &&
+                     Catch::Contains("at generation 2 now"));
+      // The import stands, and GPU 0's mapping of it now reaches GPU 1's new buffer.
+      CHECK(w.d(0).import_state(h) == ImportState::Ready);
+      CHECK(w.env(0).gpuvm.at({1, kVa >> kPageShift}).frame == npa);
+    } else {
+      CHECK(w.env(0).violations.empty());
+      CHECK(w.d(0).import_state(h) == ImportState::Teardown);
+      CHECK(w.env(0).gpuvm.count({1, kVa >> kPageShift}) == 0);
+    }
+    // After its process exits, GPU 0 still holds the import (what the teardown check reads)
+    // only with B1.
+    w.call(w.d(0).process_exit(1));
+    w.run();
+    CHECK(w.d(0).holdings().imports == (b1 ? 1u : 0u));
+  }
 }

@@ -65,12 +65,14 @@ TEST_CASE(
   t.check();
 }
 
-TEST_CASE("an answer is taken by a node waiting for it, and only by one (but B5's RSP overwrites)",
-          "[driver][import_table]") {
+TEST_CASE(
+    "an answer is taken by a node waiting for it, and only by one (but B5's RSP and FAIL "
+    "overwrite)",
+    "[driver][import_table]") {
   ImportTable t;
   const UalinkHandle h = handle();
   CHECK_FALSE(t.respond(h.lo, 3, 600, 16, false));  // no node: unsolicited
-  CHECK_FALSE(t.fail(h.lo, FailReason::NoSpace));
+  CHECK_FALSE(t.fail(h.lo, FailReason::NoSpace, false));
   ImportTable::Ptr n = t.insert(h);
   CHECK(t.respond(h.lo, 3, 600, 16, false));
   CHECK(n->state() == ImportState::Pending);
@@ -78,7 +80,7 @@ TEST_CASE("an answer is taken by a node waiting for it, and only by one (but B5'
   CHECK(n->size_pages() == 16);
   CHECK_FALSE(t.respond(h.lo, 3, 700, 32, false));  // answered already
   CHECK(n->npa_page() == (600 | (3ull << kNpaWindowPageBits)));
-  CHECK_FALSE(t.fail(h.lo, FailReason::Error));
+  CHECK_FALSE(t.fail(h.lo, FailReason::Error, false));
   CHECK_FALSE(n->fail());
   CHECK_FALSE(t.respond(h.lo, 3, 700, 32, true));  // B5: still unsolicited, but it overwrites
   CHECK(n->npa_page() == (700 | (3ull << kNpaWindowPageBits)));
@@ -88,11 +90,24 @@ TEST_CASE("an answer is taken by a node waiting for it, and only by one (but B5'
 
   const UalinkHandle g = handle(0x2403);
   ImportTable::Ptr m = t.insert(g);
-  CHECK(t.fail(g.lo, FailReason::Duplicate));
+  CHECK(t.fail(g.lo, FailReason::Duplicate, false));
   CHECK(m->state() == ImportState::Pending);
   CHECK(m->fail() == FailReason::Duplicate);
-  CHECK_FALSE(t.fail(g.lo, FailReason::NoSpace));
+  CHECK_FALSE(t.fail(g.lo, FailReason::NoSpace, false));
   CHECK(m->fail() == FailReason::Duplicate);
+  t.check();
+
+  // B5: an unsolicited NPA_FAIL overwrites the reason of a node answered already, PENDING or
+  // READY, and changes nothing else: the READY node keeps its buffer and can be revoked.
+  CHECK_FALSE(t.fail(h.lo, FailReason::NoSpace, true));
+  CHECK(n->fail() == FailReason::NoSpace);
+  CHECK(n->state() == ImportState::Pending);
+  t.ready(*n, 9);  // an RSP answered it: the overwritten reason does not stop it
+  CHECK_FALSE(t.fail(h.lo, FailReason::Error, true));
+  CHECK(n->fail() == FailReason::Error);
+  CHECK(n->state() == ImportState::Ready);
+  CHECK(n->bo() == 9);
+  CHECK(t.cached(h, true)->err == Errno::Ok);
   t.check();
 }
 
@@ -119,10 +134,10 @@ TEST_CASE(
   CHECK(answered(0x2403, 0, 16) == Errno::Inval);
   CHECK(answered(0x3403, 600, 0) == Errno::Inval);
   ImportTable::Ptr f = t.insert(handle(0x4403));
-  t.fail(0x4403, FailReason::NoSpace);
+  t.fail(0x4403, FailReason::NoSpace, false);
   CHECK(ImportTable::outcome(*f) == Errno::NoSpc);
   ImportTable::Ptr g = t.insert(handle(0x5403));
-  t.fail(0x5403, FailReason::InvalidHandle);
+  t.fail(0x5403, FailReason::InvalidHandle, false);
   CHECK(ImportTable::outcome(*g) == Errno::Inval);
   ImportTable::Ptr r = t.insert(handle(0x6404));
   t.respond(0x6404, 4, 600, 16, false);
@@ -155,25 +170,67 @@ TEST_CASE("only an answered node becomes READY, and a repeated import gets its b
 
   const UalinkHandle g = handle(0x2403);
   ImportTable::Ptr f = t.insert(g);
-  t.fail(g.lo, FailReason::Error);
+  t.fail(g.lo, FailReason::Error, false);
   CHECK_THROWS_AS(t.ready(*f, 11), std::logic_error);  // a failed import has no buffer
 }
 
-TEST_CASE("NPA_REVOKE takes only a READY node whose hi matches", "[driver][import_table]") {
+TEST_CASE("NPA_REVOKE takes a node whose hi matches, in any state, and wakes its waiter",
+          "[driver][import_table]") {
   ImportTable t;
   const UalinkHandle h = handle();
   ImportTable::Ptr n = t.insert(h);
-  CHECK(t.revoke(h) == nullptr);  // NOT_READY
   t.respond(h.lo, 3, 600, 16, false);
-  CHECK(t.revoke(h) == nullptr);  // PENDING
   t.ready(*n, 9);
   CHECK(t.revoke(handle(h.lo, 0x9999)) == nullptr);  // hi differs
+  CHECK(t.find(handle(h.lo, 0x9999)) == nullptr);
+  CHECK(t.find(h) == n.get());
   CHECK(n->state() == ImportState::Ready);
   CHECK(t.revoke(h) == n);
   CHECK(n->state() == ImportState::Teardown);
   CHECK_FALSE(t.contains(h.lo));
   CHECK(t.revoke(h) == nullptr);
   t.check();
+
+  // Not READY yet: a PENDING node goes with no buffer; a NOT_READY one's waiter is woken and
+  // finds it torn down (EINVAL).
+  ImportTable::Ptr p = t.insert(handle(0x2403));
+  t.respond(0x2403, 3, 600, 16, false);
+  CHECK(t.revoke(handle(0x2403)) == p);
+  CHECK(p->state() == ImportState::Teardown);
+  CHECK(p->bo() == 0);
+  Steps s;
+  int woken = 0;
+  ImportTable::Ptr w = t.insert(handle(0x3403));
+  TaskRunner r;
+  r.run(wait_for_answer(w, s, woken));
+  CHECK(t.revoke(handle(0x3403)) == w);
+  s.run();
+  CHECK(woken == 1);
+  CHECK(ImportTable::outcome(*w) == Errno::Inval);
+  CHECK(t.size() == 0);
+  t.check();
+}
+
+TEST_CASE("an import remembers the connection generation its request went out on",
+          "[driver][import_table]") {
+  ImportTable t;
+  ImportTable::Ptr a = t.insert(handle(0x2403));  // exporter 3
+  ImportTable::Ptr b = t.insert(handle(0x1403));
+  t.insert(handle(0x3403));  // exporter 3's too, its request not sent yet: never older
+  ImportTable::Ptr d = t.insert(handle(0x1404));  // exporter 4
+  CHECK(a->generation() == 0);
+  t.sent(*a, 1);
+  t.sent(*b, 2);
+  t.sent(*d, 1);
+  CHECK(a->generation() == 1);
+  CHECK(t.older_than(3, 1).empty());
+  const std::vector<const ImportNode*> old = t.older_than(3, 3);
+  REQUIRE(old.size() == 2);
+  CHECK(old[0] == b.get());  // by handle lo
+  CHECK(old[1] == a.get());
+  REQUIRE(t.older_than(3, 2).size() == 1);
+  CHECK(t.older_than(3, 2)[0] == a.get());
+  CHECK(t.older_than(4, 2).size() == 1);
 }
 
 TEST_CASE(
@@ -218,7 +275,7 @@ TEST_CASE("an answer wakes the import waiting for it", "[driver][import_table]")
   t.respond(0x1403, 3, 600, 16, false);
   s.run();
   CHECK(woken == 1);
-  t.fail(0x2403, FailReason::Error);
+  t.fail(0x2403, FailReason::Error, false);
   s.run();
   CHECK(woken == 2);
   CHECK(t.waiting() == 0);

@@ -547,3 +547,97 @@ TEST_CASE("scenario steps: bad keys and unknown names are config errors", "[scen
     CHECK_FALSE(r.out_dir_exists);
   }
 }
+
+TEST_CASE(
+    "B1 put back: an import from a restarted GPU outlives its connection, is reported, and "
+    "its mapping reaches the buffer that GPU exports next",
+    "[protocol][invariants]") {
+  // GPU 0 imports and maps GPU 1's buffer. GPU 1 is reset at 200 us; back up, it imports
+  // from GPU 0 (its HELLO tells GPU 0 it restarted), exports a new buffer and GPU 2 imports
+  // that: GPU 1's first NPA range again, where GPU 0's old mapping points. GPU 0 then loads
+  // and stores through its old mapping.
+  const std::string cfg = write_temp_file("b1-stale-import.json", R"({
+    "pod": {"gpus": 3},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 1, "op": "send_handle", "handle": "h", "to": 0},
+      {"gpu": 0, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 0, "op": "map", "fd": "f", "name": "m"},
+      {"op": "reset_node", "gpu": 1, "at": "200us", "down_for": "10us"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "mine"},
+      {"gpu": 0, "op": "export", "buffer": "mine", "name": "h0"},
+      {"gpu": 0, "op": "send_handle", "handle": "h0", "to": 1},
+      {"gpu": 1, "process": 2, "op": "import", "handle": "h0", "name": "f0", "at": "300us"},
+      {"gpu": 1, "process": 2, "op": "alloc", "size": "64KiB", "name": "b2"},
+      {"gpu": 1, "process": 2, "op": "export", "buffer": "b2", "name": "h2"},
+      {"gpu": 1, "process": 2, "op": "send_handle", "handle": "h2", "to": 2},
+      {"gpu": 2, "op": "import", "handle": "h2", "name": "f2"},
+      {"gpu": 0, "op": "access", "mappings": ["m"], "accesses": 50, "at": "600us"}
+    ]}})");
+  auto fixed = run_podsim({"run", cfg});
+  INFO(fixed.err);
+  CHECK(fixed.exit_code == 0);
+  // GPU 1's HELLO reset GPU 0's side: the import was torn down and its mapping invalidated.
+  CHECK(fixed.stat("pod.gpu0.driver.connection_resets") == 1);
+  CHECK(fixed.stat("pod.gpu0.agent.faults") == 50);
+  CHECK(fixed.stat("pod.gpu0.agent.remote_reads") + fixed.stat("pod.gpu0.agent.remote_writes") ==
+        0);
+
+  auto b1 = run_podsim({"run", cfg, "--set", "gpu.driver.reintroduce_bugs=[\"B1\"]"});
+  INFO(b1.err);
+  CHECK(b1.exit_code == 1);
+  CHECK_THAT(b1.err, Catch::Contains("invariant violated") && Catch::Contains("gpu0: import") &&
+                         Catch::Contains("from gpu1 outlived its connection: made at generation "
+                                         "1, the connection is at generation 2 now"));
+  CHECK_THAT(b1.err, Catch::Contains("gpu0 still holds after teardown: 1 buffer(s), 1 import(s)"));
+  CHECK(b1.stat("pod.summary.invariant_violations") == 2);
+  CHECK(b1.stat("pod.gpu0.driver.connection_resets") == 0);
+  // Served: the old mapping reached GPU 1's new buffer, which GPU 0 never imported.
+  CHECK(b1.stat("pod.gpu0.agent.faults") == 0);
+  CHECK(b1.stat("pod.gpu0.agent.remote_reads") + b1.stat("pod.gpu0.agent.remote_writes") == 50);
+}
+
+TEST_CASE(
+    "B4 put back: the first importer's early release ends the revoke's wait, the slower "
+    "importer is reset, and what else it imported is never revoked",
+    "[protocol][invariants]") {
+  // GPU 0 revokes a 256 MiB buffer that GPU 1 imported (not mapped: it releases within
+  // microseconds) and GPU 2 imported and mapped (invalidating 65,536 PTEs takes it ~1.3 ms).
+  // GPU 2 also imported a small buffer of GPU 0's, revoked at teardown.
+  const std::string cfg = write_temp_file("b4-early-release.json", R"({
+    "pod": {"gpus": 3},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "256MiB", "name": "big"},
+      {"gpu": 0, "op": "export", "buffer": "big", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 2},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "small"},
+      {"gpu": 0, "op": "export", "buffer": "small", "name": "s"},
+      {"gpu": 0, "op": "send_handle", "handle": "s", "to": 2},
+      {"gpu": 0, "op": "close", "buffer": "big", "at": "10ms"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 2, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 2, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 2, "op": "import", "handle": "s", "name": "g"},
+      {"gpu": 2, "op": "wait", "for": "10ms", "at": "10ms"}
+    ]}})");
+  auto fixed = run_podsim({"run", cfg});
+  INFO(fixed.err);
+  CHECK(fixed.exit_code == 0);
+  CHECK(fixed.stat("pod.gpu0.driver.releases_missing") == 0);
+  CHECK(fixed.stat("pod.gpu0.driver.connection_resets") == 0);
+  CHECK(fixed.stat("pod.summary.messages.NPA_REVOKE") == 3);  // GPUs 1 and 2, then the small one
+
+  auto b4 = run_podsim({"run", cfg, "--set", "gpu.driver.reintroduce_bugs=[\"B4\"]"});
+  INFO(b4.err);
+  CHECK(b4.exit_code == 1);
+  CHECK(b4.stat("pod.gpu0.driver.releases_missing") == 1);
+  CHECK(b4.stat("pod.gpu0.driver.connection_resets") == 1);
+  CHECK(b4.stat("pod.gpu0.driver.unsolicited") == 1);  // GPU 2's release, after the revoke ended
+  // The reset dropped GPU 2 from the small export without a word: nothing revokes it there.
+  CHECK(b4.stat("pod.summary.messages.NPA_REVOKE") == 2);
+  CHECK_THAT(b4.err, Catch::Contains("gpu2 still holds after teardown: 1 buffer(s), 1 import(s)"));
+  CHECK(b4.stat("pod.summary.invariant_violations") == 1);
+  CHECK(b4.stat("pod.summary.revoke_time", "max") < fixed.stat("pod.summary.revoke_time", "max"));
+}

@@ -132,6 +132,7 @@ void UalinkPort::receive_as(tlm::tlm_generic_payload& gp, Time head, bool down) 
   sc_core::sc_time delay = to_sc(ready - sim_now());
   if (down) {
     if (a.kind == PacketKind::Request) {
+      refused_.inc();
       a.status = AccessStatus::Unreachable;
       a.kind = PacketKind::Response;
       a.route_to = a.src;

@@ -94,6 +94,9 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   Counter rx_tl_bytes_{stats_, "rx_tl_bytes", "bytes", "transaction-layer bytes received"};
   Counter dropped_{stats_, "dropped_while_down", "count",
                    "packets dropped because the port was down"};
+  Counter refused_{stats_, "refused_while_down", "count",
+                   "requests that came in while the port was down, answered with an error "
+                   "(posted ones, the driver's control writes among them, are lost)"};
 };
 
 }  // namespace podsim

@@ -67,16 +67,21 @@ std::optional<std::uint32_t> FirmwareMailbox::send(AccelId dst, const FwCommand&
   r.started = true;
   const auto gen = static_cast<std::uint32_t>(epoch_);
   const Time delay = std::exchange(send_delay_, Time{});  // a fault step's
-  emit(dst, MailboxWrite::RingSlot, ring, seq, &cmd, update_wb, gen, delay);
+  // The driver rings each message's doorbell through the next port in turn; the message's
+  // other writes go the same way. The control class has plane 0 only.
+  const std::uint32_t plane = cfg_.transport == MailboxTransport::NpaWrites
+                                  ? static_cast<std::uint32_t>(messages_sent_++ % to_ports.size())
+                                  : 0;
+  emit(dst, MailboxWrite::RingSlot, ring, seq, &cmd, update_wb, gen, plane, delay);
   if (cfg_.transport == MailboxTransport::NpaWrites)
-    emit(dst, MailboxWrite::WritePointer, ring, seq, nullptr, 0, gen, delay);
-  emit(dst, MailboxWrite::Doorbell, ring, seq, nullptr, 0, gen, delay);
+    emit(dst, MailboxWrite::WritePointer, ring, seq, nullptr, 0, gen, plane, delay);
+  emit(dst, MailboxWrite::Doorbell, ring, seq, nullptr, 0, gen, plane, delay);
   return seq;
 }
 
 void FirmwareMailbox::emit(AccelId dst, MailboxWrite kind, unsigned ring, std::uint32_t seq,
                            const FwCommand* cmd, std::uint32_t status, std::uint32_t gen,
-                           Time delay) {
+                           std::uint32_t plane, Time delay) {
   tlm::tlm_generic_payload& gp = pool_.acquire();
   Access& a = access_of(gp);
   const bool npa_writes = cfg_.transport == MailboxTransport::NpaWrites;
@@ -90,9 +95,7 @@ void FirmwareMailbox::emit(AccelId dst, MailboxWrite kind, unsigned ring, std::u
   a.src = self_;
   a.dst = dst;
   a.route_to = dst;
-  // The driver rings each message's doorbell through the next port in turn; its writes go
-  // the same way (the write-back through the port its command came in on).
-  a.plane = npa_writes ? (seq + ring) % static_cast<std::uint32_t>(to_ports.size()) : 0;
+  a.plane = plane;
   const std::uint32_t slot = seq % cfg_.ring_slots;
   switch (kind) {
     case MailboxWrite::RingSlot:
@@ -139,6 +142,7 @@ FirmwareMailbox::Part FirmwareMailbox::part_of(const Access& a) {
   std::memcpy(&p.seq, &a.data[40], 4);
   std::memcpy(&p.status, &a.data[44], 4);
   std::memcpy(&p.gen, &a.data[48], 4);
+  p.plane = a.plane;
   std::memcpy(p.cmd.dw.data(), &a.data[0], 16);
   p.cmd.kind = static_cast<FwCommandKind>(a.data[32]);
   return p;
@@ -179,6 +183,7 @@ void FirmwareMailbox::start_receiving(RingState& r, std::uint32_t gen) {
   r.gen = gen;
   r.slots.assign(cfg_.ring_slots, FwCommand{});
   r.slot_seq.assign(cfg_.ring_slots, 0);
+  r.slot_plane.assign(cfg_.ring_slots, 0);
   r.filled.assign(cfg_.ring_slots, false);
 }
 
@@ -223,6 +228,7 @@ void FirmwareMailbox::handle(const Part& p) {
         r.slots[i].kind = FwCommandKind{};
       }
       r.slot_seq[i] = p.seq;
+      r.slot_plane[i] = p.plane;
       r.filled[i] = true;
       break;
     }
@@ -245,6 +251,7 @@ void FirmwareMailbox::take(AccelId from, unsigned ring, RingState& r) {
     const std::uint32_t s = r.consumed++;
     r.filled[i] = false;
     const FwCommand c = r.slots[i];
+    const std::uint32_t plane = r.slot_plane[i];  // the write-back goes back that way
     received_.inc();
     if (drops_left_ > 0) {  // a fault step's: lost, with no write-back
       --drops_left_;
@@ -264,18 +271,18 @@ void FirmwareMailbox::take(AccelId from, unsigned ring, RingState& r) {
     }
     if (c.kind == FwCommandKind::TlbInv && error == 0) done += cfg_.tlb_invalidate_latency;
     firmware_free_ = done;
-    firmware_.push(done, [this, from, ring, s, c, error, gen = r.gen, epoch = epoch_] {
+    firmware_.push(done, [this, from, ring, s, c, error, plane, gen = r.gen, epoch = epoch_] {
       if (down_ || epoch != epoch_) return;
       if (error != 0) {
         errors_answered_.inc();
-        emit(from, MailboxWrite::Writeback, ring, s, nullptr, error, gen);
+        emit(from, MailboxWrite::Writeback, ring, s, nullptr, error, gen, plane);
         return;
       }
       if (c.kind == FwCommandKind::TlbInv) {
         shootdowns_.inc();
         if (on_tlb_invalidate_) on_tlb_invalidate_();
       }
-      emit(from, MailboxWrite::Writeback, ring, s, nullptr, 0, gen);
+      emit(from, MailboxWrite::Writeback, ring, s, nullptr, 0, gen, plane);
       if (c.kind == FwCommandKind::Int)
         firmware_.push(sim_now() + cfg_.interrupt_latency, [this, from, c, epoch] {
           if (down_ || epoch != epoch_) return;

@@ -116,6 +116,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
     std::uint32_t seq = 0;     // the command's sequence number (its write pointer: seq + 1)
     std::uint32_t status = 0;  // a ring slot: UPDATE_WB; a write-back: the firmware's status
     std::uint32_t gen = 0;     // the sender's generation (its resets)
+    std::uint32_t plane = 0;   // the plane it came on
     FwCommand cmd;
   };
   struct RingState {               // one ring of one peer, on the sending or the receiving side
@@ -129,8 +130,9 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
     std::uint32_t written = 0;     // receiver: the write pointer landed (commands before it)
     std::uint32_t rung = 0;        // receiver: the doorbells taken (commands before it)
     std::vector<FwCommand> slots;  // receiver: the ring
-    std::vector<std::uint32_t> slot_seq;  // receiver: which command each slot holds
-    std::vector<bool> filled;             // receiver: slot landed since last taken
+    std::vector<std::uint32_t> slot_seq;    // receiver: which command each slot holds
+    std::vector<std::uint32_t> slot_plane;  // receiver: the plane it came on
+    std::vector<bool> filled;               // receiver: slot landed since last taken
   };
   tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                         sc_core::sc_time& d);
@@ -143,7 +145,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   // The firmware takes every command of `from`'s ring it may now take.
   void take(AccelId from, unsigned ring, RingState& r);
   void emit(AccelId dst, MailboxWrite kind, unsigned ring, std::uint32_t seq, const FwCommand* cmd,
-            std::uint32_t status, std::uint32_t gen, Time delay = Time{});
+            std::uint32_t status, std::uint32_t gen, std::uint32_t plane, Time delay = Time{});
   // Per peer, made when the peer is first talked to (a 1,024-GPU pod talks to few peers each).
   using PeerRings = std::vector<std::unique_ptr<std::array<RingState, kRings>>>;
   RingState& ring_state(PeerRings& v, AccelId peer, unsigned ring);
@@ -195,6 +197,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
                          "commands a fault step made the firmware lose (no write-back)"};
   std::uint64_t epoch_ = 0;  // firmware work queued before a reset is abandoned; our generation
   std::uint64_t packets_emitted_ = 0;  // control packets sent (their IDs)
+  std::uint64_t messages_sent_ = 0;    // the planes are taken in turn, message by message
 };
 
 }  // namespace podsim

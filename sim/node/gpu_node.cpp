@@ -47,7 +47,6 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
   vram.set_mailbox_watch([this](const Access& a, Time at) { mailbox.landed(a, at); });
   map_ring_pages();
   spawn_method("come_back", up_ev_, [this] {
-    map_ring_pages();
     for (auto& p : ports)
       p->set_down(false);
     mailbox.set_down(false);
@@ -55,7 +54,9 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
 }
 
 // What the driver's activation sets up for the rings (reference §1, §8): VRAM for the receive
-// pages of every peer in the vPod, mapped in the NPA VM (models/npa_mmu/npa_layout.hpp).
+// pages of every peer in the vPod, mapped in the NPA VM (models/npa_mmu/npa_layout.hpp). It
+// runs on empty VRAM (at the start, and as the GPU resets), which the config check makes
+// large enough.
 void GpuNode::map_ring_pages() {
   std::vector<std::uint64_t> keys;
   const bool ident = mode_ == NpaAddrMode::SourceIdentification;
@@ -88,6 +89,9 @@ void GpuNode::reset(Time down_for) {
   gpuvm.reset();
   npa_mmu.reset();
   vram.reset();
+  // The rings' pages are the first VRAM the driver takes again (before anything a process
+  // asks for while the GPU is down), as at the start.
+  map_ring_pages();
   up_ev_.cancel();
   notify_event(up_ev_, down_for);
 }

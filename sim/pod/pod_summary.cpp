@@ -21,19 +21,22 @@ PodSummary::PodSummary(std::uint32_t planes, Time sample_interval)
       phase_time_(stats_, "access_phase_time", "ns",
                   "from the first access issued to the last completed",
                   [this] { return access_phase().as_ns(); }),
-      plane_balance_(stats_, "plane_balance", "ratio",
-                     "least over most data bytes the GPUs sent on any switch plane (1: even)",
-                     [this] { return plane_balance(); }),
+      plane_balance_(
+          stats_, "plane_balance", "ratio",
+          "least over most wire bytes the GPUs sent on any switch plane (1: even; data and "
+          "the driver's control writes)",
+          [this] { return plane_balance(); }),
       efficiency_(stats_, "payload_efficiency", "ratio",
-                  "data bytes per wire byte over every GPU port (headers, granules, DL "
-                  "framing and Ethernet overhead)",
+                  "payload bytes per wire byte over every GPU port (headers, granules, DL "
+                  "framing and Ethernet overhead; data and the driver's control writes)",
                   [this] { return payload_efficiency(); }),
       series_({"remote", "local"}, sample_interval) {
   stats_.add_child(paths_);
   for (std::uint32_t p = 0; p < planes; ++p)
     plane_bytes_.push_back(std::make_unique<Counter>(
         stats_, fmt::format("plane{}.wire_bytes", p), "bytes",
-        "wire bytes of data traffic (requests and responses) the GPUs sent on this plane"));
+        "wire bytes of requests and responses the GPUs sent on this plane (data, and the "
+        "driver's control writes)"));
   for (std::size_t t = 1; t < driver::kMsgTypes; ++t) {
     const std::string n(driver::msg_name(static_cast<driver::MsgType>(t)));
     messages_.push_back(std::make_unique<Counter>(stats_, "messages." + n, "count",

@@ -362,3 +362,25 @@ TEMPLATE_TEST_CASE(
   REQUIRE(tb.results.size() == 3);
   CHECK(tb.results[2] == std::optional<std::uint32_t>(0));
 }
+
+TEMPLATE_TEST_CASE(
+    "a receiver that reset takes up each sender's ring from the first command it sees after",
+    "[models][mailbox][transport]", NpaWrites, ControlClass) {
+  Bench tb(TestType::value);
+  tb.send_at(Time::us(1), message(1));  // seq 0, with UPDATE_WB
+  // The receiver resets at 10 us (its rings' state gone) and is up again at once; the sender
+  // goes on with seq 1, no UPDATE_WB.
+  TimedQueue<int> resets{tb.events, "testbench.resets", [&tb](int) {
+                           tb.b.reset();
+                           tb.b.set_down(false);
+                         }};
+  resets.push(Time::us(10), 0);
+  tb.send_at(Time::us(20), message(2));
+  tb.events.run_for(Time::us(40));
+  REQUIRE(tb.interrupts.size() == 2);
+  CHECK(tb.interrupts[1].cmd.dw[0] == 2);
+  CHECK(tb.interrupts[1].at > Time::us(20));
+  REQUIRE(tb.writebacks.size() == 2);
+  CHECK(tb.writebacks[1].seq == 1);
+  CHECK(tb.a.in_flight(1, 0) == 0);
+}

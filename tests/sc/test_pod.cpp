@@ -141,3 +141,60 @@ TEST_CASE("the default pod: every GPU loads from and stores to every other", "[s
       if (peer != g) CHECK(n.driver.driver().connection(peer) == driver::ConnState::Established);
   }
 }
+
+namespace {
+// Every address a sender's control path writes at a receiver (ring slots of both rings,
+// write pointers) and a receiver's firmware writes back at a sender (write-backs) is, as the
+// receiving GPU's NPA MMU reads it, a page that GPU mapped for the rings, on VRAM of its own
+// that no exported range uses.
+void ring_addresses_mapped(const char* mode) {
+  Pod pod("pod", config_with({"pod.gpus=4", std::string("pod.addr_mode=") + mode,
+                              "workload.traffic.accesses=10", "workload.teardown=false"}));
+  pod.run();
+  REQUIRE(pod.ok());
+  const NpaAddrMode m = std::string(mode) == "source_identification"
+                            ? NpaAddrMode::SourceIdentification
+                            : NpaAddrMode::SourceAliasing;
+  std::set<std::uint64_t> keys_seen;
+  for (AccelId r = 0; r < 4; ++r) {
+    GpuNode& at = pod.gpu(r);
+    std::set<std::uint64_t> ring_frames;
+    for (AccelId s = 0; s < 4; ++s) {
+      if (s == r) continue;
+      std::vector<std::uint64_t> npas;
+      for (unsigned ring = 0; ring < 2; ++ring) {
+        for (std::uint32_t slot : {0u, 63u})
+          npas.push_back(ring_slot_npa(m, r, s, ring, slot));
+        npas.push_back(pointer_npa(m, r, s, ring, false));  // s's write pointer at r
+        npas.push_back(pointer_npa(m, r, s, ring, true));   // s's firmware's write-back at r
+      }
+      for (std::uint64_t npa : npas) {
+        INFO("gpu" << r << " from gpu" << s << " NPA " << std::hex << npa);
+        CHECK(npa_accel(npa) == r);  // routed to r
+        const Pte pte = at.npa_mmu.page_table().lookup(at.npa_mmu.key_of(npa, s));
+        REQUIRE(pte.valid());
+        CHECK(pte.tag == 0);  // no export's
+        ring_frames.insert(pte.frame);
+      }
+    }
+    CHECK(ring_frames.size() <= at.ring_pages());
+    // No exported range maps a ring page's frame or sits on a ring page.
+    at.npa_mmu.page_table().for_each([&](std::uint64_t, const Pte& p) {
+      if (p.tag != 0) CHECK(ring_frames.count(p.frame) == 0);
+    });
+    CHECK(at.npa_mmu.mapped_pages() > at.ring_pages());  // the exports are there too
+  }
+}
+}  // namespace
+
+TEST_CASE("the rings' addresses land on the pages the receivers mapped for them, source aliasing",
+          "[sc][pod][mailbox]") {
+  ring_addresses_mapped("source_aliasing");
+}
+
+TEST_CASE(
+    "the rings' addresses land on the pages the receivers mapped for them, source "
+    "identification",
+    "[sc][pod][mailbox]") {
+  ring_addresses_mapped("source_identification");
+}

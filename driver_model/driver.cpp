@@ -808,6 +808,9 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
   // driver's internal client and a dma-buf, which the node keeps.
   co_await sleep(cfg_.alloc_latency);
   if (node->state() == ImportState::Teardown) co_return abandon(Errno::Inval);
+  // An allocation failure (a fault step's): the node goes, with no RELEASE (§5: any error
+  // frees the node); the exporter keeps its grant.
+  if (take_failure(FailPoint::ImportAlloc)) co_return abandon(Errno::NoMem);
   const Fd fd = finish_import(p, *node);
   import_time_.record(env_.now() - t0);
   env_.note_call("import", t0, fmt::format("{{\"exporter\": {}}}", h.exporter()));

@@ -64,9 +64,10 @@ struct Holdings {
   std::vector<std::string> details;  // one line per buffer still allocated
 };
 
-// Where a fault step makes the exporter's handling of an NPA_REQ fail (answered NPA_FAIL
-// ERROR, as the snapshot does for a failed pin or mapping).
-enum class FailPoint : std::uint8_t { Pin, Map, Count };
+// Where a fault step makes the driver fail: the exporter's handling of an NPA_REQ (answered
+// NPA_FAIL ERROR, as the snapshot does for a failed pin or mapping), or the importer's
+// allocation of its NPA-domain buffer once the exporter granted the range (ENOMEM).
+enum class FailPoint : std::uint8_t { Pin, Map, ImportAlloc, Count };
 
 class Driver {
  public:

@@ -438,6 +438,9 @@ struct ScenarioRunner::StepRun {
       case FaultKind::PinFailure: d.fail_next(driver::FailPoint::Pin, f.count); break;
       case FaultKind::MapFailure: d.fail_next(driver::FailPoint::Map, f.count); break;
       case FaultKind::RingCorrupt: node.mailbox.corrupt_next(f.count); break;
+      case FaultKind::ImportAllocFailure:
+        d.fail_next(driver::FailPoint::ImportAlloc, f.count);
+        break;
       case FaultKind::MessageDelay: node.mailbox.delay_next_send(f.for_); break;
     }
     return Errno::Ok;

@@ -71,9 +71,10 @@ enum class FaultKind : std::uint8_t {
   PinFailure,
   MapFailure,
   RingCorrupt,
-  MessageDelay
+  MessageDelay,
+  ImportAllocFailure
 };
-inline constexpr std::array<EnumName<FaultKind>, 7> kFaultKindNames{{
+inline constexpr std::array<EnumName<FaultKind>, 8> kFaultKindNames{{
     {"firmware_error", FaultKind::FirmwareError,
      "the next `count` commands it takes are answered with error `status`, not carried out "
      "(the sender gets ECOMM)"},
@@ -94,6 +95,9 @@ inline constexpr std::array<EnumName<FaultKind>, 7> kFaultKindNames{{
      "bad command and answers status 2 (the sender gets ECOMM)"},
     {"message_delay", FaultKind::MessageDelay,
      "its next command, as a sender, leaves `for` late (the sender polls meanwhile)"},
+    {"import_alloc_failure", FaultKind::ImportAllocFailure,
+     "as an importer, its next `count` imports fail to allocate their NPA-domain buffer once "
+     "the exporter granted the range: ENOMEM, the import freed with no NPA_RELEASE"},
 }};
 
 // Where an alloc step's buffer lives.
@@ -161,8 +165,8 @@ struct StepConfig {
             "interrupt delivery failure, 8 bad ring address, 9 bad write-back address)",
             between<std::uint32_t>(1, 9));
     v.field("count", count,
-            "fault firmware_error, firmware_drop, pin_failure, map_failure, ring_corrupt: how "
-            "many commands, pins or mappings (default 1)",
+            "fault firmware_error, firmware_drop, pin_failure, map_failure, ring_corrupt, "
+            "import_alloc_failure: how many commands, pins, mappings or imports (default 1)",
             between<std::uint32_t>(1, 1'000'000));
     v.field("for", for_,
             "wait: how long; fault firmware_stall: how long the firmware stalls; fault "

@@ -84,3 +84,24 @@ TEST_CASE(
   CHECK(r.stat("pod.gpu1.mailbox.commands_sent") == base.stat("pod.gpu1.mailbox.commands_sent"));
   CHECK(r.stat("pod.gpu1.driver.send_failures") == 0);
 }
+
+TEST_CASE(
+    "an importer whose NPA-domain buffer cannot be allocated: ENOMEM after the exporter "
+    "granted the range, no release, and the next import gets the same grant",
+    "[protocol][faults]") {
+  const std::string cfg = write_temp_file(
+      "import-enomem.json", two_imports(R"("fault": "import_alloc_failure")", 1, "ENOMEM"));
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);  // ENOMEM then OK as expected; invariants held at teardown
+  CHECK(r.stat("pod.gpu1.driver.injected_failures") == 1);
+  CHECK(r.stat("pod.gpu1.driver.import_errors") == 1);
+  // Both imports asked the exporter, which granted both (the importer pinned for once) ...
+  CHECK(r.stat("pod.gpu0.driver.received.NPA_REQ") == 2);
+  CHECK(r.stat("pod.gpu0.driver.sent.NPA_RSP") == 2);
+  CHECK(r.stat("pod.gpu0.driver.pins") == 1);
+  // ... and the failed one sent no release: the only NPA_RELEASE is the teardown revoke's.
+  CHECK(r.stat("pod.gpu1.driver.sent.NPA_RELEASE") == 1);
+  CHECK(r.stat("pod.gpu0.driver.releases_missing") == 0);
+  CHECK(r.stat("pod.gpu1.driver.imports_first") == 2);
+}

@@ -30,6 +30,7 @@ Driver::Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode
       env_(env),
       exports_(kMaxAccels, mode),
       conns_(kMaxAccels) {
+  ppod_ = PpodInfo{self_, cfg_.accel_max};
   for (std::size_t t = 1; t < kMsgTypes; ++t) {
     std::string n(msg_name(static_cast<MsgType>(t)));
     sent_by_type_.push_back(std::make_unique<Counter>(stats_, "sent." + n, "count",
@@ -375,7 +376,7 @@ Result<UalinkHandle> Driver::create_export(ProcessId p, GemHandle gem) {
 std::optional<Result<UalinkHandle>> Driver::export_known(ProcessId p, GemHandle gem) {
   Result<UalinkHandle> r;
   Bo* bo = bo_of(p, gem);
-  if (!ualink_active_) {
+  if (!ualink_active()) {
     r.err = Errno::OpNotSupp;
   } else if (!bo) {
     r.err = Errno::NoEnt;
@@ -752,7 +753,7 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
     import_errors_.inc();
     return Result<Fd>{e, -1};
   };
-  if (!ualink_active_) co_return failed(Errno::OpNotSupp);
+  if (!ualink_active()) co_return failed(Errno::OpNotSupp);
   if (r >= cfg_.accel_max) co_return failed(Errno::Inval);
   if (!vpod_.contains(r)) {
     refused_.inc();
@@ -1092,6 +1093,11 @@ Task<void> Driver::eviction_worker() {
 
 void Driver::device_reset() {
   device_resets_.inc();
+  // It comes back READY with its vPod: the reset's down time covers the driver's reload and
+  // its bring-up (the shell brings the hardware back the same way).
+  state_ = AccelState::Ready;
+  ppod_ = PpodInfo{self_, cfg_.accel_max};
+  vpod_committed_ = true;
   failures_ = {};  // a fault step's pending failures go with the device
   // Abandon everything in flight; the frames go, the state goes.
   runner_.cancel_all();
@@ -1159,7 +1165,7 @@ Errno Driver::direct_gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va) {
 }
 
 Result<UalinkHandle> Driver::direct_export(ProcessId p, GemHandle gem) {
-  if (!ualink_active_) return Result<UalinkHandle>{Errno::OpNotSupp, {}};
+  if (!ualink_active()) return Result<UalinkHandle>{Errno::OpNotSupp, {}};
   return create_export(p, gem);
 }
 
@@ -1201,7 +1207,7 @@ Result<Driver::NpaGrant> Driver::direct_grant(AccelId from, const UalinkHandle& 
 
 Result<Fd> Driver::direct_import(ProcessId p, const UalinkHandle& h, const NpaGrant& g) {
   const AccelId r = h.exporter();
-  if (!ualink_active_) return Result<Fd>{Errno::OpNotSupp, -1};
+  if (!ualink_active()) return Result<Fd>{Errno::OpNotSupp, -1};
   if (r >= cfg_.accel_max || !vpod_.contains(r)) return Result<Fd>{Errno::Inval, -1};
   if (imports_.contains(h.lo)) return Result<Fd>{Errno::Busy, -1};  // only first imports here
   if (!ImportTable::usable(g.npa_page, g.size_pages)) return Result<Fd>{Errno::Inval, -1};

@@ -53,8 +53,25 @@ using Fd = std::int32_t;
 // The vPod this GPU belongs to: who may import from whom.
 struct VpodInfo {
   std::uint32_t id = 0;
+  std::uint32_t size = 0;     // as committed (0: the members' count)
   std::vector<bool> members;  // by accelerator ID
   bool contains(AccelId a) const { return a < members.size() && members[a]; }
+};
+
+// Accelerator states (reference §1). The snapshot sets only the first three.
+enum class AccelState : std::uint8_t {
+  Unconfigured = 0,
+  Configured = 1,
+  Ready = 2,
+  Active = 3,
+  Error = 4
+};
+std::string_view accel_state_name(AccelState s);
+
+// The pPod as the PSP reports it: this accelerator's ID and the pod's size.
+struct PpodInfo {
+  AccelId accel_id = 0;
+  std::uint32_t size = 0;
 };
 
 // What is still held, for the end-of-run invariant check.
@@ -115,6 +132,30 @@ class Driver {
   // ends with ERESTARTSYS, with no connection reset; a process not waiting is not affected.
   void signal(ProcessId p);
 
+  // ---- bring-up (reference §1): privileged calls, not a process's -------------------------
+  // A Driver starts READY with the vPod it was made with (what direct bring-up leaves);
+  // unconfigure() makes it a freshly loaded driver, UNCONFIGURED, for the calls below.
+  void unconfigure();
+  AccelState accel_state() const { return state_; }
+  const VpodInfo& vpod() const { return vpod_; }
+  // pPod commit: CONFIGURED when 1 <= size <= accel_max and this accelerator's ID < size,
+  // otherwise UNCONFIGURED (the call itself succeeds either way, as in the snapshot); a
+  // driver READY or above is deactivated first.
+  Task<Errno> ppod_commit(PpodInfo p);
+  // vPod commit: EINVAL unless CONFIGURED or above, id < 256, 1 <= size <= the pPod's, as many
+  // members as size, and this accelerator among them.
+  Task<Errno> vpod_commit(VpodInfo v);
+  // CONFIGURED with a vPod -> READY: the PSP enables incoming NPA translation, the tables
+  // start empty (every connection NOT_READY), the rings' receive pages are mapped, and the
+  // firmware loads the rings' metadata, polled for READY every firmware_poll_interval up to
+  // firmware_poll_limit times (ETIMEDOUT, everything undone). EINVAL when not CONFIGURED or
+  // no vPod was committed; nothing to do when READY already.
+  Task<Errno> activate();
+  // READY -> CONFIGURED: every connection reset (no messages: peers are not told), NPA
+  // translation off, the firmware halted, the rings unmapped. EINVAL below READY.
+  Task<Errno> deactivate();
+  const Distribution& activate_time() const { return activate_time_; }
+
   // ---- direct setup ------------------------------------------------------------------------
   // The state the user API and the protocol leave behind, reached without their messages or
   // their time (workload.setup = direct): each call makes the same table, page-table and pin
@@ -146,7 +187,9 @@ class Driver {
   // The device is reset: everything in flight is abandoned and all driver state is lost (the
   // shell resets the hardware). It comes back with fresh state, as a driver reload would.
   void device_reset();
-  void set_ualink_active(bool active) { ualink_active_ = active; }
+  void set_ualink_active(bool active) {
+    state_ = active ? AccelState::Ready : AccelState::Configured;
+  }
 
   // ---- inspection -------------------------------------------------------------------------
   AccelId self() const { return self_; }
@@ -291,7 +334,11 @@ class Driver {
   NpaAddrMode mode_;
   Rng rng_;
   DriverEnv& env_;
-  bool ualink_active_ = true;
+  Task<void> deactivate_now();
+  AccelState state_ = AccelState::Ready;
+  std::optional<PpodInfo> ppod_;
+  bool vpod_committed_ = true;
+  bool ualink_active() const { return state_ == AccelState::Ready || state_ == AccelState::Active; }
 
   std::unordered_map<std::uint64_t, Bo> bos_;
   std::map<ProcessId, Process> processes_;
@@ -349,6 +396,9 @@ class Driver {
   Distribution revoke_time_{stats_, "revoke_time", "ns",
                             "from the last handle's close to the last importer's release",
                             kPsPerNs};
+  Distribution activate_time_{stats_, "activate_time", "ns",
+                              "activations: from the call to READY (firmware load included)",
+                              kPsPerNs};
 
   TaskRunner runner_;  // last: destroyed first, while what its tasks wait on still exists
 };

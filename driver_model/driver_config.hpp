@@ -93,6 +93,9 @@ struct DriverConfig {
   Time poll_interval_min = Time::us(10);
   Time poll_interval_max = Time::us(50);
   Time writeback_timeout = Time::ms(2000);
+  Time psp_latency = Time::us(20);
+  Time firmware_poll_interval = Time::ms(1);
+  std::uint32_t firmware_poll_limit = 2000;
   std::uint32_t accel_max = 256;
   Bytes npa_window = Bytes(2ull << 40);
   ExportedMemory exported_memory = ExportedMemory::Pinned;
@@ -131,6 +134,15 @@ struct DriverConfig {
     v.field("writeback_timeout", writeback_timeout,
             "how long a sender polls for its command to be consumed (snapshot: 2 s) before ETIME",
             at_least(Time::ns(1)));
+    v.field("psp_latency", psp_latency,
+            "time of one PSP command in activation (enabling incoming NPA translation and "
+            "programming the NPA VM; not from the snapshot: an assumption)");
+    v.field("firmware_poll_interval", firmware_poll_interval,
+            "activation's sleep between looks for the firmware's READY (snapshot: 1 ms)",
+            at_least(Time::ns(1)));
+    v.field("firmware_poll_limit", firmware_poll_limit,
+            "looks for READY before activation gives up with ETIMEDOUT (snapshot: 2000)",
+            between<std::uint32_t>(1, 1'000'000));
     v.field("accel_max", accel_max,
             "highest accelerator count the driver supports (snapshot ACCEL_MAX: 256; UALink "
             "allows 1024)",

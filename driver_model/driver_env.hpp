@@ -57,6 +57,21 @@ class DriverEnv : public Scheduler {
 
   // The invariant checker: `importer` gave up export `tag` (release received, or the
   // connection was reset); from now on no access of its may be served from it.
+  // -- activation's hardware (reference §1, §8); a world without it leaves them as they are
+  // Incoming NPA translation on or off (the PSP's command): off, every incoming access and
+  // ring write is refused.
+  virtual void npa_enable(bool on) { (void)on; }
+  // The rings' receive pages mapped in the NPA VM (how many PTEs were written), or unmapped.
+  virtual std::uint64_t rings_map(bool up) {
+    (void)up;
+    return 0;
+  }
+  // The firmware loads the rings' metadata and reports READY some time later; halted, it
+  // takes no command.
+  virtual void firmware_load() {}
+  virtual bool firmware_ready() const { return true; }
+  virtual void firmware_halt() {}
+
   virtual void note_released(std::uint64_t tag, AccelId importer) = 0;
   virtual void note_violation(const std::string& what) = 0;
 

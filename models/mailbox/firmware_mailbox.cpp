@@ -243,7 +243,22 @@ void FirmwareMailbox::handle(const Part& p) {
   take(p.from, p.ring, r);
 }
 
+void FirmwareMailbox::load() {
+  halted_ = false;
+  ready_at_ = sim_now() + cfg_.firmware_load_latency;
+  firmware_free_ = std::max(firmware_free_, ready_at_);
+  // What landed while it was halted it takes once it is up.
+  firmware_.push(ready_at_, [this, epoch = epoch_] {
+    if (down_ || halted_ || epoch != epoch_) return;
+    for (std::size_t peer = 0; peer < rx_.size(); ++peer)
+      if (rx_[peer])
+        for (unsigned ring = 0; ring < kRings; ++ring)
+          take(static_cast<AccelId>(peer), ring, (*rx_[peer])[ring]);
+  });
+}
+
 void FirmwareMailbox::take(AccelId from, unsigned ring, RingState& r) {
+  if (halted_) return;
   // Every command up to the write pointer and the doorbell, in order, each once it has landed.
   while (r.started && r.consumed < std::min(r.written, r.rung)) {
     const std::uint32_t i = r.consumed % cfg_.ring_slots;
@@ -301,6 +316,8 @@ void FirmwareMailbox::answer_with_error(std::uint32_t status, std::uint32_t coun
 void FirmwareMailbox::reset() {
   ++epoch_;
   restarted_ = true;
+  halted_ = false;  // the device comes back activated (its down time covers the bring-up)
+  ready_at_ = Time{};
   errors_left_ = 0;  // the firmware starts afresh
   drops_left_ = 0;
   corrupt_left_ = 0;

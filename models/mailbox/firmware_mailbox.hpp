@@ -75,6 +75,11 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   // receive pages) lands at `at`.
   void landed(const Access& a, Time at);
 
+  // Activation: the firmware loads the rings' metadata, READY firmware_load_latency later;
+  // halted (deactivation, or a pod whose bring-up has not run yet) it takes no command.
+  void load();
+  bool ready() const { return !halted_ && sim_now() >= ready_at_; }
+  void halt() { halted_ = true; }
   // Device reset: rings, sequence numbers and pending firmware work are gone. While down,
   // everything that arrives is dropped.
   void reset();
@@ -167,6 +172,8 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   TimedQueue<std::function<void()>> firmware_;
   std::vector<RequestLane> to_port_lanes_;  // to_ports' request sides (posted writes)
   bool restarted_ = false;                  // reset at least once (takes up rings as found)
+  bool halted_ = false;
+  Time ready_at_;
 
   StatGroup stats_;
   Counter sent_{stats_, "commands_sent", "count", "commands written into remote rings"};

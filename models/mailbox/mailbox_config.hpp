@@ -25,6 +25,7 @@ struct MailboxConfig {
   Time interrupt_latency = Time::us(2);
   Time tlb_invalidate_latency = Time::us(1);
   std::uint32_t ring_slots = 64;
+  Time firmware_load_latency = Time::us(100);
   MailboxTransport transport = MailboxTransport::NpaWrites;
 
   template <class V>
@@ -39,6 +40,9 @@ struct MailboxConfig {
     v.field("ring_slots", ring_slots,
             "64-byte slots in each per-sender ring (one stays empty, so slots-1 in flight)",
             between<std::uint32_t>(2, 64));
+    v.field("firmware_load_latency", firmware_load_latency,
+            "activation: from the driver loading the rings' metadata into the firmware to the "
+            "firmware reporting READY (not from the snapshot: an assumption)");
     v.choice("transport", transport, "how control messages travel",
              std::span<const EnumName<MailboxTransport>>(kMailboxTransportNames));
   }

@@ -67,6 +67,13 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
   const Time now = sim_now();
   a.stamp(HopKind::NpaMmu, now);
+  if (!enabled_) [[unlikely]] {
+    disabled_.inc();
+    a.status = AccessStatus::RemoteFault;
+    gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    answer(*gp, sc_core::SC_ZERO_TIME);
+    return;
+  }
   translations_.inc();
 
   const std::uint64_t key = key_of(a.npa, a.src);
@@ -96,6 +103,12 @@ void NpaMmu::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& de
     return;
   }
   const Time at = sim_now() + from_sc(delay);
+  if (!enabled_) {
+    disabled_.inc();
+    a->status = AccessStatus::RemoteFault;
+    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
   translations_.inc();
   const auto t = mmu_.translate(0, key_of(a->npa, a->src), at, &table_);
   (t.l1_hit || t.l2_hit ? tlb_hits_ : tlb_misses_).inc();
@@ -166,6 +179,7 @@ void NpaMmu::mark_released(std::uint64_t tag, AccelId importer) {
 }
 
 void NpaMmu::reset() {
+  enabled_ = true;  // the device comes back activated (its down time covers the bring-up)
   table_.clear();
   released_.clear();
   mmu_.flush(FlushKind::Heavyweight);

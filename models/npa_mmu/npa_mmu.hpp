@@ -53,6 +53,10 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   void digest_caches(Digest& d) const;
   // Device reset: no mappings, an empty TLB.
   void reset();
+  // Incoming NPA translation on or off (activation's PSP command): off, every incoming
+  // access is refused as a remote fault.
+  void set_enabled(bool on) { enabled_ = on; }
+  bool enabled() const { return enabled_; }
 
   const StatGroup& stat_group() const override { return stats_; }
 
@@ -71,6 +75,7 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
 
   NpaMmuConfig cfg_;
   NpaAddrMode mode_;
+  bool enabled_ = true;
   AccelId self_;
   InvariantLog* invariants_;
   MmuCore mmu_;
@@ -85,6 +90,8 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   Counter tlb_hits_{stats_, "tlb_hits", "count", "translations that hit in a TLB"};
   Counter tlb_misses_{stats_, "tlb_misses", "count", "translations that needed a walk"};
   Counter faults_{stats_, "faults", "count", "incoming accesses with no valid NPA mapping"};
+  Counter disabled_{stats_, "refused_disabled", "count",
+                    "incoming accesses refused because NPA translation was off (not activated)"};
   Counter retries_{stats_, "retries", "count",
                    "incoming accesses answered with a retry (PTE.X = 1: revoke or page move)"};
   Counter flushes_{stats_, "tlb_flushes", "count", "NPA TLB flushes"};

@@ -151,6 +151,19 @@ void DriverShell::note_released(std::uint64_t tag, AccelId importer) {
   npa_mmu_.mark_released(tag, importer);
 }
 
+void DriverShell::npa_enable(bool on) {
+  npa_mmu_.set_enabled(on);
+}
+void DriverShell::firmware_load() {
+  mailbox_.load();
+}
+bool DriverShell::firmware_ready() const {
+  return mailbox_.ready();
+}
+void DriverShell::firmware_halt() {
+  mailbox_.halt();
+}
+
 void DriverShell::note_violation(const std::string& what) {
   if (invariants_) invariants_->report(sim_now(), what);
 }

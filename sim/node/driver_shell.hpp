@@ -71,6 +71,8 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
     return std::move(*result);
   }
   void call(Task<void> t);
+  // How activation maps (true) or unmaps the rings' receive pages: the PTEs written.
+  void set_rings(std::function<std::uint64_t(bool)> fn) { rings_ = std::move(fn); }
 
   // The device is reset: calls in flight end with ENODEV and the driver loses its state.
   void device_reset();
@@ -106,6 +108,11 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
                        FlushKind kind) override;
   Task<Errno> send(AccelId dst, Ring ring, Dwords command) override;
   void note_released(std::uint64_t tag, AccelId importer) override;
+  void npa_enable(bool on) override;
+  std::uint64_t rings_map(bool up) override { return rings_ ? rings_(up) : 0; }
+  void firmware_load() override;
+  bool firmware_ready() const override;
+  void firmware_halt() override;
   void note_violation(const std::string& what) override;
   void note_call(std::string_view what, Time start, const std::string& detail) override;
   void note_message(std::string_view what, AccelId from) override;
@@ -146,6 +153,7 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
                          "messages never reported consumed (ETIME)"};
   Driver driver_;
   std::map<std::uint64_t, std::function<void()>> aborts_;
+  std::function<std::uint64_t(bool)> rings_;
   std::uint64_t next_call_ = 1;
   TaskRunner calls_;  // last: its frames go before what they refer to
 };

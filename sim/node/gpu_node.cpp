@@ -45,7 +45,9 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
   join(npa_mmu.to_vram, vram.in);
   mailbox.set_tlb_invalidate_handler([this] { gpuvm.invalidate_all(); });
   vram.set_mailbox_watch([this](const Access& a, Time at) { mailbox.landed(a, at); });
-  map_ring_pages();
+  reserve_ring_pages();
+  map_rings(true);  // a GPU starts activated; unconfigure() for a pod that brings it up
+  driver.set_rings([this](bool up) { return map_rings(up); });
   spawn_method("come_back", up_ev_, [this] {
     for (auto& p : ports)
       p->set_down(false);
@@ -53,30 +55,45 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
   });
 }
 
-// What the driver's activation sets up for the rings (reference §1, §8): VRAM for the receive
-// pages of every peer in the vPod, mapped in the NPA VM (models/npa_mmu/npa_layout.hpp). It
-// runs on empty VRAM (at the start, and as the GPU resets), which the config check makes
-// large enough.
-void GpuNode::map_ring_pages() {
-  std::vector<std::uint64_t> keys;
+// The VRAM the rings' receive pages take (reference §1, §8: every peer of the vPod; layout in
+// models/npa_mmu/npa_layout.hpp). Taken on empty VRAM, at the start and as the GPU resets
+// (before anything a process asks for while it is down), which the config check makes large
+// enough; the driver's activation maps it in the NPA VM (map_rings).
+void GpuNode::reserve_ring_pages() {
+  ring_keys_.clear();
   const bool ident = mode_ == NpaAddrMode::SourceIdentification;
   for (AccelId p : peers_) {
     if (ident && p == id_) continue;  // no ring to ourselves
     if (ident) {
       for (RingPage t : {RingPage::TlbRing, RingPage::IntRing, RingPage::Pointers})
-        keys.push_back(ring_page_key(mode_, id_, p, t));
+        ring_keys_.push_back(ring_page_key(mode_, id_, p, t));
     } else {  // our own two pages hold the pointers
-      keys.push_back(ring_page_key(mode_, id_, p, RingPage::TlbRing));
-      keys.push_back(ring_page_key(mode_, id_, p, RingPage::IntRing));
+      ring_keys_.push_back(ring_page_key(mode_, id_, p, RingPage::TlbRing));
+      ring_keys_.push_back(ring_page_key(mode_, id_, p, RingPage::IntRing));
     }
   }
   auto frames = vram.allocator().allocate(ring_vram_pages(mode_, peers_.size()));
   if (!frames)
     throw std::runtime_error(std::string(name()) + ": VRAM too small for the rings' " +
-                             std::to_string(keys.size()) + " receive pages");
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    npa_mmu.map_page(keys[i], (*frames)[i], 0);
-  ring_pages_ = keys.size();
+                             std::to_string(ring_keys_.size()) + " receive pages");
+  ring_frames_ = std::move(*frames);
+}
+
+std::uint64_t GpuNode::map_rings(bool up, bool flush) {
+  for (std::size_t i = 0; i < ring_keys_.size(); ++i)
+    if (up)
+      npa_mmu.map_page(ring_keys_[i], ring_frames_[i], 0);
+    else
+      npa_mmu.unmap_page(ring_keys_[i]);
+  if (!up && flush) npa_mmu.flush_tlb();
+  return ring_keys_.size();
+}
+
+void GpuNode::unconfigure() {
+  driver.driver().unconfigure();
+  npa_mmu.set_enabled(false);
+  map_rings(false, false);  // nothing was translated yet: nothing to flush
+  mailbox.halt();
 }
 
 void GpuNode::reset(Time down_for) {
@@ -89,9 +106,10 @@ void GpuNode::reset(Time down_for) {
   gpuvm.reset();
   npa_mmu.reset();
   vram.reset();
-  // The rings' pages are the first VRAM the driver takes again (before anything a process
-  // asks for while the GPU is down), as at the start.
-  map_ring_pages();
+  // It comes back activated (down_for covers the driver's reload and bring-up): the rings'
+  // pages are the first VRAM it takes again, mapped at once.
+  reserve_ring_pages();
+  map_rings(true);
   up_ev_.cancel();
   notify_event(up_ev_, down_for);
 }

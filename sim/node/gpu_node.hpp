@@ -41,8 +41,12 @@ class GpuNode final : public sc_core::sc_module {
   bool down() const { return ports.front()->down(); }
   UalinkPort& port(std::uint32_t plane) { return *ports[plane]; }
   const sc_core::sc_event& back_up() const { return up_ev_; }
-  // The rings' receive pages mapped in the NPA VM (models/npa_mmu/npa_layout.hpp).
-  std::size_t ring_pages() const { return ring_pages_; }
+  // The rings' receive pages the GPU maps in its NPA VM when active
+  // (models/npa_mmu/npa_layout.hpp).
+  std::size_t ring_pages() const { return ring_keys_.size(); }
+  // As a freshly loaded driver on a device not yet activated: UNCONFIGURED, NPA translation
+  // off, the rings unmapped, the firmware halted (a pod that simulates its bring-up).
+  void unconfigure();
 
   Vram vram;
   GpuVm gpuvm;
@@ -65,13 +69,14 @@ class GpuNode final : public sc_core::sc_module {
     ends.out->bind(t);
   }
 
-  void map_ring_pages();
+  void reserve_ring_pages();
+  std::uint64_t map_rings(bool up, bool flush = true);  // the PTEs written
 
   SocketTap* tap_;
   AccelId id_;
   NpaAddrMode mode_;
   std::vector<AccelId> peers_;  // the vPod's members (us included)
-  std::size_t ring_pages_ = 0;
+  std::vector<std::uint64_t> ring_keys_, ring_frames_;
   sc_core::sc_event up_ev_;
 };
 

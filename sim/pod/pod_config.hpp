@@ -237,8 +237,18 @@ void check_scenario(const PodConfig& cfg, C& c) {
       case StepOp::Wait:
       case StepOp::Barrier:
       case StepOp::Signal: need_running(""); break;
+      case StepOp::VpodCommit:
+        for (std::size_t m = 0; m < s.members->size(); ++m)
+          if ((*s.members)[m] >= cfg.pod.gpus)
+            c.fail(at + ".members." + std::to_string(m), "GPU " + std::to_string((*s.members)[m]) +
+                                                             " does not exist (pod.gpus is " +
+                                                             std::to_string(cfg.pod.gpus) + ")");
+        break;
       case StepOp::ResetNode:
-      case StepOp::Fault: break;
+      case StepOp::Fault:
+      case StepOp::PpodCommit:
+      case StepOp::Activate:
+      case StepOp::Deactivate: break;
     }
   }
 }

@@ -297,6 +297,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       faults.push_back(std::move(o));
     }
   run["faults"] = std::move(faults);
+  // The pod's bring-up ends here; steps' `at` count from it.
+  run["workload_start_ns"] = pod.scenario().workload_start().as_ns();
   boost::json::array steps;
   for (const StepRecord& r : pod.step_records()) {
     boost::json::object o;

@@ -126,9 +126,23 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
     if (const auto* f = std::get_if<SendFdStep>(&s.kind))
       fds_sent_[{s.common.gpu, f->to_process}].insert(f->as);
   }
+  // The pod's bring-up (protocol setup): every GPU starts as a freshly loaded driver on a
+  // device not yet activated, commits its pPod and vPod and activates; the workload starts
+  // when all are READY (a barrier of their own), and its steps' `at` count from then.
+  const bool bring_up = cfg.workload.setup == SetupMode::Protocol;
+  if (bring_up) barriers_[kBringUp].expected = cfg.pod.gpus;
   for (auto& [name, b] : barriers_) {
     b.index = static_cast<std::uint32_t>(barrier_by_index_.size());
     barrier_by_index_.push_back(&b);
+  }
+  if (bring_up) {
+    for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g) {
+      if (!owned_[g]) continue;
+      gpus_[g]->unconfigure();
+      spawn_thread(fmt::format("gpu{}_bring_up", g).c_str(), [this, g] { run_bring_up(g); });
+    }
+  } else {
+    started_ = true;
   }
   // Each GPU's processes run where the GPU is; the pod's own steps (node resets, faults) on
   // every rank, each acting only on the GPU it names where that GPU is held.
@@ -180,7 +194,45 @@ void ScenarioRunner::apply(const HostNote& n) {
   }
 }
 
+void ScenarioRunner::run_bring_up(std::uint32_t g) {
+  driver::DriverShell& drv = gpus_[g]->driver;
+  driver::Driver& d = drv.driver();
+  const auto self = static_cast<AccelId>(g);
+  const char* what = "ppod_commit";
+  Errno e = drv.call(d.ppod_commit(driver::PpodInfo{self, cfg_.pod.gpus}));
+  if (e == Errno::Ok) {
+    what = "vpod_commit";
+    e = drv.call(d.vpod_commit(d.vpod()));
+  }
+  if (e == Errno::Ok) {
+    what = "activate";
+    e = drv.call(d.activate());
+  }
+  if (e != Errno::Ok) {
+    fail(SIZE_MAX, fmt::format("bring-up of gpu{} at {}: {} returned {}", g, pretty(sim_now()),
+                               what, driver::errno_name(e)));
+    return;
+  }
+  HostNote n;
+  n.kind = HostNote::Kind::Barrier;
+  n.origin = g;
+  n.index = barriers_.at(kBringUp).index;
+  net_.publish(std::move(n));
+}
+
+void ScenarioRunner::wait_for_start() {
+  if (started_) return;
+  Barrier& bar = barriers_.at(kBringUp);
+  while (bar.arrived < bar.expected)
+    sc_core::wait(bar.ev);
+  if (!started_) {
+    started_ = true;
+    start_ = sim_now();
+  }
+}
+
 void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
+  wait_for_start();
   ProcessState& ps = states_[key];
   // The pod's own steps run on every rank alike; what they report, and the end of the group,
   // the rank holding the GPU they act on reports.
@@ -189,7 +241,7 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
     const Step& step = steps_[i];
     const StepCommon& s = step.common;
     const bool reports = !pod_group || owned_[s.gpu];
-    if (s.at && *s.at > sim_now()) sc_core::wait(to_sc(*s.at - sim_now()));
+    if (s.at && start_ + *s.at > sim_now()) sc_core::wait(to_sc(start_ + *s.at - sim_now()));
     StepRecord rec;
     rec.index = i;
     rec.gpu = s.gpu;
@@ -429,6 +481,20 @@ struct ScenarioRunner::StepRun {
     if (r.owned_[s.gpu]) d.signal(static_cast<driver::ProcessId>(x.to_process));
     return Errno::Ok;
   }
+  Errno operator()(const PpodCommitStep& x) {
+    return drv.call(d.ppod_commit(driver::PpodInfo{static_cast<AccelId>(s.gpu), x.size}));
+  }
+  Errno operator()(const VpodCommitStep& x) {
+    driver::VpodInfo v;
+    v.id = x.id;
+    v.size = x.size;
+    v.members.assign(kMaxAccels, false);
+    for (std::uint32_t m : x.members)
+      if (m < kMaxAccels) v.members[m] = true;
+    return drv.call(d.vpod_commit(std::move(v)));
+  }
+  Errno operator()(const ActivateStep&) { return drv.call(d.activate()); }
+  Errno operator()(const DeactivateStep&) { return drv.call(d.deactivate()); }
   Errno operator()(const FaultStep& f) {
     if (!r.owned_[s.gpu]) return Errno::Ok;  // the rank that holds the GPU does it
     switch (f.fault) {

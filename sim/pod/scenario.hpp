@@ -56,6 +56,9 @@ class ScenarioRunner {
   // When each failure of a step happened and the step, in failures()'s order (after the
   // setup's).
   const std::vector<std::pair<Time, std::size_t>>& failed_at() const { return failed_at_; }
+  // When the workload started: the pod's bring-up done (0 with direct setup). Steps' `at`
+  // count from it.
+  Time workload_start() const { return start_; }
   // The steps run here, in the order they ended.
   const std::vector<StepRecord>& records() const { return records_; }
   // The (gpu, process) pairs that ran steps (on every rank).
@@ -83,6 +86,10 @@ class ScenarioRunner {
   using Key = std::pair<std::uint32_t, std::uint32_t>;  // gpu, process (process 0: the pod)
 
   void run_group(Key key, std::vector<std::size_t> steps);
+  // The pod's bring-up of GPU `g` (protocol setup); every group waits for all of them.
+  void run_bring_up(std::uint32_t g);
+  void wait_for_start();
+  static constexpr const char* kBringUp = "\x01bring-up";  // no config name starts so
   // workload.setup = direct: carries out `steps`' setup (alloc, map, export, send_handle,
   // import, close_fd) on the drivers without simulating it; returns the steps left to run.
   std::vector<Step> direct_setup(const std::vector<Step>& steps);
@@ -108,6 +115,8 @@ class ScenarioRunner {
   sc_core::sc_event fd_ev_;
   std::map<std::string, Barrier> barriers_;
   std::vector<Barrier*> barrier_by_index_;
+  bool started_ = false;  // the bring-up done (or none): steps' `at` count from start_
+  Time start_;
   std::size_t finished_groups_ = 0;
   sc_core::sc_event finished_ev_;
   sc_core::sc_event failed_ev_;  // a failure has reached the pod: it stops

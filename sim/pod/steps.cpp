@@ -54,6 +54,12 @@ StepKind kind_of(const StepConfig& s) {
     case StepOp::Barrier: return BarrierStep{need(s.name, s, "name")};
     case StepOp::ResetNode: return ResetNodeStep{need(s.down_for, s, "down_for")};
     case StepOp::Signal: return SignalStep{need(s.to_process, s, "to_process")};
+    case StepOp::PpodCommit: return PpodCommitStep{need(s.ppod_size, s, "ppod_size")};
+    case StepOp::VpodCommit:
+      return VpodCommitStep{need(s.members, s, "members"), s.vpod_id.value_or(0),
+                            s.vpod_size.value_or(0)};
+    case StepOp::Activate: return ActivateStep{};
+    case StepOp::Deactivate: return DeactivateStep{};
     case StepOp::Fault: {
       const FaultKind f = need(s.fault, s, "fault");
       if (f == FaultKind::FirmwareStall || f == FaultKind::MessageDelay)

@@ -121,10 +121,26 @@ struct SignalStep {  // a pod-level step: common.gpu is the GPU of the process s
   std::uint32_t to_process = 1;
 };
 
-using StepKind =
-    std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep, MapStep, AccessStep,
-                 CloseFdStep, CloseStep, UnmapStep, CpuMapStep, WaitStep, ExitStep, BarrierStep,
-                 ResetNodeStep, FaultStep, SignalStep>;
+struct PpodCommitStep {
+  static constexpr StepOp kOp = StepOp::PpodCommit;
+  std::uint32_t size = 0;
+};
+struct VpodCommitStep {
+  static constexpr StepOp kOp = StepOp::VpodCommit;
+  std::vector<std::uint32_t> members;
+  std::uint32_t id = 0, size = 0;  // size 0: the members' count
+};
+struct ActivateStep {
+  static constexpr StepOp kOp = StepOp::Activate;
+};
+struct DeactivateStep {
+  static constexpr StepOp kOp = StepOp::Deactivate;
+};
+
+using StepKind = std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep,
+                              MapStep, AccessStep, CloseFdStep, CloseStep, UnmapStep, CpuMapStep,
+                              WaitStep, ExitStep, BarrierStep, ResetNodeStep, FaultStep, SignalStep,
+                              PpodCommitStep, VpodCommitStep, ActivateStep, DeactivateStep>;
 static_assert(std::variant_size_v<StepKind> == kStepOpNames.size(), "one alternative per op");
 
 struct Step {

@@ -34,9 +34,13 @@ enum class StepOp : std::uint8_t {
   ResetNode,   // reset GPU `gpu` now, down for down_for (a pod-level step)
   Fault,       // a fault in GPU `gpu`'s firmware: fault, [status, count | for] (pod-level)
   Signal,      // a signal to process to_process of GPU `gpu` (pod-level)
+  PpodCommit,  // the pPod commit: ppod_size
+  VpodCommit,  // the vPod commit: members, [vpod_id, vpod_size]
+  Activate,    // UALink on: READY
+  Deactivate,  // UALink off, peers not told: CONFIGURED
 };
 
-inline constexpr std::array<EnumName<StepOp>, 17> kStepOpNames{{
+inline constexpr std::array<EnumName<StepOp>, 21> kStepOpNames{{
     {"alloc", StepOp::Alloc, "allocate a buffer (gem_create)"},
     {"export", StepOp::Export, "export a buffer: a 128-bit UALink handle"},
     {"send_handle", StepOp::SendHandle, "pass a handle to another GPU out of band"},
@@ -55,6 +59,11 @@ inline constexpr std::array<EnumName<StepOp>, 17> kStepOpNames{{
     {"reset_node", StepOp::ResetNode, "reset a GPU (pod-level)"},
     {"fault", StepOp::Fault, "make a GPU's firmware or driver misbehave (pod-level)"},
     {"signal", StepOp::Signal, "signal a GPU process: its import waiting for an answer ends"},
+    {"ppod_commit", StepOp::PpodCommit, "commit the GPU's pPod (its driver CONFIGURED or not)"},
+    {"vpod_commit", StepOp::VpodCommit,
+     "commit the GPU's vPod: the accelerators it may share with"},
+    {"activate", StepOp::Activate, "activate UALink on the GPU (READY)"},
+    {"deactivate", StepOp::Deactivate, "deactivate UALink on the GPU, peers not told (CONFIGURED)"},
 }};
 
 // Steps of the pod rather than of a GPU process: `gpu` names the GPU they act on, `process`
@@ -121,6 +130,8 @@ struct StepConfig {
   std::optional<std::uint32_t> status, count;
   std::optional<std::vector<std::string>> mappings;
   std::optional<std::uint32_t> to, to_process;
+  std::optional<std::uint32_t> ppod_size, vpod_id, vpod_size;
+  std::optional<std::vector<std::uint32_t>> members;
   std::optional<Bytes> size;
   std::optional<Time> for_, down_for;
   // access-phase overrides of workload.traffic
@@ -157,6 +168,14 @@ struct StepConfig {
             "send_fd: the receiving process on the same GPU; signal: the process signalled",
             between<std::uint32_t>(1, 15));
     v.field("size", size, "alloc: bytes", at_least(Bytes(1)));
+    v.field("ppod_size", ppod_size,
+            "ppod_commit: the pPod's size as the PSP reports it (1-256, or up to "
+            "gpu.driver.accel_max, commits CONFIGURED; another value UNCONFIGURED)");
+    v.field("members", members, "vpod_commit: the vPod's accelerators (GPU IDs)");
+    v.field("vpod_id", vpod_id, "vpod_commit: the vPod's ID (default 0; EINVAL from 256)");
+    v.field("vpod_size", vpod_size,
+            "vpod_commit: the vPod's size as committed (default: the members' count; EINVAL "
+            "when it differs)");
     v.choice("fault", fault, "fault: what goes wrong",
              std::span<const EnumName<FaultKind>>(kFaultKindNames));
     v.field("status", status,
@@ -218,6 +237,10 @@ struct StepConfig {
       case StepOp::Barrier: want({"name"}, {}); break;
       case StepOp::ResetNode: want({"down_for"}, {}); break;
       case StepOp::Signal: want({"to_process"}, {}); break;
+      case StepOp::PpodCommit: want({"ppod_size"}, {}); break;
+      case StepOp::VpodCommit: want({"members"}, {"vpod_id", "vpod_size"}); break;
+      case StepOp::Activate: want({}, {}); break;
+      case StepOp::Deactivate: want({}, {}); break;
       case StepOp::Fault:
         if (fault == FaultKind::FirmwareStall || fault == FaultKind::MessageDelay)
           want({"fault", "for"}, {});
@@ -238,6 +261,10 @@ struct StepConfig {
         {"domain", domain.has_value()},
         {"to", to.has_value()},
         {"to_process", to_process.has_value()},
+        {"ppod_size", ppod_size.has_value()},
+        {"members", members.has_value()},
+        {"vpod_id", vpod_id.has_value()},
+        {"vpod_size", vpod_size.has_value()},
         {"fault", fault.has_value()},
         {"status", status.has_value()},
         {"count", count.has_value()},

@@ -70,6 +70,23 @@ class FakeEnv final : public DriverEnv {
     released.insert({tag, importer});
   }
   void note_violation(const std::string& what) override { violations.push_back(what); }
+  // Activation's hardware: NPA translation on or off, the rings (16 PTEs), the firmware.
+  void npa_enable(bool on) override { npa_enabled = on; }
+  std::uint64_t rings_map(bool up) override {
+    rings_mapped = up;
+    return 16;
+  }
+  void firmware_load() override {
+    firmware_loaded = true;
+    firmware_ready_at = now() + firmware_load_time;
+  }
+  bool firmware_ready() const override {
+    return firmware_loaded && !firmware_never_ready && now() >= firmware_ready_at;
+  }
+  void firmware_halt() override { firmware_loaded = false; }
+  bool npa_enabled = true, rings_mapped = true, firmware_loaded = true;
+  bool firmware_never_ready = false;
+  Time firmware_load_time = Time::us(100), firmware_ready_at;
 
   struct NpaPte {
     std::uint64_t page, tag;

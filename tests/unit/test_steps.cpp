@@ -157,6 +157,12 @@ TEST_CASE("a key a step's op does not take, or one it needs and lacks, is a conf
                 "workload.steps.0.expect", "it returns no errno to expect"},
            Case{R"([{"op": "signal", "to_process": 1, "retries": 3}])", "workload.steps.0.retries",
                 "it is never retried"},
+           Case{R"([{"op": "vpod_commit", "members": [0, 5]}])", "workload.steps.0.members.1",
+                "GPU 5 does not exist"},
+           Case{R"([{"op": "ppod_commit"}])", "workload.steps.0.op",
+                "a \"ppod_commit\" step needs \"ppod_size\""},
+           Case{R"([{"op": "activate", "members": [0]}])", "workload.steps.0.members",
+                "a \"activate\" step takes no \"members\""},
            Case{R"([{"op": "fault", "fault": "message_delay"}])", "workload.steps.0.op",
                 "a \"fault\" step needs \"for\""},
        }) {

@@ -1,0 +1,89 @@
+// The pod's bring-up and the bring-up steps, run as a user runs them (stats.json, run.json).
+#include <catch2/catch.hpp>
+
+#include "tests/support/run_podsim.hpp"
+
+using podsim::test::run_podsim;
+using podsim::test::write_temp_file;
+
+TEST_CASE(
+    "the pod brings every GPU up (pPod, vPod, activate) before the workload, whose steps "
+    "count their time from then",
+    "[protocol][bring_up]") {
+  auto r = run_podsim({"run", "--set", "workload.traffic.accesses=50"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // Activation: the ioctl (2 us), the PSP (20 us), 16 ring PTEs (20 ns each: 8 GPUs, 2 pages
+  // each), then the firmware (READY 100 us after its load) seen at the second look, 1 ms on.
+  const double activate_ns = 2e3 + 20e3 + 16 * 20 + 1e6;
+  for (int g = 0; g < 8; ++g) {
+    INFO("gpu" << g);
+    CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "count") == 1);
+    CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "mean") ==
+          Approx(activate_ns).margin(0.5));
+  }
+  // The workload starts once all are READY: two commits (2 us each) and the activation, then
+  // the barrier's host latency (2 us).
+  CHECK(r.run->at("workload_start_ns").to_number<double>() ==
+        Approx(2 * 2e3 + activate_ns + 2e3).margin(0.5));
+  // With direct setup the pod starts READY: no activation, the workload at time 0.
+  auto direct = run_podsim(
+      {"run", "--set", "workload.traffic.accesses=50", "--set", "workload.setup=direct"});
+  REQUIRE(direct.exit_code == 0);
+  CHECK(direct.stat("pod.gpu0.driver.activate_time", "count") == 0);
+  CHECK(direct.run->at("workload_start_ns").to_number<double>() == 0);
+}
+
+TEST_CASE(
+    "a GPU deactivated without telling its peers: their accesses are refused, their imports "
+    "outlive it, and the teardown check names them",
+    "[protocol][bring_up]") {
+  const std::string cfg = write_temp_file("deactivate.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 0, "op": "deactivate", "at": "200us"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h2", "expect": "EOPNOTSUPP"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 1, "op": "access", "mappings": ["m"], "duration": "400us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("invariant violated") && Catch::Contains("gpu1") &&
+                        Catch::Contains("1 import(s)"));
+  CHECK(r.stat("pod.gpu0.driver.connection_resets") == 1);
+  CHECK(r.stat("pod.gpu0.driver.sent.NPA_REVOKE") == 0);   // no one was told
+  CHECK(r.stat("pod.gpu0.npa_mmu.refused_disabled") > 0);  // GPU 1's accesses after it
+  CHECK(r.stat("pod.gpu1.agent.remote_faults") > 0);
+}
+
+TEST_CASE(
+    "bring-up steps: a bad vPod is EINVAL, a GPU deactivated and brought up again exports "
+    "again",
+    "[protocol][bring_up]") {
+  const std::string cfg = write_temp_file("bring-up-steps.json", R"({
+    "pod": {"gpus": 4},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 2, "op": "deactivate"},
+      {"gpu": 2, "op": "vpod_commit", "members": [0, 1], "expect": "EINVAL"},
+      {"gpu": 2, "op": "vpod_commit", "members": [2, 3], "vpod_size": 3, "expect": "EINVAL"},
+      {"gpu": 2, "op": "ppod_commit", "ppod_size": 2},
+      {"gpu": 2, "op": "vpod_commit", "members": [2, 3], "expect": "EINVAL"},
+      {"gpu": 2, "op": "activate", "expect": "EINVAL"},
+      {"gpu": 2, "op": "ppod_commit", "ppod_size": 4},
+      {"gpu": 2, "op": "vpod_commit", "members": [2, 3]},
+      {"gpu": 2, "op": "activate"},
+      {"gpu": 2, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 2, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 2, "op": "send_handle", "handle": "h", "to": 3},
+      {"gpu": 3, "op": "import", "handle": "h", "name": "f"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);  // every step as expected, everything given back
+  CHECK(r.stat("pod.gpu2.driver.activate_time", "count") == 2);  // the pod's, then the step's
+}

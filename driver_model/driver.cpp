@@ -940,8 +940,11 @@ Task<void> Driver::reset_connection(AccelId peer, ConnState to, std::uint32_t ge
   // Imports from the peer: torn down, invalidated, dropped. No RELEASE.
   const std::vector<ImportPtr> gone = imports_.tear_down(peer);
   // Exports to the peer: bit cleared, unpinned; ranges unmapped and freed (alias: only when
-  // no importer is left). No REVOKE, no shootdown.
+  // no importer is left). No REVOKE, no shootdown. A revoked export is not reached: revoke()
+  // unlinked it from the importers' export lists, so its cleanup still waits for the peer's
+  // release and then resets it (§7 steps 6 and 8), as the snapshot does.
   for (const ExportPtr& n : exports_.nodes()) {
+    if (n->revoked()) continue;
     const std::optional<ExportTable::Dropped> dropped = exports_.drop_importer(*n, peer);
     if (!dropped) continue;
     env_.note_released(n->handle().lo, peer);

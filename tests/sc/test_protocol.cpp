@@ -643,3 +643,39 @@ TEST_CASE(
   CHECK(b4.stat("pod.summary.invariant_violations") == 1);
   CHECK(b4.stat("pod.summary.revoke_time", "max") < fixed.stat("pod.summary.revoke_time", "max"));
 }
+
+TEST_CASE(
+    "a connection reset does not reach an export under revoke: its cleanup still waits for "
+    "that importer's release, then counts it missing, as the snapshot does",
+    "[protocol][revoke][reset]") {
+  // GPU 0 closes its buffer at 200 us (the revoke starts: shootdown, NPA_REVOKE to GPU 1). GPU 1
+  // resets at 210 us (its import gone: the REVOKE finds nothing, no release) and imports
+  // another of GPU 0's buffers at 220 us: its HELLO resets GPU 0's connection to it. revoke()
+  // unlinked the export from GPU 1's list, so that reset leaves it; the cleanup waits the
+  // release_timeout (2 ms) for GPU 1's release. (Were the reset to reach it, the wait would
+  // end at once.)
+  const std::string cfg = write_temp_file("reset-under-revoke.json", R"({
+    "pod": {"gpus": 2},
+    "gpu": {"driver": {"release_timeout": "2ms"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b2"},
+      {"gpu": 0, "op": "export", "buffer": "b2", "name": "h2"},
+      {"gpu": 0, "op": "send_handle", "handle": "h2", "to": 1},
+      {"gpu": 0, "op": "barrier", "name": "imported"},
+      {"gpu": 0, "op": "close", "buffer": "b", "at": "200us"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "barrier", "name": "imported"},
+      {"op": "reset_node", "gpu": 1, "at": "210us", "down_for": "0s"},
+      {"gpu": 1, "process": 2, "op": "import", "handle": "h2", "name": "g", "at": "220us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu0.driver.received.HELLO") == 2);  // the second after GPU 1's reset
+  CHECK(r.stat("pod.gpu0.driver.releases_missing") == 1);
+  CHECK(r.stat("pod.gpu0.driver.revoke_time", "max") >= 2e6);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}

@@ -37,11 +37,16 @@ struct MigrationConfig {
 
 // The kernel driver's own costs and limits. Timeouts follow the amdgpu snapshot (§10).
 // The snapshot's apparent bugs (protocol reference, "Apparent bugs") that podsim can put back
-// in for study. B2 (ring indexing in identification mode) is not modelled; of B8 only the
-// unlocked export check is (the local-accelerator check has no local accelerators to act on).
-enum class Bug : std::uint8_t { B1, B3, B4, B5, B6, B7, B8, Count };
-inline constexpr std::array<EnumName<Bug>, 7> kBugNames{{
+// in for study. Of B2 only the rings' mapping by active-list position is (not the write-back
+// pointer without a per-peer offset); of B8 only the unlocked export check is (the
+// local-accelerator check has no local accelerators to act on).
+enum class Bug : std::uint8_t { B1, B2, B3, B4, B5, B6, B7, B8, Count };
+inline constexpr std::array<EnumName<Bug>, 8> kBugNames{{
     {"B1", Bug::B1, "HELLO sets PENDING before the reset that needs ESTABLISHED: no cleanup"},
+    {"B2", Bug::B2,
+     "source identification: the rings' receive pages are mapped by the sender's position in "
+     "the vPod's active list (interrupt ring first), while senders write by accelerator ID "
+     "(TLB ring first): harmless when the vPod's members are 0..n-1, lost messages otherwise"},
     {"B3", Bug::B3, "cleanup without importers leaks the dma-buf and its BO"},
     {"B4", Bug::B4,
      "pending bits set while sending: a RELEASE that empties the set before later importers "

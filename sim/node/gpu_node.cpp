@@ -29,6 +29,7 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
       tap_(tap),
       id_(id),
       mode_(mode),
+      b2_(cfg.driver.bugs().test(static_cast<std::size_t>(driver::Bug::B2))),
       peers_(members_of(vpod)) {
   for (std::uint32_t p = 0; p < fabric.planes; ++p) {
     ports.push_back(std::make_unique<UalinkPort>(("port" + std::to_string(p)).c_str(), fabric.port,
@@ -62,9 +63,15 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
 void GpuNode::reserve_ring_pages() {
   ring_keys_.clear();
   const bool ident = mode_ == NpaAddrMode::SourceIdentification;
-  for (AccelId p : peers_) {
+  for (std::size_t pos = 0; pos < peers_.size(); ++pos) {
+    const AccelId p = peers_[pos];
     if (ident && p == id_) continue;  // no ring to ourselves
-    if (ident) {
+    if (ident && b2_) {
+      // B2: by the sender's position in the active list, the interrupt ring first.
+      const std::uint64_t base = static_cast<std::uint64_t>(pos) << kNpaWindowPageBits;
+      for (std::uint64_t t = 0; t < 3; ++t)
+        ring_keys_.push_back(base | t);
+    } else if (ident) {
       for (RingPage t : {RingPage::TlbRing, RingPage::IntRing, RingPage::Pointers})
         ring_keys_.push_back(ring_page_key(mode_, id_, p, t));
     } else {  // our own two pages hold the pointers

@@ -75,6 +75,7 @@ class GpuNode final : public sc_core::sc_module {
   SocketTap* tap_;
   AccelId id_;
   NpaAddrMode mode_;
+  bool b2_;                     // the snapshot's B2 put back (source identification only)
   std::vector<AccelId> peers_;  // the vPod's members (us included)
   std::vector<std::uint64_t> ring_keys_, ring_frames_;
   sc_core::sc_event up_ev_;

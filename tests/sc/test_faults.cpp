@@ -105,3 +105,36 @@ TEST_CASE(
   CHECK(r.stat("pod.gpu0.driver.releases_missing") == 0);
   CHECK(r.stat("pod.gpu1.driver.imports_first") == 2);
 }
+
+TEST_CASE(
+    "B2 put back: rings mapped by active-list position are harmless in a vPod of GPUs 0..n-1 "
+    "and lose every message in one that is not",
+    "[protocol][bugs]") {
+  // Source identification, two vPods of four: GPU 1 imports from GPU 0 (vPod 0: IDs and
+  // positions agree), GPU 5 from GPU 4 (vPod 1: GPU 5 is at position 1, so GPU 4 mapped no
+  // ring page at 5 << 29).
+  const std::string cfg = write_temp_file("b2.json", R"({
+    "pod": {"gpus": 8, "vpod_size": 4, "addr_mode": "source_identification"},
+    "gpu": {"driver": {"writeback_timeout": "200us"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 4, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 4, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 4, "op": "send_handle", "handle": "h", "to": 5},
+      {"gpu": 5, "op": "import", "handle": "h", "name": "f"}
+    ]}})");
+  auto fixed = run_podsim({"run", cfg});
+  INFO(fixed.err);
+  CHECK(fixed.exit_code == 0);
+  CHECK(fixed.stat("pod.gpu4.npa_mmu.faults") == 0);
+  auto b2 = run_podsim({"run", cfg, "--set", R"(gpu.driver.reintroduce_bugs=["B2"])"});
+  INFO(b2.err);
+  CHECK(b2.exit_code == 1);
+  CHECK_THAT(b2.err, Catch::Contains("step 7") && Catch::Contains("ETIME"));
+  CHECK(b2.stat("pod.gpu4.npa_mmu.faults") > 0);          // GPU 5's ring writes
+  CHECK(b2.stat("pod.gpu4.driver.received.HELLO") == 0);  // nothing reached GPU 4's driver
+  CHECK(step(b2, 3).at("result").as_string() == "OK");    // vPod 0: harmless
+}

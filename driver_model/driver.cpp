@@ -904,14 +904,16 @@ Task<Errno> Driver::setup(AccelId peer, bool wait) {
     co_return e;
   }
   if (!wait) co_return Errno::Again;
-  if (!conns_.established(peer)) {
+  // Wait while the handshake is ours and under way (a deactivation meanwhile dropped it).
+  if (conns_.state(peer) == ConnState::InProgress) {
     const bool woken = co_await conns_.changed(peer).wait(env_, cfg_.response_timeout);
     if (!woken && conns_.state(peer) == ConnState::InProgress) {
       conns_.time_out(peer);
       co_return Errno::TimedOut;
     }
   }
-  co_return conns_.established(peer) ? Errno::Ok : Errno::Again;
+  if (conns_.established(peer)) co_return Errno::Ok;
+  co_return ualink_active() ? Errno::Again : Errno::OpNotSupp;
 }
 
 void Driver::established(AccelId peer) {
@@ -1014,6 +1016,7 @@ void Driver::on_interrupt(AccelId from, const Dwords& dw) {
 
 Task<void> Driver::handle(AccelId from, Dwords dw) {
   co_await sleep(cfg_.irq_handler_latency);
+  if (!ualink_active()) co_return;  // deactivated meanwhile: the message goes with the tables
   Message m;
   if (!decode(dw, from, self_, m)) co_return;
   received_by_type_[static_cast<std::size_t>(m.type) - 1]->inc();

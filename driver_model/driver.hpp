@@ -335,6 +335,14 @@ class Driver {
   Rng rng_;
   DriverEnv& env_;
   Task<void> deactivate_now();
+  Task<Errno> ppod_commit_locked(PpodInfo p);
+  Task<Errno> activate_locked(Time t0);
+  Errno commit_vpod(VpodInfo v);
+  void drop_connections();
+  Task<void> bring_up_lock();
+  void bring_up_unlock();
+  bool bring_up_busy_ = false;
+  WaitQueue bring_up_free_;
   AccelState state_ = AccelState::Ready;
   std::optional<PpodInfo> ppod_;
   bool vpod_committed_ = true;

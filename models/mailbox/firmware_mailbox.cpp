@@ -244,6 +244,14 @@ void FirmwareMailbox::handle(const Part& p) {
 }
 
 void FirmwareMailbox::load() {
+  // The rings start afresh (their metadata loaded anew): what either side had in them is
+  // gone, senders' next commands carry UPDATE_WB, and rings are taken up as found.
+  ++epoch_;
+  restarted_ = true;
+  for (auto& peer : tx_)
+    peer.reset();
+  for (auto& peer : rx_)
+    peer.reset();
   halted_ = false;
   ready_at_ = sim_now() + cfg_.firmware_load_latency;
   firmware_free_ = std::max(firmware_free_, ready_at_);

@@ -16,7 +16,8 @@ std::vector<AccelId> members_of(const driver::VpodInfo& vpod) {
 
 GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
                  AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed,
-                 PacketPool& pool, Dispatcher& events, InvariantLog* invariants, SocketTap* tap)
+                 PacketPool& pool, Dispatcher& events, InvariantLog* invariants, SocketTap* tap,
+                 std::uint32_t pod_gpus)
     : sc_module(name),
       vram("vram", cfg.vram, events, seed),
       gpuvm("gpuvm", cfg.gpuvm, id, fabric.planes, fabric.plane_interleave, events, seed),
@@ -30,7 +31,8 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
       id_(id),
       mode_(mode),
       b2_(cfg.driver.bugs().test(static_cast<std::size_t>(driver::Bug::B2))),
-      peers_(members_of(vpod)) {
+      peers_(members_of(vpod)),
+      pod_gpus_(pod_gpus) {
   for (std::uint32_t p = 0; p < fabric.planes; ++p) {
     ports.push_back(std::make_unique<UalinkPort>(("port" + std::to_string(p)).c_str(), fabric.port,
                                                  fabric.link, events, seed));
@@ -56,30 +58,33 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
   });
 }
 
-// The VRAM the rings' receive pages take (reference §1, §8: every peer of the vPod; layout in
+// The VRAM the rings' receive pages take (reference §1, §8: every possible sender, here every
+// GPU of the pod; layout in
 // models/npa_mmu/npa_layout.hpp). Taken on empty VRAM, at the start and as the GPU resets
 // (before anything a process asks for while it is down), which the config check makes large
 // enough; the driver's activation maps it in the NPA VM (map_rings).
 void GpuNode::reserve_ring_pages() {
   ring_keys_.clear();
   const bool ident = mode_ == NpaAddrMode::SourceIdentification;
-  for (std::size_t pos = 0; pos < peers_.size(); ++pos) {
-    const AccelId p = peers_[pos];
-    if (ident && p == id_) continue;  // no ring to ourselves
-    if (ident && b2_) {
-      // B2: by the sender's position in the active list, the interrupt ring first.
-      const std::uint64_t base = static_cast<std::uint64_t>(pos) << kNpaWindowPageBits;
-      for (std::uint64_t t = 0; t < 3; ++t)
-        ring_keys_.push_back(base | t);
-    } else if (ident) {
-      for (RingPage t : {RingPage::TlbRing, RingPage::IntRing, RingPage::Pointers})
-        ring_keys_.push_back(ring_page_key(mode_, id_, p, t));
-    } else {  // our own two pages hold the pointers
-      ring_keys_.push_back(ring_page_key(mode_, id_, p, RingPage::TlbRing));
-      ring_keys_.push_back(ring_page_key(mode_, id_, p, RingPage::IntRing));
+  if (ident && b2_) {
+    // B2: by the sender's position in the vPod's active list, the interrupt ring first.
+    for (std::size_t pos = 0; pos < peers_.size(); ++pos)
+      if (peers_[pos] != id_)
+        for (std::uint64_t t = 0; t < 3; ++t)
+          ring_keys_.push_back(static_cast<std::uint64_t>(pos) << kNpaWindowPageBits | t);
+  } else {
+    for (AccelId p = 0; p < pod_gpus_; ++p) {
+      if (ident && p == id_) continue;  // no ring to ourselves
+      if (ident) {
+        for (RingPage t : {RingPage::TlbRing, RingPage::IntRing, RingPage::Pointers})
+          ring_keys_.push_back(ring_page_key(mode_, id_, p, t));
+      } else {  // our own two pages hold the pointers
+        ring_keys_.push_back(ring_page_key(mode_, id_, p, RingPage::TlbRing));
+        ring_keys_.push_back(ring_page_key(mode_, id_, p, RingPage::IntRing));
+      }
     }
   }
-  auto frames = vram.allocator().allocate(ring_vram_pages(mode_, peers_.size()));
+  auto frames = vram.allocator().allocate(ring_vram_pages(mode_, pod_gpus_));
   if (!frames)
     throw std::runtime_error(std::string(name()) + ": VRAM too small for the rings' " +
                              std::to_string(ring_keys_.size()) + " receive pages");

@@ -28,9 +28,11 @@ namespace podsim {
 
 class GpuNode final : public sc_core::sc_module {
  public:
+  // `pod_gpus`: the pod's accelerators, each a possible sender to this GPU (the firmware's
+  // ring metadata covers every one, so a vPod changed later can use them).
   GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const FabricConfig& fabric,
           AccelId id, driver::VpodInfo vpod, NpaAddrMode mode, std::uint64_t seed, PacketPool& pool,
-          Dispatcher& events, InvariantLog* invariants, SocketTap* tap = nullptr);
+          Dispatcher& events, InvariantLog* invariants, SocketTap* tap, std::uint32_t pod_gpus);
 
   AccelId id() const { return id_; }
 
@@ -76,7 +78,8 @@ class GpuNode final : public sc_core::sc_module {
   AccelId id_;
   NpaAddrMode mode_;
   bool b2_;                     // the snapshot's B2 put back (source identification only)
-  std::vector<AccelId> peers_;  // the vPod's members (us included)
+  std::vector<AccelId> peers_;  // the vPod's members (us included): B2's active list
+  std::uint32_t pod_gpus_;      // every possible sender has its receive pages
   std::vector<std::uint64_t> ring_keys_, ring_frames_;
   sc_core::sc_event up_ev_;
 };

@@ -57,7 +57,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
     auto id = static_cast<AccelId>(g);
     gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu, cfg.fabric,
                                               id, vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed,
-                                              pool_, events_, &invariants_, tap));
+                                              pool_, events_, &invariants_, tap, cfg.pod.gpus));
     gpus_.back()->agent.set_series(&summary_.series());
     for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
       fabric_->attach(gpus_.back()->port(p), id, p);

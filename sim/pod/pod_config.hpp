@@ -1,6 +1,7 @@
 // The whole pod's configuration: the top of the config file.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -108,8 +109,7 @@ struct PodConfig {
                  std::to_string(first * kPageSize >> 20) +
                  " MiB (above the rings' receive pages of gpu.driver.accel_max senders): the "
                  "window must be larger than that");
-    if (const std::uint64_t rings =
-            ring_vram_pages(pod.addr_mode, pod.vpod_size != 0 ? pod.vpod_size : pod.gpus) * 4096;
+    if (const std::uint64_t rings = ring_vram_pages(pod.addr_mode, pod.gpus) * 4096;
         gpu.vram.capacity.count() <= rings)
       c.fail("gpu.vram.capacity",
              "must be larger than the " + std::to_string(rings >> 20) +
@@ -238,6 +238,12 @@ void check_scenario(const PodConfig& cfg, C& c) {
       case StepOp::Barrier:
       case StepOp::Signal: need_running(""); break;
       case StepOp::VpodCommit:
+        if (s.members->empty()) c.fail(at + ".members", "a vPod needs at least one member");
+        for (std::size_t m = 0; m < s.members->size(); ++m)
+          if (std::find(s.members->begin(), s.members->begin() + static_cast<std::ptrdiff_t>(m),
+                        (*s.members)[m]) != s.members->begin() + static_cast<std::ptrdiff_t>(m))
+            c.fail(at + ".members." + std::to_string(m),
+                   "GPU " + std::to_string((*s.members)[m]) + " is listed twice");
         for (std::size_t m = 0; m < s.members->size(); ++m)
           if ((*s.members)[m] >= cfg.pod.gpus)
             c.fail(at + ".members." + std::to_string(m), "GPU " + std::to_string((*s.members)[m]) +

@@ -175,7 +175,8 @@ struct StepConfig {
     v.field("vpod_id", vpod_id, "vpod_commit: the vPod's ID (default 0; EINVAL from 256)");
     v.field("vpod_size", vpod_size,
             "vpod_commit: the vPod's size as committed (default: the members' count; EINVAL "
-            "when it differs)");
+            "when it differs)",
+            between<std::uint32_t>(1, 1024));
     v.choice("fault", fault, "fault: what goes wrong",
              std::span<const EnumName<FaultKind>>(kFaultKindNames));
     v.field("status", status,

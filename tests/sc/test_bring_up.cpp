@@ -71,8 +71,8 @@ TEST_CASE(
       {"gpu": 2, "op": "deactivate"},
       {"gpu": 2, "op": "vpod_commit", "members": [0, 1], "expect": "EINVAL"},
       {"gpu": 2, "op": "vpod_commit", "members": [2, 3], "vpod_size": 3, "expect": "EINVAL"},
-      {"gpu": 2, "op": "ppod_commit", "ppod_size": 2},
-      {"gpu": 2, "op": "vpod_commit", "members": [2, 3], "expect": "EINVAL"},
+      {"gpu": 2, "op": "ppod_commit", "ppod_size": 3},
+      {"gpu": 2, "op": "vpod_commit", "members": [0, 1, 2, 3], "expect": "EINVAL"},
       {"gpu": 2, "op": "activate", "expect": "EINVAL"},
       {"gpu": 2, "op": "ppod_commit", "ppod_size": 4},
       {"gpu": 2, "op": "vpod_commit", "members": [2, 3]},
@@ -86,4 +86,106 @@ TEST_CASE(
   INFO(r.err);
   REQUIRE(r.exit_code == 0);  // every step as expected, everything given back
   CHECK(r.stat("pod.gpu2.driver.activate_time", "count") == 2);  // the pod's, then the step's
+}
+
+TEST_CASE(
+    "a GPU activated again takes up its rings afresh: a peer that wrote to it while it was "
+    "deactivated reaches it again",
+    "[protocol][bring_up]") {
+  // GPU 1 deactivates; GPU 0's import meanwhile is lost at its NPA MMU (ETIME, after the
+  // 200 us write-back timeout); GPU 1 activates again and GPU 0's next import goes through.
+  const std::string cfg = write_temp_file("reactivate.json", R"({
+    "pod": {"gpus": 2},
+    "gpu": {"driver": {"writeback_timeout": "200us"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 1, "op": "send_handle", "handle": "h", "to": 0},
+      {"gpu": 1, "op": "deactivate"},
+      {"gpu": 0, "op": "import", "handle": "h", "name": "f", "at": "100us", "expect": "ETIME"},
+      {"gpu": 0, "op": "barrier", "name": "x"},
+      {"gpu": 1, "op": "barrier", "name": "x"},
+      {"gpu": 1, "op": "activate"},
+      {"gpu": 1, "op": "barrier", "name": "y"},
+      {"gpu": 0, "op": "barrier", "name": "y"},
+      {"gpu": 0, "op": "import", "handle": "h", "name": "g"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu1.npa_mmu.refused_disabled") >= 1);  // the first HELLO's writes
+  CHECK(r.stat("pod.gpu1.driver.received.NPA_REQ") == 1);   // the second import's
+}
+
+TEST_CASE("a vPod committed later is usable: every GPU of the pod has receive pages at every other",
+          "[protocol][bring_up]") {
+  // Two vPods of two; GPUs 0 and 2 commit a vPod of GPUs 0-2 and re-activate; 2 imports from 0.
+  const std::string cfg = write_temp_file("vpod-grow.json", R"({
+    "pod": {"gpus": 4, "vpod_size": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "deactivate"},
+      {"gpu": 0, "op": "vpod_commit", "members": [0, 1, 2], "vpod_id": 5},
+      {"gpu": 0, "op": "activate"},
+      {"gpu": 2, "op": "deactivate"},
+      {"gpu": 2, "op": "vpod_commit", "members": [0, 1, 2], "vpod_id": 5},
+      {"gpu": 2, "op": "activate"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 2},
+      {"gpu": 2, "op": "import", "handle": "h", "name": "f"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu0.npa_mmu.faults") == 0);
+  // Before the commits, GPU 2 was outside GPU 0's vPod: the same import is refused.
+  auto before = run_podsim({"run", cfg, "--set", "workload.steps.4.members=[0, 1]", "--set",
+                            "workload.steps.1.members=[0, 1]"});
+  CHECK(before.exit_code == 1);
+}
+
+TEST_CASE(
+    "an exporter deactivated while an import is under way answers nothing more: the importer "
+    "times out",
+    "[protocol][bring_up]") {
+  const std::string cfg = write_temp_file("deactivate-exporter.json", R"({
+    "pod": {"gpus": 2},
+    "gpu": {"driver": {"response_timeout": "1ms"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 0, "process": 2, "op": "deactivate", "at": "50us"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "expect": "ETIMEDOUT"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu0.driver.sent.NPA_RSP") == 0);
+  CHECK(r.stat("pod.gpu0.driver.pins") == 0);
+}
+
+TEST_CASE("bring-up calls on one GPU are serialized: an activate waits for a deactivate",
+          "[protocol][bring_up]") {
+  // GPU 1's deactivate invalidates a mapped 64 MiB import (long); process 2's activate, asked
+  // meanwhile, runs after it and leaves the GPU READY: a later import goes through.
+  const std::string cfg = write_temp_file("bring-up-race.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64MiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "c"},
+      {"gpu": 0, "op": "export", "buffer": "c", "name": "hc"},
+      {"gpu": 0, "op": "send_handle", "handle": "hc", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 1, "op": "deactivate"},
+      {"gpu": 1, "process": 2, "op": "activate", "at": "725us"},
+      {"gpu": 1, "process": 2, "op": "import", "handle": "hc", "name": "fc", "at": "3ms"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu1.driver.activate_time", "count") == 2);
 }

@@ -87,7 +87,7 @@ TEST_CASE(
 
 TEST_CASE(
     "an importer whose NPA-domain buffer cannot be allocated: ENOMEM after the exporter "
-    "granted the range, no release, and the next import gets the same grant",
+    "granted the range, no release, and the next import succeeds",
     "[protocol][faults]") {
   const std::string cfg = write_temp_file(
       "import-enomem.json", two_imports(R"("fault": "import_alloc_failure")", 1, "ENOMEM"));

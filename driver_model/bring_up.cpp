@@ -5,17 +5,6 @@
 
 namespace podsim::driver {
 
-std::string_view accel_state_name(AccelState s) {
-  switch (s) {
-    case AccelState::Unconfigured: return "UNCONFIGURED";
-    case AccelState::Configured: return "CONFIGURED";
-    case AccelState::Ready: return "READY";
-    case AccelState::Active: return "ACTIVE";
-    case AccelState::Error: return "ERROR";
-  }
-  return "?";
-}
-
 void Driver::unconfigure() {
   state_ = AccelState::Unconfigured;
   ppod_.reset();
@@ -24,21 +13,11 @@ void Driver::unconfigure() {
 
 // Bring-up calls are serialized (the driver holds a lock across each): one waits for the one
 // under way.
-Task<void> Driver::bring_up_lock() {
-  while (bring_up_busy_)
-    co_await bring_up_free_.wait(env_);
-  bring_up_busy_ = true;
-}
-void Driver::bring_up_unlock() {
-  bring_up_busy_ = false;
-  bring_up_free_.wake_all();
-}
-
 Task<Errno> Driver::ppod_commit(PpodInfo p) {
   co_await sleep(cfg_.ioctl_latency);
-  co_await bring_up_lock();
+  co_await bring_up_lock_.lock(env_);
   const Errno e = co_await ppod_commit_locked(p);
-  bring_up_unlock();
+  bring_up_lock_.unlock();
   co_return e;
 }
 
@@ -54,9 +33,9 @@ Task<Errno> Driver::ppod_commit_locked(PpodInfo p) {
 
 Task<Errno> Driver::vpod_commit(VpodInfo v) {
   co_await sleep(cfg_.ioctl_latency);
-  co_await bring_up_lock();
+  co_await bring_up_lock_.lock(env_);
   const Errno e = commit_vpod(std::move(v));
-  bring_up_unlock();
+  bring_up_lock_.unlock();
   co_return e;
 }
 
@@ -68,7 +47,8 @@ Errno Driver::commit_vpod(VpodInfo v) {
   if (v.id >= 256 || size < 1 || size > ppod_->size || members != size || !v.contains(self_))
     return Errno::Inval;
   v.size = size;
-  // While READY the snapshot changes the vPod without resetting connections (a TODO in it).
+  // While READY the snapshot changes the vPod without resetting connections (it leaves that
+  // for later), and so does podsim.
   vpod_ = std::move(v);
   vpod_committed_ = true;
   return Errno::Ok;
@@ -77,9 +57,9 @@ Errno Driver::commit_vpod(VpodInfo v) {
 Task<Errno> Driver::activate() {
   const Time t0 = env_.now();
   co_await sleep(cfg_.ioctl_latency);
-  co_await bring_up_lock();
+  co_await bring_up_lock_.lock(env_);
   const Errno e = co_await activate_locked(t0);
-  bring_up_unlock();
+  bring_up_lock_.unlock();
   co_return e;
 }
 
@@ -113,10 +93,10 @@ Task<Errno> Driver::activate_locked(Time t0) {
 
 Task<Errno> Driver::deactivate() {
   co_await sleep(cfg_.ioctl_latency);
-  co_await bring_up_lock();
+  co_await bring_up_lock_.lock(env_);
   const bool ready = state_ >= AccelState::Ready;
   if (ready) co_await deactivate_now();
-  bring_up_unlock();
+  bring_up_lock_.unlock();
   co_return ready ? Errno::Ok : Errno::Inval;
 }
 

@@ -283,4 +283,24 @@ class WaitQueue {
   std::list<Awaiter*> waiters_;
 };
 
+// A kernel mutex, held across sleeps: co_await lock(sched) waits until no one holds it.
+class Mutex {
+ public:
+  Task<void> lock(Scheduler& sched) {
+    while (held_)
+      co_await free_.wait(sched);
+    held_ = true;
+  }
+  void unlock() {
+    held_ = false;
+    free_.wake_all();
+  }
+  // Its holder was abandoned (a device reset, which abandons the waiters too): free.
+  void forget() { held_ = false; }
+
+ private:
+  bool held_ = false;
+  WaitQueue free_;
+};
+
 }  // namespace podsim::driver

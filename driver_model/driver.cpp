@@ -336,11 +336,7 @@ Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
   // The check and the insert under one lock, as upstream fixed it. B8: unlocked, as in the
   // snapshot.
   const bool lock = !bug(Bug::B8);
-  if (lock) {
-    while (export_locked_)
-      co_await export_lock_.wait(env_);
-    export_locked_ = true;
-  }
+  if (lock) co_await export_lock_.lock(env_);
   Result<UalinkHandle> r;
   if (std::optional<Result<UalinkHandle>> known = export_known(p, gem)) {
     r = *known;
@@ -358,10 +354,7 @@ Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
       r = insert_export(bo);
     unref(id);
   }
-  if (lock) {
-    export_locked_ = false;
-    export_lock_.wake_all();
-  }
+  if (lock) export_lock_.unlock();
   export_time_.record(env_.now() - t0);
   if (r.err == Errno::Ok)
     env_.note_call("export", t0, fmt::format("{{\"handle_lo\": \"{:#x}\"}}", r.value.lo));
@@ -1116,7 +1109,8 @@ void Driver::device_reset() {
   irq_queue_.clear();
   cleanup_queue_.clear();
   next_bo_ = 1;
-  export_locked_ = false;  // its holder was abandoned with everything else
+  export_lock_.forget();  // their holders were abandoned with everything else
+  bring_up_lock_.forget();
   start_workers();
 }
 
@@ -1171,7 +1165,6 @@ Errno Driver::direct_gem_va_map(ProcessId p, GemHandle gem, std::uint64_t va) {
 }
 
 Result<UalinkHandle> Driver::direct_export(ProcessId p, GemHandle gem) {
-  if (!ualink_active()) return Result<UalinkHandle>{Errno::OpNotSupp, {}};
   return create_export(p, gem);
 }
 

@@ -66,7 +66,6 @@ enum class AccelState : std::uint8_t {
   Active = 3,
   Error = 4
 };
-std::string_view accel_state_name(AccelState s);
 
 // The pPod as the PSP reports it: this accelerator's ID and the pod's size.
 struct PpodInfo {
@@ -339,10 +338,7 @@ class Driver {
   Task<Errno> activate_locked(Time t0);
   Errno commit_vpod(VpodInfo v);
   void drop_connections();
-  Task<void> bring_up_lock();
-  void bring_up_unlock();
-  bool bring_up_busy_ = false;
-  WaitQueue bring_up_free_;
+  Mutex bring_up_lock_;  // bring-up calls run one at a time
   AccelState state_ = AccelState::Ready;
   std::optional<PpodInfo> ppod_;
   bool vpod_committed_ = true;
@@ -357,8 +353,7 @@ class Driver {
   WorkQueue<Interrupt> irq_queue_;      // the IRQ worker's: messages in arrival order
   WorkQueue<ExportPtr> cleanup_queue_;  // the cleanup worker's: exports to revoke
   std::uint64_t next_bo_ = 1;
-  bool export_locked_ = false;  // an export call holds the export lock (B8 fixed)
-  WaitQueue export_lock_;       // export calls waiting for it
+  Mutex export_lock_;  // an export's check and insert (B8 fixed)
 
   StatGroup stats_;
   Counter exports_created_{stats_, "exports", "count", "buffers exported (new UALink handles)"};

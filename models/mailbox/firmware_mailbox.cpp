@@ -244,14 +244,7 @@ void FirmwareMailbox::handle(const Part& p) {
 }
 
 void FirmwareMailbox::load() {
-  // The rings start afresh (their metadata loaded anew): what either side had in them is
-  // gone, senders' next commands carry UPDATE_WB, and rings are taken up as found.
-  ++epoch_;
-  restarted_ = true;
-  for (auto& peer : tx_)
-    peer.reset();
-  for (auto& peer : rx_)
-    peer.reset();
+  restart_rings();  // their metadata loaded anew
   halted_ = false;
   ready_at_ = sim_now() + cfg_.firmware_load_latency;
   firmware_free_ = std::max(firmware_free_, ready_at_);
@@ -321,19 +314,25 @@ void FirmwareMailbox::answer_with_error(std::uint32_t status, std::uint32_t coun
   errors_left_ = count;
 }
 
-void FirmwareMailbox::reset() {
+void FirmwareMailbox::restart_rings() {
+  // What either side had in its rings is gone (work queued for them abandoned); our next
+  // commands carry UPDATE_WB, and senders' rings are taken up as found.
   ++epoch_;
   restarted_ = true;
+  for (auto& peer : tx_)
+    peer.reset();
+  for (auto& peer : rx_)
+    peer.reset();
+}
+
+void FirmwareMailbox::reset() {
+  restart_rings();
   halted_ = false;  // the device comes back activated (its down time covers the bring-up)
   ready_at_ = Time{};
   errors_left_ = 0;  // the firmware starts afresh
   drops_left_ = 0;
   corrupt_left_ = 0;
   send_delay_ = Time{};
-  for (auto& peer : tx_)
-    peer.reset();
-  for (auto& peer : rx_)
-    peer.reset();
   firmware_free_ = sim_now();
 }
 

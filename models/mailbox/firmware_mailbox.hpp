@@ -155,6 +155,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   using PeerRings = std::vector<std::unique_ptr<std::array<RingState, kRings>>>;
   RingState& ring_state(PeerRings& v, AccelId peer, unsigned ring);
   void start_receiving(RingState& r, std::uint32_t gen);
+  void restart_rings();
 
   MailboxConfig cfg_;
   AccelId self_;

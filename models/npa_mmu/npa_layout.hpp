@@ -53,14 +53,14 @@ inline std::uint64_t alias_first_range_page(std::uint32_t accel_max) {
   return std::max<std::uint64_t>(0x800, (end + 511) / 512 * 512);
 }
 
-// How many receive pages a GPU maps for a vPod of `members` accelerators (itself included),
-// and the VRAM they take: whole 2 MiB blocks (the rings' NPA area is one), so that first-fit
-// buffers allocated after them stay 2 MiB-aligned.
-inline std::uint64_t ring_receive_pages(NpaAddrMode mode, std::uint64_t members) {
-  return mode == NpaAddrMode::SourceIdentification ? 3 * (members - 1) : 2 * members;
+// How many receive pages a GPU maps for `accels` accelerators that may send to it (itself
+// included: the pod's GPUs), and the VRAM they take: whole 2 MiB blocks (the rings' NPA area
+// is one), so that first-fit buffers allocated after them stay 2 MiB-aligned.
+inline std::uint64_t ring_receive_pages(NpaAddrMode mode, std::uint64_t accels) {
+  return mode == NpaAddrMode::SourceIdentification ? 3 * (accels - 1) : 2 * accels;
 }
-inline std::uint64_t ring_vram_pages(NpaAddrMode mode, std::uint64_t members) {
-  return (ring_receive_pages(mode, members) + 511) / 512 * 512;
+inline std::uint64_t ring_vram_pages(NpaAddrMode mode, std::uint64_t accels) {
+  return (ring_receive_pages(mode, accels) + 511) / 512 * 512;
 }
 
 // The NPA VM page (as NpaMmu::key_of gives it) of `sender`'s receive page `page` at a receiver

@@ -63,36 +63,42 @@ void NpaMmu::answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
   to_ports_[static_cast<std::size_t>(plane)].respond(from_ports[plane], gp, d);
 }
 
+bool NpaMmu::resolve(Access& a, tlm::tlm_generic_payload& gp, Time at, Time& done) {
+  done = at;
+  if (!enabled_) [[unlikely]] {
+    disabled_.inc();
+    a.status = AccessStatus::RemoteFault;
+    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return false;
+  }
+  translations_.inc();
+  const auto t = mmu_.translate(0, key_of(a.npa, a.src), at, &table_);
+  (t.l1_hit || t.l2_hit ? tlb_hits_ : tlb_misses_).inc();
+  done = t.done;
+  const Pte pte = t.pte.value_or(Pte{});
+  if (!pte.valid() || pte.retry) {
+    (pte.valid() ? retries_ : faults_).inc();
+    a.status = pte.valid() ? AccessStatus::Retry : AccessStatus::RemoteFault;
+    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return false;
+  }
+  check_released(a, pte, at);
+  a.pa = (pte.frame << kPageShift) | (a.npa & (kPageSize - 1));
+  gp.set_address(a.pa);
+  return true;
+}
+
 void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
   const Time now = sim_now();
   a.stamp(HopKind::NpaMmu, now);
-  if (!enabled_) [[unlikely]] {
-    disabled_.inc();
-    a.status = AccessStatus::RemoteFault;
-    gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    answer(*gp, sc_core::SC_ZERO_TIME);
-    return;
-  }
-  translations_.inc();
-
-  const std::uint64_t key = key_of(a.npa, a.src);
-  const auto t = mmu_.translate(0, key, now, &table_);
-  (t.l1_hit || t.l2_hit ? tlb_hits_ : tlb_misses_).inc();
-  const Time cost = t.done - now;
-  const Pte pte = t.pte.value_or(Pte{});
-
-  sc_core::sc_time d = to_sc(cost);
-  if (!pte.valid() || pte.retry) {
-    (pte.valid() ? retries_ : faults_).inc();
-    a.status = pte.valid() ? AccessStatus::Retry : AccessStatus::RemoteFault;
-    gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  Time done;
+  const bool on = resolve(a, *gp, now, done);
+  const sc_core::sc_time d = to_sc(done - now);
+  if (!on) {
     answer(*gp, d);
     return;
   }
-  check_released(a, pte, now);
-  a.pa = (pte.frame << kPageShift) | (a.npa & (kPageSize - 1));
-  gp->set_address(a.pa);
   to_vram_lane_.send(to_vram.operator->(), *gp, d);
 }
 
@@ -102,28 +108,10 @@ void NpaMmu::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& de
     gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
     return;
   }
-  const Time at = sim_now() + from_sc(delay);
-  if (!enabled_) {
-    disabled_.inc();
-    a->status = AccessStatus::RemoteFault;
-    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    return;
-  }
-  translations_.inc();
-  const auto t = mmu_.translate(0, key_of(a->npa, a->src), at, &table_);
-  (t.l1_hit || t.l2_hit ? tlb_hits_ : tlb_misses_).inc();
-  const Pte pte = t.pte.value_or(Pte{});
-  delay = to_sc(t.done - sim_now());
-  if (!pte.valid() || pte.retry) {
-    (pte.valid() ? retries_ : faults_).inc();
-    a->status = pte.valid() ? AccessStatus::Retry : AccessStatus::RemoteFault;
-    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    return;
-  }
-  check_released(*a, pte, at);
-  a->pa = (pte.frame << kPageShift) | (a->npa & (kPageSize - 1));
-  gp.set_address(a->pa);
-  to_vram->b_transport(gp, delay);
+  Time done;
+  const bool on = resolve(*a, gp, sim_now() + from_sc(delay), done);
+  delay = to_sc(done - sim_now());
+  if (on) to_vram->b_transport(gp, delay);
 }
 
 void NpaMmu::check_released(const Access& a, const Pte& pte, Time at) {

@@ -56,7 +56,6 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   // Incoming NPA translation on or off (activation's PSP command): off, every incoming
   // access is refused as a remote fault.
   void set_enabled(bool on) { enabled_ = on; }
-  bool enabled() const { return enabled_; }
 
   const StatGroup& stat_group() const override { return stats_; }
 
@@ -64,6 +63,9 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
                         sc_core::sc_time& d);
   tlm::tlm_sync_enum bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& d);
+  // Translates `a` at `at`: true with the payload addressed to VRAM; false with it refused
+  // (status and response set). `done`: when the translation ended.
+  bool resolve(Access& a, tlm::tlm_generic_payload& gp, Time at, Time& done);
   void translate(tlm::tlm_generic_payload* gp);
   // A blocking (loosely timed) access: translated at once, then on to memory's b_transport.
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);

@@ -59,10 +59,9 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
 }
 
 // The VRAM the rings' receive pages take (reference §1, §8: every possible sender, here every
-// GPU of the pod; layout in
-// models/npa_mmu/npa_layout.hpp). Taken on empty VRAM, at the start and as the GPU resets
-// (before anything a process asks for while it is down), which the config check makes large
-// enough; the driver's activation maps it in the NPA VM (map_rings).
+// GPU of the pod; layout in models/npa_mmu/npa_layout.hpp). Taken on empty VRAM, at the start
+// and as the GPU resets (before anything a process asks for while it is down), which the
+// config check makes large enough; the driver's activation maps it in the NPA VM (map_rings).
 void GpuNode::reserve_ring_pages() {
   ring_keys_.clear();
   const bool ident = mode_ == NpaAddrMode::SourceIdentification;

@@ -1,7 +1,6 @@
 // The whole pod's configuration: the top of the config file.
 #pragma once
 
-#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -237,19 +236,19 @@ void check_scenario(const PodConfig& cfg, C& c) {
       case StepOp::Wait:
       case StepOp::Barrier:
       case StepOp::Signal: need_running(""); break;
-      case StepOp::VpodCommit:
+      case StepOp::VpodCommit: {
         if (s.members->empty()) c.fail(at + ".members", "a vPod needs at least one member");
-        for (std::size_t m = 0; m < s.members->size(); ++m)
-          if (std::find(s.members->begin(), s.members->begin() + static_cast<std::ptrdiff_t>(m),
-                        (*s.members)[m]) != s.members->begin() + static_cast<std::ptrdiff_t>(m))
-            c.fail(at + ".members." + std::to_string(m),
-                   "GPU " + std::to_string((*s.members)[m]) + " is listed twice");
-        for (std::size_t m = 0; m < s.members->size(); ++m)
-          if ((*s.members)[m] >= cfg.pod.gpus)
-            c.fail(at + ".members." + std::to_string(m), "GPU " + std::to_string((*s.members)[m]) +
-                                                             " does not exist (pod.gpus is " +
-                                                             std::to_string(cfg.pod.gpus) + ")");
+        std::set<std::uint32_t> seen;
+        for (std::size_t i = 0; i < s.members->size(); ++i) {
+          const std::uint32_t m = (*s.members)[i];
+          const std::string key = at + ".members." + std::to_string(i);
+          if (m >= cfg.pod.gpus)
+            c.fail(key, "GPU " + std::to_string(m) + " does not exist (pod.gpus is " +
+                            std::to_string(cfg.pod.gpus) + ")");
+          if (!seen.insert(m).second) c.fail(key, "GPU " + std::to_string(m) + " is listed twice");
+        }
         break;
+      }
       case StepOp::ResetNode:
       case StepOp::Fault:
       case StepOp::PpodCommit:

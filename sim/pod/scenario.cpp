@@ -213,10 +213,16 @@ void ScenarioRunner::run_bring_up(std::uint32_t g) {
                                what, driver::errno_name(e)));
     return;
   }
+  arrive(barriers_.at(kBringUp), g);
+}
+
+void ScenarioRunner::arrive(const Barrier& bar, std::uint32_t gpu) {
+  // The arrival reaches every process over the hosts' network: the barrier releases the
+  // host latency after its last arrival.
   HostNote n;
   n.kind = HostNote::Kind::Barrier;
-  n.origin = g;
-  n.index = barriers_.at(kBringUp).index;
+  n.origin = gpu;
+  n.index = bar.index;
   net_.publish(std::move(n));
 }
 
@@ -461,14 +467,8 @@ struct ScenarioRunner::StepRun {
     return Errno::Ok;
   }
   Errno operator()(const BarrierStep& b) {
-    // The arrival reaches every process over the hosts' network: the barrier releases the
-    // host latency after its last arrival.
     Barrier& bar = r.barriers_.at(b.name);
-    HostNote n;
-    n.kind = HostNote::Kind::Barrier;
-    n.origin = s.gpu;
-    n.index = bar.index;
-    r.net_.publish(std::move(n));
+    r.arrive(bar, s.gpu);
     while (bar.arrived < bar.expected)
       sc_core::wait(bar.ev);
     return Errno::Ok;

@@ -89,6 +89,7 @@ class ScenarioRunner {
   // The pod's bring-up of GPU `g` (protocol setup); every group waits for all of them.
   void run_bring_up(std::uint32_t g);
   void wait_for_start();
+  void arrive(const Barrier& bar, std::uint32_t gpu);      // GPU `gpu` reached `bar`
   static constexpr const char* kBringUp = "\x01bring-up";  // no config name starts so
   // workload.setup = direct: carries out `steps`' setup (alloc, map, export, send_handle,
   // import, close_fd) on the drivers without simulating it; returns the steps left to run.

@@ -286,20 +286,28 @@ class WaitQueue {
 // A kernel mutex, held across sleeps: co_await lock(sched) waits until no one holds it.
 class Mutex {
  public:
-  Task<void> lock(Scheduler& sched) {
+  // `owner`: who takes it (a driver), so that a device reset frees it only if that driver's
+  // abandoned tasks held it (a host's accelerators share one).
+  Task<void> lock(Scheduler& sched, const void* owner) {
     while (held_)
       co_await free_.wait(sched);
     held_ = true;
+    owner_ = owner;
   }
   void unlock() {
     held_ = false;
+    owner_ = nullptr;
     free_.wake_all();
   }
-  // Its holder was abandoned (a device reset, which abandons the waiters too): free.
-  void forget() { held_ = false; }
+  // `owner`'s tasks were abandoned (a device reset, which abandons their waits too): if one
+  // of them held it, it is free, and whoever else waits for it tries again.
+  void forget(const void* owner) {
+    if (held_ && owner_ == owner) unlock();
+  }
 
  private:
   bool held_ = false;
+  const void* owner_ = nullptr;
   WaitQueue free_;
 };
 

@@ -336,7 +336,7 @@ Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
   // The check and the insert under one lock, as upstream fixed it. B8: unlocked, as in the
   // snapshot.
   const bool lock = !bug(Bug::B8);
-  if (lock) co_await export_lock_.lock(env_);
+  if (lock) co_await export_lock_.lock(env_, this);
   Result<UalinkHandle> r;
   if (std::optional<Result<UalinkHandle>> known = export_known(p, gem)) {
     r = *known;
@@ -350,6 +350,8 @@ Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
     Bo& bo = bos_.at(id);
     if (bo.handle_count == 0)
       r.err = Errno::NoEnt;  // its last GEM handle was closed meanwhile
+    else if (take_failure(FailPoint::ExportAlloc))
+      r.err = Errno::NoMem;  // the node or the dma-buf could not be allocated
     else
       r = insert_export(bo);
     unref(id);
@@ -1095,8 +1097,9 @@ void Driver::device_reset() {
   // It comes back READY with its vPod: the reset's down time covers the driver's reload and
   // its bring-up (the shell brings the hardware back the same way).
   state_ = AccelState::Ready;
-  ppod_ = PpodInfo{self_, cfg_.accel_max};
+  if (!ppod_) ppod_ = PpodInfo{self_, cfg_.accel_max};  // the PSP's pPod is the same as before
   vpod_committed_ = true;
+  ++resets_;
   failures_ = {};  // a fault step's pending failures go with the device
   // Abandon everything in flight; the frames go, the state goes.
   runner_.cancel_all();
@@ -1109,8 +1112,8 @@ void Driver::device_reset() {
   irq_queue_.clear();
   cleanup_queue_.clear();
   next_bo_ = 1;
-  export_lock_.forget();  // their holders were abandoned with everything else
-  bring_up_lock_.forget();
+  export_lock_.forget(this);  // if their holders were abandoned with everything else
+  bring_up_lock().forget(this);
   start_workers();
 }
 

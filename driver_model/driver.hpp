@@ -33,6 +33,7 @@
 #include "driver_model/driver_env.hpp"
 #include "driver_model/errno.hpp"
 #include "driver_model/export_table.hpp"
+#include "driver_model/host.hpp"
 #include "driver_model/import_table.hpp"
 #include "driver_model/messages.hpp"
 #include "driver_model/npa_allocator.hpp"
@@ -82,8 +83,9 @@ struct Holdings {
 
 // Where a fault step makes the driver fail: the exporter's handling of an NPA_REQ (answered
 // NPA_FAIL ERROR, as the snapshot does for a failed pin or mapping), or the importer's
-// allocation of its NPA-domain buffer once the exporter granted the range (ENOMEM).
-enum class FailPoint : std::uint8_t { Pin, Map, ImportAlloc, Count };
+// allocation of its NPA-domain buffer once the exporter granted the range (ENOMEM), or a new
+// export's allocation of its node and dma-buf (ENOMEM, nothing exported).
+enum class FailPoint : std::uint8_t { Pin, Map, ImportAlloc, ExportAlloc, Count };
 
 class Driver {
  public:
@@ -154,6 +156,9 @@ class Driver {
   // translation off, the firmware halted, the rings unmapped. EINVAL below READY.
   Task<Errno> deactivate();
   const Distribution& activate_time() const { return activate_time_; }
+  // This accelerator is one of `host`'s (which must outlive it); without a host it is alone
+  // on its own. Throws past the host's 8.
+  void join(Host& host);
 
   // ---- direct setup ------------------------------------------------------------------------
   // The state the user API and the protocol leave behind, reached without their messages or
@@ -338,7 +343,14 @@ class Driver {
   Task<Errno> activate_locked(Time t0);
   Errno commit_vpod(VpodInfo v);
   void drop_connections();
-  Mutex bring_up_lock_;  // bring-up calls run one at a time
+  // This accelerator and its local accelerators (host.hpp) in `state`, by accelerator ID.
+  std::vector<Driver*> local_accels(AccelState state);
+  // The local-accelerator checks of a vPod commit against the host's others (EINVAL).
+  Errno check_local_accels(const VpodInfo& v) const;
+  Mutex& bring_up_lock() { return host_ ? host_->bring_up_lock() : bring_up_lock_; }
+  Host* host_ = nullptr;
+  Mutex bring_up_lock_;       // bring-up calls run one at a time (the host's, on a host)
+  std::uint64_t resets_ = 0;  // device resets so far: what a local accelerator's call checks
   AccelState state_ = AccelState::Ready;
   std::optional<PpodInfo> ppod_;
   bool vpod_committed_ = true;

@@ -20,8 +20,12 @@ PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks) {
   PartitionPlan plan;
   plan.ranks = ranks;
   const std::uint32_t n = cfg.pod.gpus;
+  // By host: a host's GPUs are activated together, so they stay on one rank.
+  const std::uint32_t per_host = cfg.pod.gpus_per_host;
+  const std::uint32_t hosts = (n + per_host - 1) / per_host;
   for (std::uint32_t g = 0; g < n; ++g)
-    plan.gpu.push_back(static_cast<std::uint32_t>(static_cast<std::uint64_t>(g) * ranks / n));
+    plan.gpu.push_back(
+        static_cast<std::uint32_t>(static_cast<std::uint64_t>(g / per_host) * ranks / hosts));
   const FabricConfig& f = cfg.fabric;
   for (std::uint32_t p = 0; p < f.planes; ++p) {
     std::vector<std::uint32_t> sw;

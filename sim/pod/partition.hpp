@@ -24,7 +24,8 @@
 namespace podsim {
 
 // Which rank simulates what (the documented rule, docs/parallel.md):
-//  - GPUs in contiguous blocks: GPU g on rank g * R / N;
+//  - GPUs in contiguous blocks of whole hosts: GPU g, of host h = g / pod.gpus_per_host, on
+//    rank h * R / H for H hosts (one GPU per host: g * R / N);
 //  - in a single-switch plane, plane p's switch on rank p mod R;
 //  - in a leaf/spine plane, a leaf on the rank of the middle GPU below it, spine s of plane p
 //    on rank (p + s) mod R.

@@ -62,6 +62,8 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
     for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
+    if (g % cfg.pod.gpus_per_host == 0) hosts_.push_back(std::make_unique<driver::Host>());
+    gpus_.back()->driver.driver().join(*hosts_.back());
   }
   if (comm_)
     partition_ = std::make_unique<Partition>(*comm_, plan_, cfg_.fabric, *fabric_, pool_, net_);

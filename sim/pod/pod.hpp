@@ -128,6 +128,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   InvariantLog invariants_;
   PacketPool pool_;
   std::unique_ptr<Fabric> fabric_;
+  // The hosts' accelerators (pod.gpus_per_host): before the GPUs, whose drivers wait on them.
+  std::vector<std::unique_ptr<driver::Host>> hosts_;
   std::vector<std::unique_ptr<GpuNode>> gpus_;
   std::unique_ptr<ScenarioRunner> scenario_;
   std::vector<std::vector<TraceEntry>> replay_;      // by GPU

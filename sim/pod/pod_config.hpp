@@ -22,6 +22,7 @@ inline constexpr std::array<EnumName<NpaAddrMode>, 2> kAddrModeNames{{
 
 struct PodSection {
   std::uint32_t gpus = 8;
+  std::uint32_t gpus_per_host = 1;
   std::uint32_t vpod_size = 0;
   NpaAddrMode addr_mode = NpaAddrMode::SourceAliasing;
   Time host_latency = Time::us(2);
@@ -29,6 +30,12 @@ struct PodSection {
   template <class V>
   void visit(V& v) {
     v.field("gpus", gpus, "accelerators in the pod", between<std::uint32_t>(2, 1024));
+    v.field("gpus_per_host", gpus_per_host,
+            "GPUs per host: GPUs [k*n, (k+1)*n) are host k's (the last host may have fewer); a "
+            "host's GPUs in one vPod are local accelerators, checked against each other at the "
+            "vPod commit and activated and deactivated together; no shortcut between them "
+            "(docs/driver-model.md)",
+            between<std::uint32_t>(1, 8));
     v.field("vpod_size", vpod_size,
             "GPUs per vPod: GPUs [k*size, (k+1)*size) form vPod k and may share memory only "
             "among themselves (0: one vPod of every GPU)",

@@ -507,6 +507,9 @@ struct ScenarioRunner::StepRun {
       case FaultKind::ImportAllocFailure:
         d.fail_next(driver::FailPoint::ImportAlloc, f.count);
         break;
+      case FaultKind::ExportAllocFailure:
+        d.fail_next(driver::FailPoint::ExportAlloc, f.count);
+        break;
       case FaultKind::MessageDelay: node.mailbox.delay_next_send(f.for_); break;
     }
     return Errno::Ok;

@@ -81,9 +81,10 @@ enum class FaultKind : std::uint8_t {
   MapFailure,
   RingCorrupt,
   MessageDelay,
-  ImportAllocFailure
+  ImportAllocFailure,
+  ExportAllocFailure
 };
-inline constexpr std::array<EnumName<FaultKind>, 8> kFaultKindNames{{
+inline constexpr std::array<EnumName<FaultKind>, 9> kFaultKindNames{{
     {"firmware_error", FaultKind::FirmwareError,
      "the next `count` commands it takes are answered with error `status`, not carried out "
      "(the sender gets ECOMM)"},
@@ -107,6 +108,9 @@ inline constexpr std::array<EnumName<FaultKind>, 8> kFaultKindNames{{
     {"import_alloc_failure", FaultKind::ImportAllocFailure,
      "as an importer, its next `count` imports fail to allocate their NPA-domain buffer once "
      "the exporter granted the range: ENOMEM, the import freed with no NPA_RELEASE"},
+    {"export_alloc_failure", FaultKind::ExportAllocFailure,
+     "its next `count` new exports fail to allocate their node and dma-buf: ENOMEM, nothing "
+     "exported"},
 }};
 
 // Where an alloc step's buffer lives.
@@ -186,7 +190,8 @@ struct StepConfig {
             between<std::uint32_t>(1, 9));
     v.field("count", count,
             "fault firmware_error, firmware_drop, pin_failure, map_failure, ring_corrupt, "
-            "import_alloc_failure: how many commands, pins, mappings or imports (default 1)",
+            "import_alloc_failure, export_alloc_failure: how many commands, pins, mappings, "
+            "imports or exports (default 1)",
             between<std::uint32_t>(1, 1'000'000));
     v.field("for", for_,
             "wait: how long; fault firmware_stall: how long the firmware stalls; fault "

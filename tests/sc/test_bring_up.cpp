@@ -189,3 +189,74 @@ TEST_CASE("bring-up calls on one GPU are serialized: an activate waits for a dea
   REQUIRE(r.exit_code == 0);
   CHECK(r.stat("pod.gpu1.driver.activate_time", "count") == 2);
 }
+
+TEST_CASE("a host of 4 GPUs: its GPUs come up together, one after the other, before the workload",
+          "[protocol][bring_up][host]") {
+  auto r =
+      run_podsim({"run", "--set", "pod.gpus_per_host=4", "--set", "workload.traffic.accesses=50"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // The first activate on each host brings its 4 GPUs up: the ioctl (2 us), then for each the
+  // PSP (20 us) and 16 ring PTEs (20 ns each), then the firmware seen READY 1 ms on; the
+  // others' activate calls wait for it and find them READY.
+  const double activate_ns = 2e3 + 4 * (20e3 + 16 * 20) + 1e6;
+  for (int g = 0; g < 8; ++g) {
+    INFO("gpu" << g);
+    CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "count") == 1);
+    CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "mean") ==
+          Approx(activate_ns).margin(0.5));
+  }
+  CHECK(r.run->at("workload_start_ns").to_number<double>() ==
+        Approx(2 * 2e3 + activate_ns + 2e3).margin(0.5));
+}
+
+TEST_CASE(
+    "a host's GPUs are deactivated together, one committed to another vPod leaves its local "
+    "accelerators and comes up alone, and a vPod that does not match them is EINVAL",
+    "[protocol][bring_up][host]") {
+  const std::string cfg = write_temp_file("host-steps.json", R"({
+    "pod": {"gpus": 4, "gpus_per_host": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "deactivate"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h", "expect": "EOPNOTSUPP"},
+      {"gpu": 2, "op": "alloc", "size": "64KiB", "name": "c"},
+      {"gpu": 2, "op": "export", "buffer": "c", "name": "hc"},
+      {"gpu": 1, "op": "vpod_commit", "members": [0, 1], "expect": "EINVAL"},
+      {"gpu": 1, "op": "vpod_commit", "members": [0, 1], "vpod_id": 3},
+      {"gpu": 1, "op": "activate"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h2", "expect": "EOPNOTSUPP"},
+      {"gpu": 0, "op": "activate"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h3"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu0.driver.activate_time", "count") == 2);
+  CHECK(r.stat("pod.gpu1.driver.activate_time", "count") == 2);
+  CHECK(r.stat("pod.gpu2.driver.activate_time", "count") == 1);  // the other host: untouched
+}
+
+TEST_CASE(
+    "no same-host shortcut: an import and the accesses between two GPUs of one host cross "
+    "the switch",
+    "[protocol][bring_up][host]") {
+  const std::string cfg = write_temp_file("host-local.json", R"({
+    "pod": {"gpus": 2, "gpus_per_host": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 1, "op": "access", "mappings": ["m"], "accesses": 100}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // Every access was remote, its request through one switch, served by the exporter's NPA MMU.
+  CHECK(r.stat("pod.gpu1.agent.local_accesses") == 0);
+  CHECK(r.stat("pod.gpu1.agent.remote_latency_via_1_switch", "count") == 100);
+  CHECK(r.stat("pod.gpu0.npa_mmu.translations") >= 100);
+  CHECK(r.stat("pod.fabric.plane0.switch0.packets") >= 200);  // requests and responses
+}

@@ -138,3 +138,25 @@ TEST_CASE(
   CHECK(b2.stat("pod.gpu4.driver.received.HELLO") == 0);  // nothing reached GPU 4's driver
   CHECK(step(b2, 3).at("result").as_string() == "OK");    // vPod 0: harmless
 }
+
+TEST_CASE(
+    "an export whose node and dma-buf cannot be allocated: ENOMEM, nothing exported, and the "
+    "next export of the buffer succeeds",
+    "[protocol][faults]") {
+  const std::string cfg = write_temp_file("export-enomem.json", R"({
+    "pod": {"gpus": 2}, "workload": {"kind": "scenario", "steps": [
+      {"op": "fault", "gpu": 0, "fault": "export_alloc_failure"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "x", "expect": "ENOMEM"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);  // ENOMEM, then OK, as expected; invariants held at teardown
+  CHECK(r.stat("pod.gpu0.driver.injected_failures") == 1);
+  CHECK(r.stat("pod.gpu0.driver.exports") == 1);  // one handle made: the second call's
+  CHECK(r.stat("pod.gpu0.driver.exports_repeated") == 0);
+  CHECK(r.stat("pod.gpu0.driver.revokes") == 1);  // the one export, revoked at teardown
+}

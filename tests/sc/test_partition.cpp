@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/pod/partition.hpp"
 #include "tests/support/run_podsim.hpp"
 
 using podsim::test::PodsimRun;
@@ -86,6 +87,25 @@ TEST_CASE(
       {"run", "--quiet", "--set", "workload.setup=direct", "--set",
        "gpu.driver.exported_memory=unpinned", "--set", "workload.traffic.accesses=200"},
       {2, 4});
+}
+
+TEST_CASE("a host's GPUs stay on one rank: they are activated together", "[partition][host]") {
+  podsim::PodConfig cfg;
+  cfg.pod.gpus = 8;
+  cfg.pod.gpus_per_host = 4;
+  CHECK(podsim::plan_partition(cfg, 3).gpu == std::vector<std::uint32_t>{0, 0, 0, 0, 1, 1, 1, 1});
+  cfg.pod.gpus_per_host = 3;  // hosts of GPUs 0-2, 3-5 and 6-7
+  CHECK(podsim::plan_partition(cfg, 2).gpu == std::vector<std::uint32_t>{0, 0, 0, 0, 0, 0, 1, 1});
+  cfg.pod.gpus_per_host = 1;
+  CHECK(podsim::plan_partition(cfg, 3).gpu == std::vector<std::uint32_t>{0, 0, 0, 1, 1, 1, 2, 2});
+}
+
+TEST_CASE("a pod of 2 hosts of 4 GPUs split over 2 and 3 ranks gives the one-rank outputs",
+          "[partition][host]") {
+  // At 3 ranks one rank holds no GPU, only a switch plane.
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "pod.gpus_per_host=4", "--set", "workload.traffic.accesses=200"},
+      {2, 3});
 }
 
 TEST_CASE("helios-72 split over 2 and 3 ranks gives the one-rank outputs", "[partition]") {

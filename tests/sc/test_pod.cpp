@@ -146,7 +146,9 @@ namespace {
 // Every address a sender's control path writes at a receiver (ring slots of both rings,
 // write pointers) and a receiver's firmware writes back at a sender (write-backs) is, as the
 // receiving GPU's NPA MMU reads it, a page that GPU mapped for the rings, on VRAM of its own
-// that no exported range uses.
+// that no exported range uses; and each peer's write pointers and write-backs have bytes of
+// their own (in source identification the write-back address has no per-peer offset, B2's
+// second half as the snapshot has it: harmless, since each peer's land in a page of its own).
 void ring_addresses_mapped(const char* mode) {
   Pod pod("pod", config_with({"pod.gpus=4", std::string("pod.addr_mode=") + mode,
                               "workload.traffic.accesses=10", "workload.teardown=false"}));
@@ -159,6 +161,7 @@ void ring_addresses_mapped(const char* mode) {
   for (AccelId r = 0; r < 4; ++r) {
     GpuNode& at = pod.gpu(r);
     std::set<std::uint64_t> ring_frames;
+    std::set<std::pair<std::uint64_t, std::uint64_t>> pointer_bytes;  // (frame, offset)
     for (AccelId s = 0; s < 4; ++s) {
       if (s == r) continue;
       std::vector<std::uint64_t> npas;
@@ -176,6 +179,13 @@ void ring_addresses_mapped(const char* mode) {
         CHECK(pte.tag == 0);  // no export's
         ring_frames.insert(pte.frame);
       }
+      for (unsigned ring = 0; ring < 2; ++ring)
+        for (const bool wb : {false, true}) {
+          const std::uint64_t npa = pointer_npa(m, r, s, ring, wb);
+          const Pte pte = at.npa_mmu.page_table().lookup(at.npa_mmu.key_of(npa, s));
+          INFO("gpu" << r << " from gpu" << s << " ring " << ring << " write-back " << wb);
+          CHECK(pointer_bytes.insert({pte.frame, npa & 0xFFF}).second);  // no one else's
+        }
     }
     CHECK(ring_frames.size() <= at.ring_pages());
     // No exported range maps a ring page's frame or sits on a ring page.

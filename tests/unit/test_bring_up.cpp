@@ -127,3 +127,136 @@ TEST_CASE(
   CHECK(w.call(w.d(0).activate()) == Errno::Ok);
   CHECK(w.d(0).accel_state() == AccelState::Ready);
 }
+
+// ---- a host's local accelerators (reference §1; driver_model/host.hpp) ----------------------
+
+namespace {
+// Drivers 0..n-1 of `w` unconfigured, with the pPod of `ppod` accelerators committed.
+void configured(World& w, int n, std::uint32_t ppod) {
+  for (int i = 0; i < n; ++i) {
+    w.d(i).unconfigure();
+    w.env(i).npa_enabled = w.env(i).rings_mapped = w.env(i).firmware_loaded = false;
+    REQUIRE(w.call(w.d(i).ppod_commit(PpodInfo{static_cast<AccelId>(i), ppod})) == Errno::Ok);
+  }
+}
+}  // namespace
+
+TEST_CASE(
+    "bring-up: a host's local accelerators are activated together, one after the other, and "
+    "deactivated together, and a call on one of them waits for the one under way",
+    "[driver][bring_up][host]") {
+  Host host;  // outlives the drivers
+  World w(4);
+  for (int i = 0; i < 3; ++i)
+    w.d(i).join(host);  // GPU 3 is on a host of its own
+  configured(w, 4, 4);
+  for (int i : {0, 1, 3})
+    REQUIRE(w.call(w.d(i).vpod_commit(vpod({0, 1, 3}))) == Errno::Ok);
+  REQUIRE(w.call(w.d(2).vpod_commit(vpod({2}, 1))) == Errno::Ok);  // another vPod: not local
+  const Time t0 = w.now();
+  std::optional<Errno> first, second;
+  w.start(w.d(0).activate(), first);
+  w.start(w.d(1).activate(), second);  // at the same time: it waits for the host's lock
+  w.run();
+  REQUIRE(first == Errno::Ok);
+  REQUIRE(second == Errno::Ok);
+  // The ioctl, then for each of the two: the PSP and 16 ring PTEs, and its firmware load; the
+  // second's firmware is not READY at the first look, and both are at the next, 1 ms on.
+  const DriverConfig c;
+  const Time activation =
+      c.ioctl_latency + (c.psp_latency + c.pte_update_latency * 16) * 2 + c.firmware_poll_interval;
+  CHECK(w.now() - t0 == activation);
+  for (int i : {0, 1}) {
+    INFO("accelerator " << i);
+    CHECK(w.d(i).accel_state() == AccelState::Ready);
+    CHECK(w.env(i).npa_enabled);
+    CHECK(w.env(i).rings_mapped);
+    CHECK(w.env(i).firmware_ready());
+    CHECK(w.d(i).activate_time().histogram().count() == 1);  // once: the second call found it READY
+    CHECK(w.d(i).activate_time().histogram().mean() ==
+          Approx(activation.as_ps()));  // from the call
+  }
+  CHECK(w.d(2).accel_state() == AccelState::Configured);  // the host's, in another vPod
+  CHECK(w.d(3).accel_state() == AccelState::Configured);  // in the vPod, on another host
+  CHECK_FALSE(w.env(2).npa_enabled);
+  CHECK_FALSE(w.env(3).npa_enabled);
+  // Deactivating one deactivates both.
+  CHECK(w.call(w.d(1).deactivate()) == Errno::Ok);
+  for (int i : {0, 1}) {
+    INFO("accelerator " << i);
+    CHECK(w.d(i).accel_state() == AccelState::Configured);
+    CHECK_FALSE(w.env(i).npa_enabled);
+    CHECK_FALSE(w.env(i).rings_mapped);
+    CHECK_FALSE(w.env(i).firmware_loaded);
+  }
+  // Accelerator 2 comes up on its own.
+  CHECK(w.call(w.d(2).activate()) == Errno::Ok);
+  CHECK(w.d(2).accel_state() == AccelState::Ready);
+  CHECK(w.d(0).accel_state() == AccelState::Configured);
+}
+
+TEST_CASE(
+    "bring-up: one local accelerator's firmware never READY fails the host's activation with "
+    "ETIMEDOUT, every one undone",
+    "[driver][bring_up][host]") {
+  Host host;
+  World w(2);
+  w.d(0).join(host);
+  w.d(1).join(host);
+  configured(w, 2, 2);
+  for (int i : {0, 1})
+    REQUIRE(w.call(w.d(i).vpod_commit(vpod({0, 1}))) == Errno::Ok);
+  w.env(1).firmware_never_ready = true;
+  CHECK(w.call(w.d(0).activate()) == Errno::TimedOut);
+  for (int i : {0, 1}) {
+    INFO("accelerator " << i);
+    CHECK(w.d(i).accel_state() == AccelState::Configured);
+    CHECK_FALSE(w.env(i).npa_enabled);
+    CHECK_FALSE(w.env(i).rings_mapped);
+    CHECK_FALSE(w.env(i).firmware_loaded);
+  }
+}
+
+TEST_CASE(
+    "bring-up: local accelerators must match on sizes and members (EINVAL), one in another "
+    "vPod is not local",
+    "[driver][bring_up][host]") {
+  Host host;
+  World w(4);
+  for (int i = 0; i < 3; ++i)
+    w.d(i).join(host);
+  configured(w, 3, 4);
+  REQUIRE(w.call(w.d(0).vpod_commit(vpod({0, 1, 2}))) == Errno::Ok);
+  CHECK(w.call(w.d(1).vpod_commit(vpod({0, 1, 3}))) == Errno::Inval);     // other members
+  CHECK(w.call(w.d(1).vpod_commit(vpod({0, 1}))) == Errno::Inval);        // and size
+  CHECK(w.call(w.d(1).vpod_commit(vpod({0, 1, 2}, 0, 3))) == Errno::Ok);  // the same
+  REQUIRE(w.call(w.d(2).ppod_commit(PpodInfo{2, 3})) == Errno::Ok);
+  CHECK(w.call(w.d(2).vpod_commit(vpod({0, 1, 2}))) == Errno::Inval);  // another pPod size
+  CHECK(w.call(w.d(2).vpod_commit(vpod({2}, 1))) == Errno::Ok);        // another vPod: alone
+  // A host holds at most 8.
+  Host full;
+  World many(9);
+  for (int i = 0; i < 8; ++i)
+    many.d(i).join(full);
+  CHECK_THROWS_AS(many.d(8).join(full), std::invalid_argument);
+}
+
+TEST_CASE(
+    "bring-up: local accelerators' IDs must be unique (EINVAL), and with B8 put back the "
+    "check compares the wrong element and passes a duplicate",
+    "[driver][bring_up][host][bugs]") {
+  for (const bool b8 : {false, true}) {
+    INFO("B8 put back: " << b8);
+    DriverConfig c;
+    if (b8) c.reintroduce_bugs = {"B8"};
+    Host host;
+    // Two worlds: two drivers that both think they are accelerator 1, on one host.
+    World a(2, NpaAddrMode::SourceAliasing, 1, c), b(2, NpaAddrMode::SourceAliasing, 2, c);
+    a.d(1).join(host);
+    b.d(1).join(host);
+    configured(a, 2, 2);
+    configured(b, 2, 2);
+    REQUIRE(a.call(a.d(1).vpod_commit(vpod({0, 1}))) == Errno::Ok);
+    CHECK(b.call(b.d(1).vpod_commit(vpod({0, 1}))) == (b8 ? Errno::Ok : Errno::Inval));
+  }
+}

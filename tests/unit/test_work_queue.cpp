@@ -203,3 +203,28 @@ TEST_CASE("a queue's digest is the number of items queued", "[driver][work_queue
   q.clear();
   CHECK(digest() == none.value());
 }
+
+TEST_CASE(
+    "a mutex a device reset forgets is freed only if that driver held it, and the next waiter "
+    "then takes it",
+    "[driver][mutex]") {
+  Steps s;
+  Mutex m;
+  TaskRunner runner;
+  const int a = 0, b = 0;  // two owners (drivers)
+  Log log;
+  const auto take_it = [&](const void* owner, int item) -> Task<void> {
+    co_await m.lock(s, owner);
+    log.push_back("locked " + std::to_string(item));
+  };
+  runner.run(take_it(&a, 1));
+  runner.run(take_it(&b, 2));  // waits: a holds it
+  s.run();
+  CHECK(take(log) == Log{"locked 1"});
+  m.forget(&b);  // b did not hold it: still a's
+  s.run();
+  CHECK(take(log).empty());
+  m.forget(&a);  // a's holder was abandoned: free, and b's waiter takes it
+  s.run();
+  CHECK(take(log) == Log{"locked 2"});
+}

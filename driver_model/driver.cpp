@@ -576,11 +576,16 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   rsp.size_pages = static_cast<std::uint32_t>(bos_.at(node->bo()).pages);
   rsp.npa_page = static_cast<std::uint32_t>(window_page);
   const std::uint32_t gen = conns_.generation(from);
+  // Granted (again, after a reset that released it): its accesses are its own from the moment
+  // the answer can reach it.
+  env_.note_granted(tag, from);
   const Errno sent = co_await send(from, rsp);
-  if (sent != Errno::Ok)
-    undo(true);  // and send no FAIL
-  else
+  if (sent != Errno::Ok) {
+    undo(true);                                                // and send no FAIL
+    if (!node->importer(from)) env_.note_released(tag, from);  // it holds no grant
+  } else {
     exports_.add_importer(*node, from, gen);
+  }
   put_export(node);
 }
 
@@ -1201,6 +1206,7 @@ Result<Driver::NpaGrant> Driver::direct_grant(AccelId from, const UalinkHandle& 
     env_.npa_flush_tlb();
   }
   exports_.add_importer(*node, from, conns_.generation(from));
+  env_.note_granted(node->handle().lo, from);
   r.value =
       NpaGrant{static_cast<std::uint32_t>(g.window_page), static_cast<std::uint32_t>(bo.pages)};
   put_export(node);

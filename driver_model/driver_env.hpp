@@ -72,7 +72,10 @@ class DriverEnv : public Scheduler {
   virtual bool firmware_ready() const { return true; }
   virtual void firmware_halt() {}
 
+  // For the invariant checker: `importer` no longer holds export `tag` (its accesses to it are
+  // violations from now on), or holds it again (granted anew: a re-import after a reset).
   virtual void note_released(std::uint64_t tag, AccelId importer) = 0;
+  virtual void note_granted(std::uint64_t tag, AccelId importer) { (void)tag, (void)importer; }
   virtual void note_violation(const std::string& what) = 0;
 
   // For the timeline (optional): a user call that ran from `start` until now, and a message

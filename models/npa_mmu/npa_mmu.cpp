@@ -166,6 +166,14 @@ void NpaMmu::mark_released(std::uint64_t tag, AccelId importer) {
   v[importer] = true;
 }
 
+void NpaMmu::mark_granted(std::uint64_t tag, AccelId importer) {
+  auto r = released_.find(tag);
+  if (r == released_.end()) return;
+  r->second[importer] = false;
+  if (std::none_of(r->second.begin(), r->second.end(), [](bool b) { return b; }))
+    released_.erase(r);
+}
+
 void NpaMmu::reset() {
   enabled_ = true;  // the device comes back activated (its down time covers the bring-up)
   table_.clear();

@@ -48,6 +48,7 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   const PageTable& page_table() const { return table_; }
   // `importer` gave up export `tag`: serving it from now on violates the protocol's promise.
   void mark_released(std::uint64_t tag, AccelId importer);
+  void mark_granted(std::uint64_t tag, AccelId importer);  // granted anew: no longer released
   // The NPA page table and the releases noted; what the MMU has cached.
   void digest(Digest& d) const;
   void digest_caches(Digest& d) const;

@@ -44,6 +44,10 @@ DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, 
 DriverShell::~DriverShell() = default;
 
 void DriverShell::start(Task<void> t, std::function<void()> done) {
+  if (down_) {
+    done();
+    return;
+  }
   const std::uint64_t id = next_call_++;
   auto shared = std::make_shared<std::function<void()>>(std::move(done));
   aborts_[id] = [shared] { (*shared)(); };
@@ -149,6 +153,10 @@ Time DriverShell::gpuvm_flush_tlb(std::uint16_t vmid, std::uint64_t first, std::
 
 void DriverShell::note_released(std::uint64_t tag, AccelId importer) {
   npa_mmu_.mark_released(tag, importer);
+}
+
+void DriverShell::note_granted(std::uint64_t tag, AccelId importer) {
+  npa_mmu_.mark_granted(tag, importer);
 }
 
 void DriverShell::npa_enable(bool on) {

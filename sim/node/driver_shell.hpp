@@ -44,9 +44,14 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   ~DriverShell() override;
 
   // Starts a driver call now; `done(result)` runs in simulated time when it finishes. A
-  // device reset cuts it short: `done` then gets ENODEV.
+  // device reset cuts it short: `done` then gets ENODEV; so does a call made while the device
+  // is down (its driver reloading), at once.
   template <class T, class Fn>
   void start(Task<T> t, Fn done) {
+    if (down_) {
+      done(aborted_value(static_cast<const T*>(nullptr)));
+      return;
+    }
     const std::uint64_t id = next_call_++;
     auto shared = std::make_shared<Fn>(std::move(done));
     aborts_[id] = [shared] { (*shared)(aborted_value(static_cast<const T*>(nullptr))); };
@@ -56,6 +61,9 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
     });
   }
   void start(Task<void> t, std::function<void()> done);
+  // The device is down (from its reset until it comes back): calls fail with ENODEV.
+  void set_down(bool down) { down_ = down; }
+  bool down() const { return down_; }
 
   // From an SC_THREAD: runs a driver call to its end and returns its result.
   template <class T>
@@ -108,6 +116,7 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
                        FlushKind kind) override;
   Task<Errno> send(AccelId dst, Ring ring, Dwords command) override;
   void note_released(std::uint64_t tag, AccelId importer) override;
+  void note_granted(std::uint64_t tag, AccelId importer) override;
   void npa_enable(bool on) override;
   std::uint64_t rings_map(bool up) override { return rings_ ? rings_(up) : 0; }
   void firmware_load() override;
@@ -155,6 +164,7 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   std::map<std::uint64_t, std::function<void()>> aborts_;
   std::function<std::uint64_t(bool)> rings_;
   std::uint64_t next_call_ = 1;
+  bool down_ = false;
   TaskRunner calls_;  // last: its frames go before what they refer to
 };
 

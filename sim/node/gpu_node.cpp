@@ -55,6 +55,7 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
     for (auto& p : ports)
       p->set_down(false);
     mailbox.set_down(false);
+    driver.set_down(false);
   });
 }
 
@@ -114,6 +115,7 @@ void GpuNode::reset(Time down_for) {
   mailbox.reset();
   agent.abort();
   driver.device_reset();
+  driver.set_down(true);
   gpuvm.reset();
   npa_mmu.reset();
   vram.reset();

@@ -679,3 +679,53 @@ TEST_CASE(
   CHECK(r.stat("pod.gpu0.driver.revoke_time", "max") >= 2e6);
   CHECK(r.stat("pod.summary.invariant_violations") == 0);
 }
+
+TEST_CASE(
+    "an importer reset and importing again: the exporter grants it anew, and its accesses are "
+    "its own again, pinned or not, in either address mode",
+    "[protocol][reset]") {
+  const std::string cfg = write_temp_file("reimport-after-reset.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"op": "reset_node", "gpu": 1, "at": "300us", "down_for": "0s"},
+      {"gpu": 1, "process": 2, "op": "import", "handle": "h", "name": "g", "at": "400us"},
+      {"gpu": 1, "process": 2, "op": "map", "fd": "g", "name": "n"},
+      {"gpu": 1, "process": 2, "op": "access", "mappings": ["n"], "accesses": 200}
+    ]}})");
+  for (const char* mode : {"source_aliasing", "source_identification"})
+    for (const char* memory : {"pinned", "unpinned"}) {
+      INFO(mode << ", " << memory);
+      auto r = run_podsim({"run", cfg, "--set", std::string("pod.addr_mode=") + mode, "--set",
+                           std::string("gpu.driver.exported_memory=") + memory});
+      INFO(r.err);
+      CHECK(r.exit_code == 0);
+      CHECK(r.stat("pod.summary.invariant_violations") == 0);
+      // The reset importer's HELLO reset the exporter's side, which released its old grant;
+      // the new import was granted after it.
+      CHECK(r.stat("pod.gpu0.driver.connection_resets") >= 1);
+      CHECK(r.stat("pod.gpu0.driver.sent.NPA_RSP") == 2);
+      CHECK(r.stat("pod.gpu1.agent.remote_latency", "count") == 200);
+    }
+}
+
+TEST_CASE("a call on a GPU that is down (its driver reloading after a reset) gets ENODEV",
+          "[protocol][reset]") {
+  const std::string cfg = write_temp_file("call-while-down.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"op": "reset_node", "gpu": 1, "down_for": "5us"},
+      {"gpu": 1, "process": 2, "op": "alloc", "size": "4KiB", "name": "a", "at": "1us",
+       "expect": "ENODEV"},
+      {"gpu": 1, "process": 3, "op": "alloc", "size": "4KiB", "name": "b", "at": "6us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);  // the first as expected, the second OK; nothing left at teardown
+  CHECK(step_result(r, 1) == "ENODEV");
+  CHECK(step_result(r, 2) == "OK");
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}

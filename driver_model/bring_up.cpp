@@ -25,7 +25,7 @@ Task<Errno> Driver::ppod_commit(PpodInfo p) {
 }
 
 Task<Errno> Driver::ppod_commit_locked(PpodInfo p) {
-  if (state_ >= AccelState::Ready) co_await deactivate_now();
+  if (state_ >= AccelState::Ready) co_await deactivate_host();  // with its local accelerators
   const bool ok =
       p.size >= 1 && p.size <= cfg_.accel_max && p.accel_id < p.size && p.accel_id == self_;
   ppod_ = ok ? std::optional<PpodInfo>(p) : std::nullopt;
@@ -99,73 +99,118 @@ Errno Driver::check_local_accels(const VpodInfo& v) const {
   return Errno::Ok;
 }
 
-// This accelerator and its local accelerators come up together, one after the other (one
-// PSP): NPA translation, tables, rings, firmware load; then every firmware is polled for
-// READY. A local accelerator reset meanwhile (it comes back READY by itself) is left alone.
-Task<Errno> Driver::activate_locked(Time t0) {
-  if (state_ >= AccelState::Ready) co_return Errno::Ok;
-  if (state_ < AccelState::Configured || !vpod_committed_) co_return Errno::Inval;
-  struct Member {
-    Driver* d;
-    std::uint64_t resets;
-  };
-  std::vector<Member> set;
-  for (Driver* d : local_accels(AccelState::Configured))
-    set.push_back({d, d->resets_});
-  const auto left_alone = [](const Member& m) {
-    return m.d->resets_ != m.resets || m.d->state_ != AccelState::Configured;
-  };
-  for (const Member& m : set) {
-    // The PSP enables incoming NPA translation; the NPA VM is made and programmed.
-    co_await sleep(cfg_.psp_latency);
-    if (left_alone(m)) continue;
-    m.d->env_.npa_enable(true);
-    // The tables start empty: every connection NOT_READY (§1 step 3).
-    m.d->drop_connections();
-    // The rings' receive pages, PTE by PTE; the firmware loads their metadata.
-    const std::uint64_t ptes = m.d->env_.rings_map(true);
-    co_await sleep(Time::ps(cfg_.pte_update_latency.as_ps() * static_cast<std::int64_t>(ptes)));
-    if (left_alone(m)) continue;
-    m.d->env_.firmware_load();
+// One accelerator's part of a bring-up call, run as that accelerator's own task (in its
+// runner): a reset of it abandons the part with everything else it was doing, and a reset of
+// the caller leaves the part to finish. The caller waits on `done`.
+struct Driver::Part {
+  bool loaded = false;          // activation: its firmware is loading (the next may begin)
+  bool finished = false;        // the part ended, or was abandoned with its accelerator's tasks
+  Errno result = Errno::NoDev;  // NoDev: abandoned
+  WaitQueue done;
+};
+namespace {
+// Marks a part finished however its frame ends (returned, or destroyed by a reset).
+struct Finish {
+  std::shared_ptr<Driver::Part> part;
+  ~Finish() {
+    part->finished = true;
+    part->done.wake_all();
   }
-  std::erase_if(set, left_alone);
-  // Wait for every firmware's READY.
+};
+}  // namespace
+
+// This accelerator's activation: the PSP enables incoming NPA translation (and the NPA VM is
+// made and programmed), the tables start empty (every connection NOT_READY, §1 step 3), the
+// rings' receive pages are mapped PTE by PTE, the firmware loads their metadata; then it is
+// polled for READY every firmware_poll_interval up to firmware_poll_limit times (ETIMEDOUT,
+// everything undone).
+Task<void> Driver::activation_part(Time t0, AccelId by, std::shared_ptr<Part> part) {
+  Finish finish{part};
+  co_await sleep(cfg_.psp_latency);
+  if (state_ != AccelState::Configured || !vpod_committed_) co_return;  // changed meanwhile
+  env_.npa_enable(true);
+  drop_connections();
+  const std::uint64_t ptes = env_.rings_map(true);
+  co_await sleep(Time::ps(cfg_.pte_update_latency.as_ps() * static_cast<std::int64_t>(ptes)));
+  env_.firmware_load();
+  part->loaded = true;
+  part->done.wake_all();
   std::uint32_t looks = 0;
-  while (!std::all_of(set.begin(), set.end(),
-                      [](const Member& m) { return m.d->env_.firmware_ready(); })) {
+  while (!env_.firmware_ready()) {
     if (++looks >= cfg_.firmware_poll_limit) {
-      for (const Member& m : set) {  // a failing step leaves every state as it was
-        m.d->env_.firmware_halt();
-        m.d->env_.rings_map(false);
-        m.d->env_.npa_enable(false);
-      }
-      co_return Errno::TimedOut;
+      undo_activation();
+      part->result = Errno::TimedOut;
+      co_return;
     }
     co_await sleep(cfg_.firmware_poll_interval);
-    std::erase_if(set, left_alone);
   }
-  for (const Member& m : set) {
-    m.d->state_ = AccelState::Ready;
-    m.d->activate_time_.record(env_.now() - t0);
-    m.d->env_.note_call("activate", t0,
-                        m.d == this ? std::string("{}") : fmt::format(R"({{"with": {}}})", self_));
+  state_ = AccelState::Ready;
+  activate_time_.record(env_.now() - t0);
+  env_.note_call("activate", t0,
+                 by == self_ ? std::string("{}") : fmt::format(R"({{"with": {}}})", by));
+  part->result = Errno::Ok;
+}
+
+void Driver::undo_activation() {
+  state_ = AccelState::Configured;
+  env_.firmware_halt();
+  env_.rings_map(false);
+  env_.npa_enable(false);
+}
+
+Task<void> Driver::deactivation_part(std::shared_ptr<Part> part) {
+  Finish finish{part};
+  co_await deactivate_now();
+  part->result = Errno::Ok;
+}
+
+// This accelerator and every local accelerator CONFIGURED in its vPod come up together: one
+// after the other up to its firmware load (one PSP), each then polled for READY on its own;
+// the call returns once all are READY. If one fails, those that came up are taken back down
+// (the step leaves every state as it was). One reset meanwhile is left alone (it comes back
+// READY by itself).
+Task<Errno> Driver::activate_locked(Time t0) {
+  if (state_ < AccelState::Configured || !vpod_committed_) co_return Errno::Inval;
+  std::vector<std::pair<Driver*, std::shared_ptr<Part>>> parts;
+  for (Driver* d : local_accels(AccelState::Configured)) {
+    if (d->state_ != AccelState::Configured) continue;  // this one, READY already
+    auto part = std::make_shared<Part>();
+    d->runner_.run(d->activation_part(t0, self_, part));
+    while (!part->loaded && !part->finished)
+      co_await part->done.wait(env_);
+    parts.emplace_back(d, std::move(part));
   }
-  co_return Errno::Ok;
+  for (auto& [d, part] : parts)
+    while (!part->finished)
+      co_await part->done.wait(env_);
+  const bool failed = std::any_of(parts.begin(), parts.end(), [](const auto& dp) {
+    return dp.second->result == Errno::TimedOut;
+  });
+  if (!failed) co_return Errno::Ok;
+  for (auto& [d, part] : parts)
+    if (part->result == Errno::Ok && d->state_ == AccelState::Ready) d->undo_activation();
+  co_return Errno::TimedOut;
 }
 
 Task<Errno> Driver::deactivate() {
   co_await sleep(cfg_.ioctl_latency);
   co_await bring_up_lock().lock(env_, this);
   const bool ready = state_ >= AccelState::Ready;
-  if (ready) {
-    // With its local accelerators (one after the other; one reset meanwhile is left alone).
-    for (Driver* d : local_accels(state_)) {
-      if (d != this && d->state_ < AccelState::Ready) continue;
-      co_await d->deactivate_now();
-    }
-  }
+  if (ready) co_await deactivate_host();
   bring_up_lock().unlock();
   co_return ready ? Errno::Ok : Errno::Inval;
+}
+
+// This accelerator and its READY local accelerators go down, one after the other, each in
+// its own task.
+Task<void> Driver::deactivate_host() {
+  for (Driver* d : local_accels(AccelState::Ready)) {
+    if (d->state_ < AccelState::Ready) continue;  // reset meanwhile: it came back READY, or not yet
+    auto part = std::make_shared<Part>();
+    d->runner_.run(d->deactivation_part(part));
+    while (!part->finished)
+      co_await part->done.wait(env_);
+  }
 }
 
 void Driver::drop_connections() {
@@ -177,19 +222,13 @@ void Driver::drop_connections() {
 Task<void> Driver::deactivate_now() {
   // The state goes first: calls and messages from here on find UALink inactive (the IRQ
   // worker drops what it takes); the firmware stops taking commands; handshakes under way end.
-  // A local accelerator's call can be deactivating this one when it is reset: it stops there
-  // (the reset brought it back READY).
-  const std::uint64_t resets = resets_;
   state_ = AccelState::Configured;
   env_.firmware_halt();
   drop_connections();
   for (AccelId peer = 0; peer < cfg_.accel_max; ++peer)
-    if (conns_.established(peer)) {
+    if (conns_.established(peer))
       co_await reset_connection(peer, ConnState::NotReady, conns_.generation(peer));
-      if (resets_ != resets) co_return;
-    }
   co_await sleep(cfg_.psp_latency);
-  if (resets_ != resets) co_return;
   env_.npa_enable(false);
   env_.rings_map(false);
 }

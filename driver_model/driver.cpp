@@ -30,7 +30,8 @@ Driver::Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode
       env_(env),
       exports_(kMaxAccels, mode),
       conns_(kMaxAccels) {
-  ppod_ = PpodInfo{self_, cfg_.accel_max};
+  home_ppod_ = PpodInfo{self_, cfg_.accel_max};
+  ppod_ = home_ppod_;
   for (std::size_t t = 1; t < kMsgTypes; ++t) {
     std::string n(msg_name(static_cast<MsgType>(t)));
     sent_by_type_.push_back(std::make_unique<Counter>(stats_, "sent." + n, "count",
@@ -1102,9 +1103,8 @@ void Driver::device_reset() {
   // It comes back READY with its vPod: the reset's down time covers the driver's reload and
   // its bring-up (the shell brings the hardware back the same way).
   state_ = AccelState::Ready;
-  if (!ppod_) ppod_ = PpodInfo{self_, cfg_.accel_max};  // the PSP's pPod is the same as before
+  if (!ppod_) ppod_ = home_ppod_;  // the PSP's pPod, as before
   vpod_committed_ = true;
-  ++resets_;
   failures_ = {};  // a fault step's pending failures go with the device
   // Abandon everything in flight; the frames go, the state goes.
   runner_.cancel_all();

@@ -159,6 +159,14 @@ class Driver {
   // This accelerator is one of `host`'s (which must outlive it); without a host it is alone
   // on its own. Throws past the host's 8.
   void join(Host& host);
+  // The pPod the pod's bring-up commits (the PSP's): what a driver made READY starts with, and
+  // what one reset while it had none comes back with.
+  void set_home_ppod(PpodInfo p) {
+    home_ppod_ = p;
+    ppod_ = p;
+  }
+  // One accelerator's part of a host's bring-up call (bring_up.cpp).
+  struct Part;
 
   // ---- direct setup ------------------------------------------------------------------------
   // The state the user API and the protocol leave behind, reached without their messages or
@@ -339,6 +347,10 @@ class Driver {
   Rng rng_;
   DriverEnv& env_;
   Task<void> deactivate_now();
+  Task<void> deactivate_host();
+  Task<void> activation_part(Time t0, AccelId by, std::shared_ptr<Part> part);
+  Task<void> deactivation_part(std::shared_ptr<Part> part);
+  void undo_activation();
   Task<Errno> ppod_commit_locked(PpodInfo p);
   Task<Errno> activate_locked(Time t0);
   Errno commit_vpod(VpodInfo v);
@@ -349,10 +361,10 @@ class Driver {
   Errno check_local_accels(const VpodInfo& v) const;
   Mutex& bring_up_lock() { return host_ ? host_->bring_up_lock() : bring_up_lock_; }
   Host* host_ = nullptr;
-  Mutex bring_up_lock_;       // bring-up calls run one at a time (the host's, on a host)
-  std::uint64_t resets_ = 0;  // device resets so far: what a local accelerator's call checks
+  Mutex bring_up_lock_;  // bring-up calls run one at a time (the host's, on a host)
   AccelState state_ = AccelState::Ready;
   std::optional<PpodInfo> ppod_;
+  PpodInfo home_ppod_;
   bool vpod_committed_ = true;
   bool ualink_active() const { return state_ == AccelState::Ready || state_ == AccelState::Active; }
 

@@ -246,8 +246,9 @@ void FirmwareMailbox::handle(const Part& p) {
 void FirmwareMailbox::load() {
   restart_rings();  // their metadata loaded anew
   halted_ = false;
-  ready_at_ = sim_now() + cfg_.firmware_load_latency;
-  firmware_free_ = std::max(firmware_free_, ready_at_);
+  // A stalled firmware (a fault step's) finishes loading only once the stall is over.
+  ready_at_ = std::max(sim_now() + cfg_.firmware_load_latency, firmware_free_);
+  firmware_free_ = ready_at_;
   // What landed while it was halted it takes once it is up.
   firmware_.push(ready_at_, [this, epoch = epoch_] {
     if (down_ || halted_ || epoch != epoch_) return;

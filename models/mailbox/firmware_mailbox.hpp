@@ -75,8 +75,9 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   // receive pages) lands at `at`.
   void landed(const Access& a, Time at);
 
-  // Activation: the firmware loads the rings' metadata, READY firmware_load_latency later;
-  // halted (deactivation, or a pod whose bring-up has not run yet) it takes no command.
+  // Activation: the firmware loads the rings' metadata, READY firmware_load_latency later (or
+  // when a stall ends, if later); halted (deactivation, or a pod whose bring-up has not run
+  // yet) it takes no command.
   void load();
   bool ready() const { return !halted_ && sim_now() >= ready_at_; }
   void halt() { halted_ = true; }
@@ -90,7 +91,7 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   // sender sees -ECOMM.
   void answer_with_error(std::uint32_t status, std::uint32_t count);
   // The firmware takes no command before `until` (what arrives meanwhile waits in its ring;
-  // senders polling past their write-back timeout give up with -ETIME).
+  // senders polling past their write-back timeout give up with -ETIME), nor finishes loading.
   void stall_until(Time until) { firmware_free_ = std::max(firmware_free_, until); }
   // The next `count` commands this firmware takes are lost: neither carried out nor
   // reported consumed (their senders poll until ETIME; their ring slots stay in flight).

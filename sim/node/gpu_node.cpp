@@ -51,6 +51,7 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
   reserve_ring_pages();
   map_rings(true);  // a GPU starts activated; unconfigure() for a pod that brings it up
   driver.set_rings([this](bool up) { return map_rings(up); });
+  driver.driver().set_home_ppod(driver::PpodInfo{id, pod_gpus});
   spawn_method("come_back", up_ev_, [this] {
     for (auto& p : ports)
       p->set_down(false);

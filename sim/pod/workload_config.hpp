@@ -90,7 +90,7 @@ inline constexpr std::array<EnumName<FaultKind>, 9> kFaultKindNames{{
      "(the sender gets ECOMM)"},
     {"firmware_stall", FaultKind::FirmwareStall,
      "it takes no command for `for` (senders polling past gpu.driver.writeback_timeout get "
-     "ETIME)"},
+     "ETIME), nor finishes loading (an activation meanwhile polls for READY)"},
     {"firmware_drop", FaultKind::FirmwareDrop,
      "the next `count` commands it takes are lost: not carried out, never reported consumed "
      "(their senders get ETIME)"},

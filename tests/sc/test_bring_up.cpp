@@ -196,18 +196,20 @@ TEST_CASE("a host of 4 GPUs: its GPUs come up together, one after the other, bef
       run_podsim({"run", "--set", "pod.gpus_per_host=4", "--set", "workload.traffic.accesses=50"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  // The first activate on each host brings its 4 GPUs up: the ioctl (2 us), then for each the
-  // PSP (20 us) and 16 ring PTEs (20 ns each), then the firmware seen READY 1 ms on; the
-  // others' activate calls wait for it and find them READY.
-  const double activate_ns = 2e3 + 4 * (20e3 + 16 * 20) + 1e6;
+  // The first activate on each host brings its 4 GPUs up: the ioctl (2 us), then for each in
+  // turn the PSP (20 us) and 16 ring PTEs (20 ns each), its firmware seen READY 1 ms after its
+  // load; the others' activate calls wait for it and find them READY.
+  const double each_ns = 20e3 + 16 * 20;
   for (int g = 0; g < 8; ++g) {
     INFO("gpu" << g);
     CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "count") == 1);
     CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "mean") ==
-          Approx(activate_ns).margin(0.5));
+          Approx(2e3 + (g % 4 + 1) * each_ns + 1e6).margin(0.5));
   }
+  // The workload starts once the last is READY: two commits (2 us each), the host's
+  // activation, the barrier's host latency (2 us).
   CHECK(r.run->at("workload_start_ns").to_number<double>() ==
-        Approx(2 * 2e3 + activate_ns + 2e3).margin(0.5));
+        Approx(2 * 2e3 + (2e3 + 4 * each_ns + 1e6) + 2e3).margin(0.5));
 }
 
 TEST_CASE(
@@ -259,4 +261,138 @@ TEST_CASE(
   CHECK(r.stat("pod.gpu1.agent.remote_latency_via_1_switch", "count") == 100);
   CHECK(r.stat("pod.gpu0.npa_mmu.translations") >= 100);
   CHECK(r.stat("pod.fabric.plane0.switch0.packets") >= 200);  // requests and responses
+}
+
+namespace {
+// Host 0 is GPUs 0-3. GPU 1 imports and maps 64 MiB of GPU 4's (invalidating it takes
+// ~330 us of PTE updates); GPU 1 exports 1 MiB to GPU 5, which accesses it at 1500 us; GPU 0
+// deactivates its host at 1000 us; `more` adds steps.
+std::string host_reset_config(const std::string& more) {
+  return R"({"pod": {"gpus": 8, "gpus_per_host": 4}, "workload": {"kind": "scenario", "steps": [
+    {"gpu": 4, "op": "alloc", "size": "64MiB", "name": "b"},
+    {"gpu": 4, "op": "export", "buffer": "b", "name": "h4"},
+    {"gpu": 4, "op": "send_handle", "handle": "h4", "to": 1},
+    {"gpu": 1, "op": "import", "handle": "h4", "name": "fd"},
+    {"gpu": 1, "op": "map", "fd": "fd", "name": "m"},
+    {"gpu": 1, "process": 2, "op": "alloc", "size": "1MiB", "name": "b1"},
+    {"gpu": 1, "process": 2, "op": "export", "buffer": "b1", "name": "h1"},
+    {"gpu": 1, "process": 2, "op": "send_handle", "handle": "h1", "to": 5},
+    {"gpu": 5, "op": "import", "handle": "h1", "name": "fd"},
+    {"gpu": 5, "op": "map", "fd": "fd", "name": "m"},
+    {"gpu": 5, "op": "access", "mappings": ["m"], "accesses": 200, "at": "1500us"},
+    )" + more +
+         "]}}";
+}
+}  // namespace
+
+TEST_CASE(
+    "a host's GPU reset while another's call takes it down is left alone, and comes back "
+    "whole",
+    "[protocol][bring_up][host][reset]") {
+  // GPU 1 is reset while GPU 0's deactivation invalidates its import; its new process's
+  // buffer (which gets the same buffer ID the import had) is its own.
+  const std::string cfg = write_temp_file("host-reset-partner.json", host_reset_config(R"(
+    {"gpu": 0, "op": "deactivate", "at": "1000us"},
+    {"op": "reset_node", "gpu": 1, "at": "1100us", "down_for": "20us"},
+    {"gpu": 1, "process": 3, "op": "alloc", "size": "1MiB", "name": "nb", "at": "1150us"},
+    {"gpu": 1, "process": 3, "op": "map", "buffer": "nb", "name": "nm", "at": "1500us"},
+    {"gpu": 1, "process": 3, "op": "close", "buffer": "nb"})"));
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK_THAT(r.err, !Catch::Contains("internal error") && !Catch::Contains("gpu1 still holds"));
+  // GPU 1 came back READY: GPU 5's accesses to its export (gone with the reset) fault there.
+  CHECK(r.stat("pod.gpu1.driver.device_resets") == 1);
+  CHECK(r.stat("pod.gpu1.npa_mmu.refused_disabled") == 0);
+}
+
+TEST_CASE(
+    "a reset of the GPU whose call takes its host down leaves the others' parts to finish: "
+    "each is down, gives back what it held, and refuses accesses",
+    "[protocol][bring_up][host][reset]") {
+  const std::string cfg = write_temp_file("host-reset-caller.json", host_reset_config(R"(
+    {"gpu": 0, "op": "deactivate", "at": "1000us", "expect": "ENODEV"},
+    {"op": "reset_node", "gpu": 0, "at": "1100us", "down_for": "20us"})"));
+  // (The teardown's revoke of GPU 4's export waits seconds for GPU 1, which is down.)
+  auto r = run_podsim({"run", cfg, "--set", "sim.max_time=30s"});
+  INFO(r.err);
+  // GPU 1's deactivation went on: its import of GPU 4's buffer released, NPA translation off,
+  // so GPU 5's accesses are refused. (GPU 5's import of GPU 1's export outlives it, as it
+  // does whenever an exporter is deactivated without telling its peers: the teardown check
+  // names it, exit 1.)
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, !Catch::Contains("gpu1 still holds") && Catch::Contains("gpu5 still holds"));
+  CHECK(r.stat("pod.gpu1.npa_mmu.refused_disabled") > 0);
+  CHECK(r.stat("pod.gpu5.agent.remote_faults") == 200);
+}
+
+TEST_CASE(
+    "a reset of the GPU whose call brings its host up leaves the others to come up READY on "
+    "their own",
+    "[protocol][bring_up][host][reset]") {
+  const std::string cfg = write_temp_file("host-reset-activation.json", R"({
+    "pod": {"gpus": 8, "gpus_per_host": 4},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "process": 2, "op": "alloc", "size": "64KiB", "name": "b1"},
+      {"gpu": 1, "process": 2, "op": "export", "buffer": "b1", "name": "h1"},
+      {"gpu": 1, "process": 2, "op": "send_handle", "handle": "h1", "to": 5},
+      {"gpu": 0, "op": "deactivate", "at": "100us"},
+      {"gpu": 0, "op": "activate", "at": "300us", "expect": "ENODEV"},
+      {"op": "reset_node", "gpu": 0, "at": "1000us", "down_for": "20us"},
+      {"gpu": 5, "op": "import", "handle": "h1", "name": "f", "at": "1500us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);  // GPU 5's import from GPU 1 went through
+  for (int g = 1; g <= 3; ++g) {
+    INFO("gpu" << g);
+    CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "count") == 2);
+  }
+}
+
+TEST_CASE(
+    "a pPod commit on a READY GPU takes its host down, an activate on a READY GPU brings up "
+    "its CONFIGURED local accelerators, and a GPU reset while UNCONFIGURED comes back in the "
+    "pod's pPod",
+    "[protocol][bring_up][host]") {
+  const std::string cfg = write_temp_file("host-ppod.json", R"({
+    "pod": {"gpus": 8, "gpus_per_host": 4},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "ppod_commit", "ppod_size": 8},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b", "at": "10us"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h", "expect": "EOPNOTSUPP"},
+      {"gpu": 1, "op": "vpod_commit", "members": [0, 1, 2, 3, 4, 5, 6, 7]},
+      {"gpu": 0, "op": "vpod_commit", "members": [0, 1, 2, 3, 4, 5, 6, 7]},
+      {"gpu": 0, "op": "activate", "at": "100us"},
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "c", "at": "1500us"},
+      {"gpu": 1, "op": "export", "buffer": "c", "name": "hc"},
+      {"gpu": 5, "op": "ppod_commit", "ppod_size": 1, "at": "2ms"},
+      {"op": "reset_node", "gpu": 5, "at": "2500us", "down_for": "20us"},
+      {"gpu": 4, "op": "ppod_commit", "ppod_size": 8, "at": "3ms"},
+      {"gpu": 4, "op": "vpod_commit", "members": [0, 1, 2, 3, 4, 5, 6, 7]}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE(
+    "an activation whose firmware is stalled past the READY poll's limit fails with ETIMEDOUT, "
+    "everything undone, and succeeds once the stall is over",
+    "[protocol][bring_up][faults]") {
+  // The poll looks every 1 ms up to 2000 times (about 2 s); the firmware stalls 3 s.
+  const std::string cfg = write_temp_file("activate-etimedout.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "deactivate"},
+      {"op": "fault", "gpu": 1, "fault": "firmware_stall", "for": "3s"},
+      {"gpu": 1, "op": "activate", "expect": "ETIMEDOUT"},
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h", "expect": "EOPNOTSUPP"},
+      {"gpu": 1, "op": "activate", "at": "3100ms"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h2"}
+    ]}})");
+  auto r = run_podsim({"run", cfg, "--set", "sim.max_time=10s"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu1.driver.activate_time", "count") == 2);  // the bring-up's and the last
 }

@@ -160,3 +160,19 @@ TEST_CASE(
   CHECK(r.stat("pod.gpu0.driver.exports_repeated") == 0);
   CHECK(r.stat("pod.gpu0.driver.revokes") == 1);  // the one export, revoked at teardown
 }
+
+TEST_CASE("every firmware error status, 1 to 9, reaches the sender as ECOMM, and the next succeeds",
+          "[protocol][faults]") {
+  for (int status = 1; status <= 9; ++status) {
+    INFO("status " << status);
+    const std::string cfg = write_temp_file(
+        "status.json",
+        two_imports(R"("fault": "firmware_error", "status": )" + std::to_string(status), 0,
+                    "ECOMM"));
+    auto r = run_podsim({"run", cfg});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);  // ECOMM, then OK, as expected
+    CHECK(r.stat("pod.gpu0.mailbox.errors_answered") == 1);
+    CHECK(r.stat("pod.gpu1.driver.send_failures") == 1);
+  }
+}

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "driver_model/messages.hpp"
+#include "models/npa_mmu/npa_layout.hpp"
 
 using namespace podsim;
 using namespace podsim::driver;
@@ -58,4 +59,12 @@ TEST_CASE("HELLO carries receiver and sender, FAIL its reason, unknown types are
   CHECK(out.handle.lo == f.handle.lo);
   CHECK_FALSE(decode(Dwords{0, 0, 0, 0}, 1, 2, out));
   CHECK_FALSE(decode(Dwords{9, 0, 0, 0}, 1, 2, out));
+}
+
+TEST_CASE("the doorbell's address is 0xFFF<<40 | dst<<30 | port<<8 | ring-select<<6",
+          "[messages][layout]") {
+  // Ring select (PMI): 0 for interrupts, 1 for TLB shootdowns (+0x40).
+  CHECK(doorbell_npa(1, 1, 1) == 0xFFF0040000140ull);
+  CHECK(doorbell_npa(5, 3, 0) == (0xFFFull << 40 | 5ull << 30 | 3ull << 8));
+  CHECK(doorbell_npa(1023, 0, 1) == (0xFFFull << 40 | 1023ull << 30 | 0x40));
 }

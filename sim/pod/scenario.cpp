@@ -126,6 +126,21 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
     if (const auto* f = std::get_if<SendFdStep>(&s.kind))
       fds_sent_[{s.common.gpu, f->to_process}].insert(f->as);
   }
+  // The pod's own steps take no time: each runs at the time it names (one without `at` at the
+  // time of the one before it in the list), whatever the list order.
+  for (auto& [key, idx] : groups_) {
+    if (key.second != 0) continue;
+    std::vector<std::pair<Time, std::size_t>> timed;
+    Time t;
+    for (std::size_t i : idx) {
+      if (steps_[i].common.at) t = *steps_[i].common.at;
+      timed.emplace_back(t, i);
+    }
+    std::stable_sort(timed.begin(), timed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t k = 0; k < idx.size(); ++k)
+      idx[k] = timed[k].second;
+  }
   // The pod's bring-up (protocol setup): every GPU starts as a freshly loaded driver on a
   // device not yet activated, commits its pPod and vPod and activates; the workload starts
   // when all are READY (a barrier of their own), and its steps' `at` count from then.

@@ -2,6 +2,7 @@
 // configs and the default pod, checked through stats.json and run.json.
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
+#include <map>
 
 #include "tests/support/run_podsim.hpp"
 
@@ -728,4 +729,26 @@ TEST_CASE("a call on a GPU that is down (its driver reloading after a reset) get
   CHECK(step_result(r, 1) == "ENODEV");
   CHECK(step_result(r, 2) == "OK");
   CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}
+
+TEST_CASE("the pod's own steps run at the times they name, whatever their order in the list",
+          "[protocol][reset]") {
+  const std::string cfg = write_temp_file("pod-steps-order.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"op": "fault", "gpu": 1, "fault": "firmware_stall", "for": "1us", "at": "356us"},
+      {"op": "reset_node", "gpu": 1, "down_for": "1us", "at": "84us"},
+      {"op": "fault", "gpu": 1, "fault": "firmware_drop"},
+      {"gpu": 0, "op": "wait", "for": "400us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const double start = r.run->at("workload_start_ns").to_number<double>();
+  std::map<std::size_t, double> at;
+  for (const auto& s : r.run->at("steps").as_array())
+    at[s.at("step").to_number<std::size_t>()] = s.at("started_ns").to_number<double>() - start;
+  CHECK(at.at(1) == Approx(84e3));
+  CHECK(at.at(2) == Approx(84e3));  // no `at`: the time of the step before it in the list
+  CHECK(at.at(0) == Approx(356e3));
 }

@@ -166,9 +166,9 @@ Task<void> Driver::deactivation_part(std::shared_ptr<Part> part) {
 
 // This accelerator and every local accelerator CONFIGURED in its vPod come up together: one
 // after the other up to its firmware load (one PSP), each then polled for READY on its own;
-// the call returns once all are READY. If one fails, those that came up are taken back down
-// (the step leaves every state as it was). One reset meanwhile is left alone (it comes back
-// READY by itself).
+// the call returns once all are READY. If one fails, those READY are taken back down (the
+// step leaves every state as it was). A part abandoned by its accelerator's reset is not
+// waited for.
 Task<Errno> Driver::activate_locked(Time t0) {
   if (state_ < AccelState::Configured || !vpod_committed_) co_return Errno::Inval;
   std::vector<std::pair<Driver*, std::shared_ptr<Part>>> parts;
@@ -205,7 +205,7 @@ Task<Errno> Driver::deactivate() {
 // its own task.
 Task<void> Driver::deactivate_host() {
   for (Driver* d : local_accels(AccelState::Ready)) {
-    if (d->state_ < AccelState::Ready) continue;  // reset meanwhile: it came back READY, or not yet
+    if (d->state_ < AccelState::Ready) continue;  // down already
     auto part = std::make_shared<Part>();
     d->runner_.run(d->deactivation_part(part));
     while (!part->finished)

@@ -131,6 +131,15 @@ TEST_CASE(
 // ---- a host's local accelerators (reference §1; driver_model/host.hpp) ----------------------
 
 namespace {
+// Accelerator i of `w` is down: CONFIGURED, NPA translation off, rings unmapped, no firmware.
+void check_down(World& w, int i) {
+  INFO("accelerator " << i);
+  CHECK(w.d(i).accel_state() == AccelState::Configured);
+  CHECK_FALSE(w.env(i).npa_enabled);
+  CHECK_FALSE(w.env(i).rings_mapped);
+  CHECK_FALSE(w.env(i).firmware_loaded);
+}
+
 // Drivers 0..n-1 of `w` unconfigured, with the pPod of `ppod` accelerators committed.
 void configured(World& w, int n, std::uint32_t ppod) {
   for (int i = 0; i < n; ++i) {
@@ -183,13 +192,8 @@ TEST_CASE(
   CHECK_FALSE(w.env(3).npa_enabled);
   // Deactivating one deactivates both.
   CHECK(w.call(w.d(1).deactivate()) == Errno::Ok);
-  for (int i : {0, 1}) {
-    INFO("accelerator " << i);
-    CHECK(w.d(i).accel_state() == AccelState::Configured);
-    CHECK_FALSE(w.env(i).npa_enabled);
-    CHECK_FALSE(w.env(i).rings_mapped);
-    CHECK_FALSE(w.env(i).firmware_loaded);
-  }
+  for (int i : {0, 1})
+    check_down(w, i);
   // Accelerator 2 comes up on its own.
   CHECK(w.call(w.d(2).activate()) == Errno::Ok);
   CHECK(w.d(2).accel_state() == AccelState::Ready);
@@ -209,13 +213,8 @@ TEST_CASE(
     REQUIRE(w.call(w.d(i).vpod_commit(vpod({0, 1}))) == Errno::Ok);
   w.env(1).firmware_never_ready = true;
   CHECK(w.call(w.d(0).activate()) == Errno::TimedOut);
-  for (int i : {0, 1}) {
-    INFO("accelerator " << i);
-    CHECK(w.d(i).accel_state() == AccelState::Configured);
-    CHECK_FALSE(w.env(i).npa_enabled);
-    CHECK_FALSE(w.env(i).rings_mapped);
-    CHECK_FALSE(w.env(i).firmware_loaded);
-  }
+  for (int i : {0, 1})
+    check_down(w, i);
 }
 
 TEST_CASE(

@@ -14,32 +14,84 @@ void Driver::unconfigure() {
   vpod_committed_ = false;
 }
 
-// Bring-up calls are serialized (the driver holds a lock across each): one waits for the one
-// under way.
+// A bring-up call, or one accelerator's part of a host's activation or deactivation, run as
+// a task of its own (the call in the host's runner, a part in its accelerator's): a reset of
+// that accelerator abandons a part with everything else it was doing, and leaves a call and
+// the other parts to finish. Whoever started it waits on `done`.
+struct Driver::Part {
+  bool loaded = false;          // activation: its firmware is loading (the next may begin)
+  bool finished = false;        // it ended, or was abandoned
+  Errno result = Errno::NoDev;  // NoDev: abandoned
+  Time ready_at;                // activation: when it was READY
+  WaitQueue done;
+};
+namespace {
+// Marks a part finished however its frame ends (returned, or destroyed by a reset).
+struct Finish {
+  std::shared_ptr<Driver::Part> part;
+  ~Finish() {
+    part->finished = true;
+    part->done.wake_all();
+  }
+};
+}  // namespace
+
 Task<Errno> Driver::ppod_commit(PpodInfo p) {
-  co_await sleep(cfg_.ioctl_latency);
-  co_await bring_up_lock().lock(env_, this);
-  const Errno e = co_await ppod_commit_locked(p);
-  bring_up_lock().unlock();
-  co_return e;
+  return bring_up({.call = BringUp::PpodCommit, .t0 = env_.now(), .ppod = p});
+}
+Task<Errno> Driver::vpod_commit(VpodInfo v) {
+  return bring_up({.call = BringUp::VpodCommit, .t0 = env_.now(), .vpod = std::move(v)});
+}
+Task<Errno> Driver::activate() {
+  return bring_up({.call = BringUp::Activate, .t0 = env_.now()});
+}
+Task<Errno> Driver::deactivate() {
+  return bring_up({.call = BringUp::Deactivate, .t0 = env_.now()});
 }
 
-Task<Errno> Driver::ppod_commit_locked(PpodInfo p) {
+// Bring-up calls are serialized (the driver holds a lock across each; one waits for the one
+// under way), and each runs as a task of the host's (host.hpp): the caller's reset abandons
+// its wait, and the call goes on for the host's other accelerators.
+Task<Errno> Driver::bring_up(BringUpArgs a) {
+  co_await sleep(cfg_.ioctl_latency);
+  auto call = std::make_shared<Part>();
+  host_->run(host_call(std::move(a), epoch_, call));
+  while (!call->finished)
+    co_await call->done.wait(env_);
+  co_return call->result;
+}
+
+// A call made before a reset of its accelerator is not the fresh driver's: one still waiting
+// for the lock does nothing, one under way leaves this accelerator alone from then on.
+Task<void> Driver::host_call(BringUpArgs a, std::uint64_t epoch, std::shared_ptr<Part> call) {
+  Finish finish{call};
+  Mutex& lock = host_->bring_up_lock();
+  co_await lock.lock(env_, host_);
+  if (epoch_ == epoch) {
+    switch (a.call) {
+      case BringUp::PpodCommit: call->result = co_await ppod_commit_locked(a.ppod, epoch); break;
+      case BringUp::VpodCommit: call->result = commit_vpod(std::move(a.vpod)); break;
+      case BringUp::Activate: call->result = co_await activate_locked(a.t0); break;
+      case BringUp::Deactivate: {
+        const bool ready = state_ >= AccelState::Ready;
+        if (ready) co_await deactivate_host();
+        call->result = ready ? Errno::Ok : Errno::Inval;
+        break;
+      }
+    }
+  }
+  lock.unlock();
+}
+
+Task<Errno> Driver::ppod_commit_locked(PpodInfo p, std::uint64_t epoch) {
   if (state_ >= AccelState::Ready) co_await deactivate_host();  // with its local accelerators
+  if (epoch_ != epoch) co_return Errno::NoDev;  // reset meanwhile: the fresh driver's own
   const bool ok =
       p.size >= 1 && p.size <= cfg_.accel_max && p.accel_id < p.size && p.accel_id == self_;
   ppod_ = ok ? std::optional<PpodInfo>(p) : std::nullopt;
   vpod_committed_ = false;
   state_ = ok ? AccelState::Configured : AccelState::Unconfigured;
   co_return Errno::Ok;
-}
-
-Task<Errno> Driver::vpod_commit(VpodInfo v) {
-  co_await sleep(cfg_.ioctl_latency);
-  co_await bring_up_lock().lock(env_, this);
-  const Errno e = commit_vpod(std::move(v));
-  bring_up_lock().unlock();
-  co_return e;
 }
 
 Errno Driver::commit_vpod(VpodInfo v) {
@@ -58,33 +110,23 @@ Errno Driver::commit_vpod(VpodInfo v) {
   return Errno::Ok;
 }
 
-Task<Errno> Driver::activate() {
-  const Time t0 = env_.now();
-  co_await sleep(cfg_.ioctl_latency);
-  co_await bring_up_lock().lock(env_, this);
-  const Errno e = co_await activate_locked(t0);
-  bring_up_lock().unlock();
-  co_return e;
-}
-
 void Driver::join(Host& host) {
   host.add(*this);
   host_ = &host;
+  own_host_.reset();  // before any call: it has none under way
 }
 
 std::vector<Driver*> Driver::local_accels(AccelState state) {
   std::vector<Driver*> out{this};
-  if (host_)
-    for (Driver* o : host_->drivers())
-      if (o != this && o->state_ == state && o->vpod_committed_ && o->vpod_.id == vpod_.id)
-        out.push_back(o);
+  for (Driver* o : host_->drivers())
+    if (o != this && o->state_ == state && o->vpod_committed_ && o->vpod_.id == vpod_.id)
+      out.push_back(o);
   std::stable_sort(out.begin(), out.end(),
                    [](const Driver* a, const Driver* b) { return a->self_ < b->self_; });
   return out;
 }
 
 Errno Driver::check_local_accels(const VpodInfo& v) const {
-  if (!host_) return Errno::Ok;
   for (const Driver* o : host_->drivers()) {
     if (o == this || o->state_ < AccelState::Configured || !o->vpod_committed_ ||
         o->vpod_.id != v.id)
@@ -98,26 +140,6 @@ Errno Driver::check_local_accels(const VpodInfo& v) const {
   }
   return Errno::Ok;
 }
-
-// One accelerator's part of a bring-up call, run as that accelerator's own task (in its
-// runner): a reset of it abandons the part with everything else it was doing, and a reset of
-// the caller leaves the part to finish. The caller waits on `done`.
-struct Driver::Part {
-  bool loaded = false;          // activation: its firmware is loading (the next may begin)
-  bool finished = false;        // the part ended, or was abandoned with its accelerator's tasks
-  Errno result = Errno::NoDev;  // NoDev: abandoned
-  WaitQueue done;
-};
-namespace {
-// Marks a part finished however its frame ends (returned, or destroyed by a reset).
-struct Finish {
-  std::shared_ptr<Driver::Part> part;
-  ~Finish() {
-    part->finished = true;
-    part->done.wake_all();
-  }
-};
-}  // namespace
 
 // This accelerator's activation: the PSP enables incoming NPA translation (and the NPA VM is
 // made and programmed), the tables start empty (every connection NOT_READY, §1 step 3), the
@@ -145,7 +167,7 @@ Task<void> Driver::activation_part(Time t0, AccelId by, std::shared_ptr<Part> pa
     co_await sleep(cfg_.firmware_poll_interval);
   }
   state_ = AccelState::Ready;
-  activate_time_.record(env_.now() - t0);
+  part->ready_at = env_.now();
   env_.note_call("activate", t0,
                  by == self_ ? std::string("{}") : fmt::format(R"({{"with": {}}})", by));
   part->result = Errno::Ok;
@@ -166,46 +188,60 @@ Task<void> Driver::deactivation_part(std::shared_ptr<Part> part) {
 
 // This accelerator and every local accelerator CONFIGURED in its vPod come up together: one
 // after the other up to its firmware load (one PSP), each then polled for READY on its own;
-// the call returns once all are READY. If one fails, those READY are taken back down (the
-// step leaves every state as it was). A part abandoned by its accelerator's reset is not
-// waited for.
+// the call returns once all are READY. If one fails, those READY are taken back down (a
+// deactivation: connections made meanwhile are reset), so the call leaves every state as it
+// was. An accelerator reset meanwhile is no longer the call's: its part is abandoned, it is
+// not waited for, started or taken down, and its time is not recorded.
 Task<Errno> Driver::activate_locked(Time t0) {
   if (state_ < AccelState::Configured || !vpod_committed_) co_return Errno::Inval;
-  std::vector<std::pair<Driver*, std::shared_ptr<Part>>> parts;
-  for (Driver* d : local_accels(AccelState::Configured)) {
-    if (d->state_ != AccelState::Configured) continue;  // this one, READY already
-    auto part = std::make_shared<Part>();
-    d->runner_.run(d->activation_part(t0, self_, part));
-    while (!part->loaded && !part->finished)
-      co_await part->done.wait(env_);
-    parts.emplace_back(d, std::move(part));
+  struct Member {
+    Driver* d;
+    std::uint64_t epoch;
+    std::shared_ptr<Part> part;
+    bool ours() const { return d->epoch_ == epoch; }
+  };
+  std::vector<Member> members;
+  for (Driver* d : local_accels(AccelState::Configured))
+    if (d->state_ == AccelState::Configured) members.push_back({d, d->epoch_, nullptr});
+  for (Member& m : members) {
+    if (!m.ours() || m.d->state_ != AccelState::Configured) continue;
+    m.part = std::make_shared<Part>();
+    m.d->runner_.run(m.d->activation_part(t0, self_, m.part));
+    while (!m.part->loaded && !m.part->finished)
+      co_await m.part->done.wait(env_);
   }
-  for (auto& [d, part] : parts)
-    while (!part->finished)
-      co_await part->done.wait(env_);
-  const bool failed = std::any_of(parts.begin(), parts.end(), [](const auto& dp) {
-    return dp.second->result == Errno::TimedOut;
+  for (Member& m : members)
+    while (m.part && !m.part->finished)
+      co_await m.part->done.wait(env_);
+  const auto up = [](const Member& m) {
+    return m.part && m.part->result == Errno::Ok && m.ours() && m.d->state_ == AccelState::Ready;
+  };
+  const bool failed = std::any_of(members.begin(), members.end(), [](const Member& m) {
+    return m.part && m.part->result == Errno::TimedOut;
   });
-  if (!failed) co_return Errno::Ok;
-  for (auto& [d, part] : parts)
-    if (part->result == Errno::Ok && d->state_ == AccelState::Ready) d->undo_activation();
+  if (!failed) {
+    for (const Member& m : members)
+      if (up(m)) m.d->activate_time_.record(m.part->ready_at - t0);
+    co_return Errno::Ok;
+  }
+  for (const Member& m : members)
+    if (up(m)) {
+      auto part = std::make_shared<Part>();
+      m.d->runner_.run(m.d->deactivation_part(part));
+      while (!part->finished)
+        co_await part->done.wait(env_);
+    }
   co_return Errno::TimedOut;
 }
 
-Task<Errno> Driver::deactivate() {
-  co_await sleep(cfg_.ioctl_latency);
-  co_await bring_up_lock().lock(env_, this);
-  const bool ready = state_ >= AccelState::Ready;
-  if (ready) co_await deactivate_host();
-  bring_up_lock().unlock();
-  co_return ready ? Errno::Ok : Errno::Inval;
-}
-
 // This accelerator and its READY local accelerators go down, one after the other, each in
-// its own task.
+// its own task. One reset meanwhile (it comes back READY) is no longer the call's.
 Task<void> Driver::deactivate_host() {
-  for (Driver* d : local_accels(AccelState::Ready)) {
-    if (d->state_ < AccelState::Ready) continue;  // down already
+  std::vector<std::pair<Driver*, std::uint64_t>> members;
+  for (Driver* d : local_accels(AccelState::Ready))
+    members.emplace_back(d, d->epoch_);
+  for (auto [d, epoch] : members) {
+    if (d->epoch_ != epoch || d->state_ < AccelState::Ready) continue;
     auto part = std::make_shared<Part>();
     d->runner_.run(d->deactivation_part(part));
     while (!part->finished)

@@ -286,8 +286,8 @@ class WaitQueue {
 // A kernel mutex, held across sleeps: co_await lock(sched) waits until no one holds it.
 class Mutex {
  public:
-  // `owner`: who takes it (a driver), so that a device reset frees it only if that driver's
-  // abandoned tasks held it (a host's accelerators share one).
+  // `owner`: who takes it (a driver, a host), so that a device reset frees it only if that
+  // driver's abandoned tasks held it.
   Task<void> lock(Scheduler& sched, const void* owner) {
     while (held_)
       co_await free_.wait(sched);

@@ -39,10 +39,15 @@ Driver::Driver(const DriverConfig& cfg, AccelId self, VpodInfo vpod, NpaAddrMode
     received_by_type_.push_back(std::make_unique<Counter>(
         stats_, "received." + n, "count", "protocol messages of this type received"));
   }
+  own_host_->add(*this);
   start_workers();
 }
 
-Driver::~Driver() = default;
+// The host's calls under way go first: they may wait on this driver's queues and sleep on its
+// scheduler.
+Driver::~Driver() {
+  host_->stop();
+}
 
 // The IRQ worker handles protocol messages one at a time, in arrival order; the cleanup worker
 // runs revokes, one at a time; the unpinned design adds the eviction worker.
@@ -1100,6 +1105,7 @@ Task<void> Driver::eviction_worker() {
 
 void Driver::device_reset() {
   device_resets_.inc();
+  ++epoch_;
   // It comes back READY with its vPod: the reset's down time covers the driver's reload and
   // its bring-up (the shell brings the hardware back the same way).
   state_ = AccelState::Ready;
@@ -1117,8 +1123,7 @@ void Driver::device_reset() {
   irq_queue_.clear();
   cleanup_queue_.clear();
   next_bo_ = 1;
-  export_lock_.forget(this);  // if their holders were abandoned with everything else
-  bring_up_lock().forget(this);
+  export_lock_.forget(this);  // if its holder was abandoned with everything else
   start_workers();
 }
 

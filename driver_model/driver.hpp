@@ -149,15 +149,15 @@ class Driver {
   // CONFIGURED with a vPod -> READY: the PSP enables incoming NPA translation, the tables
   // start empty (every connection NOT_READY), the rings' receive pages are mapped, and the
   // firmware loads the rings' metadata, polled for READY every firmware_poll_interval up to
-  // firmware_poll_limit times (ETIMEDOUT, everything undone). EINVAL when not CONFIGURED or
-  // no vPod was committed; nothing to do when READY already.
+  // firmware_poll_limit times (ETIMEDOUT, everything undone: those READY deactivated). EINVAL
+  // when not CONFIGURED or no vPod was committed; nothing to do when READY already.
   Task<Errno> activate();
   // READY -> CONFIGURED: every connection reset (no messages: peers are not told), NPA
   // translation off, the firmware halted, the rings unmapped. EINVAL below READY.
   Task<Errno> deactivate();
   const Distribution& activate_time() const { return activate_time_; }
-  // This accelerator is one of `host`'s (which must outlive it); without a host it is alone
-  // on its own. Throws past the host's 8.
+  // This accelerator is one of `host`'s (which must outlive it), joined before any bring-up
+  // call; without a host it is alone on one of its own. Throws past the host's 8.
   void join(Host& host);
   // The pPod the pod's bring-up commits (the PSP's): what a driver made READY starts with, and
   // what one reset while it had none comes back with.
@@ -351,7 +351,18 @@ class Driver {
   Task<void> activation_part(Time t0, AccelId by, std::shared_ptr<Part> part);
   Task<void> deactivation_part(std::shared_ptr<Part> part);
   void undo_activation();
-  Task<Errno> ppod_commit_locked(PpodInfo p);
+  // A bring-up call: after the ioctl's latency it runs as a task of the host's under the
+  // host's lock (host_call), the caller waiting for its result.
+  enum class BringUp : std::uint8_t { PpodCommit, VpodCommit, Activate, Deactivate };
+  struct BringUpArgs {
+    BringUp call;
+    Time t0;  // when the ioctl was made
+    PpodInfo ppod{};
+    VpodInfo vpod{};
+  };
+  Task<Errno> bring_up(BringUpArgs a);
+  Task<void> host_call(BringUpArgs a, std::uint64_t epoch, std::shared_ptr<Part> call);
+  Task<Errno> ppod_commit_locked(PpodInfo p, std::uint64_t epoch);
   Task<Errno> activate_locked(Time t0);
   Errno commit_vpod(VpodInfo v);
   void drop_connections();
@@ -359,9 +370,11 @@ class Driver {
   std::vector<Driver*> local_accels(AccelState state);
   // The local-accelerator checks of a vPod commit against the host's others (EINVAL).
   Errno check_local_accels(const VpodInfo& v) const;
-  Mutex& bring_up_lock() { return host_ ? host_->bring_up_lock() : bring_up_lock_; }
-  Host* host_ = nullptr;
-  Mutex bring_up_lock_;  // bring-up calls run one at a time (the host's, on a host)
+  // A driver not joined to a host is alone on one of its own.
+  std::unique_ptr<Host> own_host_ = std::make_unique<Host>();
+  Host* host_ = own_host_.get();
+  // Device resets so far: a bring-up call made before a reset is not the fresh driver's.
+  std::uint64_t epoch_ = 0;
   AccelState state_ = AccelState::Ready;
   std::optional<PpodInfo> ppod_;
   PpodInfo home_ppod_;

@@ -1,5 +1,8 @@
 // The pod's bring-up and the bring-up steps, run as a user runs them (stats.json, run.json).
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
+
+#include <array>
 
 #include "tests/support/run_podsim.hpp"
 
@@ -395,4 +398,116 @@ TEST_CASE(
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.stat("pod.gpu1.driver.activate_time", "count") == 2);  // the bring-up's and the last
+}
+
+namespace {
+// Host 0 is GPUs 0-3; each of them exports a buffer at 5 ms (`expect[g]`: what the export
+// returns, EOPNOTSUPP unless READY); `steps` before.
+std::string host_exports_config(const std::string& steps,
+                                const std::array<const char*, 4>& expect) {
+  std::string s = R"({"pod": {"gpus": 8, "gpus_per_host": 4}, "workload": {"kind": "scenario",
+    "steps": [)" + steps;
+  for (int g = 0; g < 4; ++g)
+    s += fmt::format(R"(,
+      {{"gpu": {0}, "process": 2, "op": "alloc", "size": "64KiB", "name": "b", "at": "5ms"}},
+      {{"gpu": {0}, "process": 2, "op": "export", "buffer": "b", "name": "h", "expect": "{1}"}})",
+                     g, expect[g]);
+  return s + "]}}";
+}
+}  // namespace
+
+TEST_CASE(
+    "a reset of the GPU whose call takes its host down, before the others' parts began, "
+    "leaves them to be taken down",
+    "[protocol][bring_up][host][reset]") {
+  // GPU 2 deactivates at 100 us; GPU 0's part (PSP, 20 us) is under way when GPU 2 is reset,
+  // before GPU 1's and 3's began. They go down all the same; GPU 2 comes back READY.
+  const std::string cfg =
+      write_temp_file("host-reset-deactivation-early.json",
+                      host_exports_config(R"(
+        {"gpu": 2, "op": "deactivate", "at": "100us", "expect": "ENODEV"},
+        {"op": "reset_node", "gpu": 2, "at": "110us", "down_for": "20us"})",
+                                          {"EOPNOTSUPP", "EOPNOTSUPP", "OK", "EOPNOTSUPP"}));
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE(
+    "a reset of the GPU whose call brings its host up, before the others' parts began, "
+    "leaves them to come up",
+    "[protocol][bring_up][host][reset]") {
+  // GPU 1 activates its host at 300 us; it is reset during its own part (GPU 0's is done,
+  // GPU 2's and 3's have not begun). All four end READY, 2 and 3 by this call.
+  const std::string cfg = write_temp_file("host-reset-activation-early.json",
+                                          host_exports_config(R"(
+        {"gpu": 1, "op": "deactivate", "at": "100us"},
+        {"gpu": 1, "op": "activate", "at": "300us", "expect": "ENODEV"},
+        {"op": "reset_node", "gpu": 1, "at": "330us", "down_for": "20us"})",
+                                                              {"OK", "OK", "OK", "OK"}));
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu2.driver.activate_time", "count") == 2);
+  CHECK(r.stat("pod.gpu3.driver.activate_time", "count") == 2);
+}
+
+TEST_CASE(
+    "a reset of the GPU whose call takes its host down keeps the host's bring-up lock held "
+    "until the others' parts finish: a call queued behind it runs after them",
+    "[protocol][bring_up][host][reset]") {
+  // GPU 0's deactivation takes GPU 1 down (its 64 MiB import of GPU 4's takes ~330 us to
+  // invalidate); GPU 0 is reset meanwhile, and GPU 2's activate, queued for the lock, runs
+  // only once GPU 1 is down, and brings 1-3 back. GPU 1 then exports to GPU 5, whose
+  // accesses are served (before, the activate ran while GPU 1 was going down, and left it
+  // READY with NPA translation off: every access refused).
+  const std::string cfg = write_temp_file("host-reset-lock.json", R"({
+    "pod": {"gpus": 8, "gpus_per_host": 4},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 4, "op": "alloc", "size": "64MiB", "name": "b"},
+      {"gpu": 4, "op": "export", "buffer": "b", "name": "h4"},
+      {"gpu": 4, "op": "send_handle", "handle": "h4", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h4", "name": "fd"},
+      {"gpu": 1, "op": "map", "fd": "fd", "name": "m"},
+      {"gpu": 0, "op": "deactivate", "at": "1000us", "expect": "ENODEV"},
+      {"gpu": 2, "op": "activate", "at": "1010us"},
+      {"op": "reset_node", "gpu": 0, "at": "1030us", "down_for": "20us"},
+      {"gpu": 1, "process": 3, "op": "alloc", "size": "1MiB", "name": "b", "at": "5ms"},
+      {"gpu": 1, "process": 3, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 1, "process": 3, "op": "send_handle", "handle": "h", "to": 5},
+      {"gpu": 5, "process": 3, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 5, "process": 3, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 5, "process": 3, "op": "access", "mappings": ["m"], "accesses": 30}
+    ]}})");
+  // (The teardown's revoke of GPU 4's export waits seconds for GPU 1, which forgot it.)
+  auto r = run_podsim({"run", cfg, "--set", "sim.max_time=30s"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu5.agent.remote_faults") == 0);
+  CHECK(r.stat("pod.gpu1.npa_mmu.refused_disabled") == 0);
+  CHECK(r.stat("pod.gpu1.driver.activate_time", "count") == 2);
+}
+
+TEST_CASE(
+    "an activation that times out takes back down only the GPUs it brought up: not one reset "
+    "meanwhile, and their time is not recorded",
+    "[protocol][bring_up][host][reset][faults]") {
+  // GPU 0 activates its host at 300 us; GPU 3's firmware is stalled, so the call times out
+  // (3 looks) about 2.4 ms later, after GPUs 0-2 were READY; GPU 1 is reset in between and is
+  // no longer the call's: it stays READY. GPUs 0 and 2 go back to CONFIGURED.
+  const std::string cfg =
+      write_temp_file("host-activation-undo.json",
+                      host_exports_config(R"(
+        {"gpu": 0, "op": "deactivate", "at": "100us"},
+        {"op": "fault", "gpu": 3, "fault": "firmware_stall", "for": "10ms", "at": "290us"},
+        {"gpu": 0, "op": "activate", "at": "300us", "expect": "ETIMEDOUT"},
+        {"op": "reset_node", "gpu": 1, "at": "1500us", "down_for": "20us"})",
+                                          {"EOPNOTSUPP", "OK", "EOPNOTSUPP", "EOPNOTSUPP"}));
+  auto r = run_podsim({"run", cfg, "--set", "gpu.driver.firmware_poll_limit=3"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  for (int g : {0, 2, 3}) {
+    INFO("gpu" << g);
+    CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "count") == 1);
+  }
 }

@@ -1137,9 +1137,16 @@ Holdings Driver::holdings() const {
   h.buffers = bos_.size();
   for (const auto& [id, bo] : bos_) {
     h.pins += bo.pins;
-    h.details.push_back(fmt::format("{}: {} reference(s), {} handle(s), {} pin(s)", describe(bo),
-                                    bo.refs, bo.handle_count, bo.pins));
+    h.details.push_back({id, fmt::format("{}: {} reference(s), {} handle(s), {} pin(s)",
+                                         describe(bo), bo.refs, bo.handle_count, bo.pins)});
   }
+  for (const auto& n : imports_.nodes())
+    h.held_imports.push_back({n->handle(), n->bo(),
+                              conns_.established(n->handle().exporter()) &&
+                                  conns_.generation(n->handle().exporter()) == n->generation()});
+  for (const auto& n : exports_.nodes())
+    for (AccelId i = 0; i < kMaxAccels; ++i)
+      if (n->importer(i)) h.grants.emplace_back(n->handle().lo, i);
   for (const auto& [owner, w] : windows_)
     h.npa_ranges += w.allocated_ranges();
   h.exports = exports_.size();

@@ -78,7 +78,21 @@ struct PpodInfo {
 struct Holdings {
   std::uint64_t buffers = 0, pins = 0, npa_ranges = 0, exports = 0, revoking = 0, imports = 0,
                 handles = 0, fds = 0, waiters = 0, busy_tasks = 0;
-  std::vector<std::string> details;  // one line per buffer still allocated
+  struct Detail {
+    std::uint64_t bo;
+    std::string text;
+  };
+  std::vector<Detail> details;  // one line per buffer still allocated
+  // Imports still held, the buffer each holds (0: none yet), and whether the connection to
+  // its exporter is still the one its NPA_REQ went out on (else a reset should have taken it).
+  struct Import {
+    UalinkHandle handle;
+    std::uint64_t bo;
+    bool same_connection;
+  };
+  std::vector<Import> held_imports;
+  // The exports still alive and whom each is granted to: (handle lo, importer).
+  std::vector<std::pair<std::uint64_t, AccelId>> grants;
 };
 
 // Where a fault step makes the driver fail: the exporter's handling of an NPA_REQ (answered

@@ -174,4 +174,14 @@ void ImportTable::digest(Digest& d) const {
   }
 }
 
+std::vector<ImportTable::Ptr> ImportTable::nodes() const {
+  std::vector<Ptr> out;
+  out.reserve(imports_.size());
+  for (const auto& [lo, n] : imports_)
+    out.push_back(n);
+  std::sort(out.begin(), out.end(),
+            [](const Ptr& a, const Ptr& b) { return a->handle().lo < b->handle().lo; });
+  return out;
+}
+
 }  // namespace podsim::driver

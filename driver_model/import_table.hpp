@@ -72,6 +72,8 @@ class ImportTable {
   using Ptr = std::shared_ptr<ImportNode>;
 
   std::size_t size() const { return imports_.size(); }
+  // Every node, by handle lo (in order).
+  std::vector<Ptr> nodes() const;
   bool contains(std::uint64_t lo) const { return imports_.count(lo) != 0; }
   // The node's state; TEARDOWN if there is none.
   ImportState state(std::uint64_t lo) const;

@@ -82,7 +82,7 @@ bool NpaMmu::resolve(Access& a, tlm::tlm_generic_payload& gp, Time at, Time& don
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return false;
   }
-  check_released(a, pte, at);
+  check_granted(a, pte, at);
   a.pa = (pte.frame << kPageShift) | (a.npa & (kPageSize - 1));
   gp.set_address(a.pa);
   return true;
@@ -114,12 +114,27 @@ void NpaMmu::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& de
   if (on) to_vram->b_transport(gp, delay);
 }
 
-void NpaMmu::check_released(const Access& a, const Pte& pte, Time at) {
-  if (!invariants_ || released_.empty()) return;
-  auto r = released_.find(pte.tag);
-  if (r != released_.end() && r->second[a.src])
+void NpaMmu::check_granted(const Access& a, const Pte& pte, Time at) {
+  if (!invariants_ || pte.tag == 0) return;  // tag 0: the rings' receive pages
+  if (pte.tag != last_tag_) {
+    const auto g = grants_.find(pte.tag);
+    last_tag_ = pte.tag;
+    last_grants_ = g == grants_.end() ? nullptr : &g->second;
+  }
+  if (last_grants_ && last_grants_->live.test(a.src)) [[likely]]
+    return;
+  report_ungranted(a, pte, at);
+}
+
+void NpaMmu::report_ungranted(const Access& a, const Pte& pte, Time at) {
+  if (last_grants_ && last_grants_->released.test(a.src))
     invariants_->report(at, fmt::format("gpu{} served an access from gpu{} to export {:016x} "
                                         "(NPA {:#x}) after gpu{} had released it",
+                                        self_, a.src, pte.tag, a.npa, a.src));
+  else
+    invariants_->report(at, fmt::format("gpu{} served an access from gpu{} to export {:016x} "
+                                        "(NPA {:#x}), which gpu{} was never granted (a stale "
+                                        "mapping into a reused NPA range)",
                                         self_, a.src, pte.tag, a.npa, a.src));
 }
 
@@ -161,37 +176,42 @@ bool NpaMmu::any_mapped(std::uint64_t first_key, std::uint64_t pages) const {
 }
 
 void NpaMmu::mark_released(std::uint64_t tag, AccelId importer) {
-  auto& v = released_[tag];
-  if (v.empty()) v.assign(kMaxAccels, false);
-  v[importer] = true;
+  Grants& g = grants_[tag];
+  if (g.live.test(importer)) g.released.set(importer);
+  g.live.reset(importer);
+  last_tag_ = 0;  // the entry may be new: look again
 }
 
 void NpaMmu::mark_granted(std::uint64_t tag, AccelId importer) {
-  auto r = released_.find(tag);
-  if (r == released_.end()) return;
-  r->second[importer] = false;
-  if (std::none_of(r->second.begin(), r->second.end(), [](bool b) { return b; }))
-    released_.erase(r);
+  Grants& g = grants_[tag];
+  g.live.set(importer);
+  g.released.reset(importer);
+  last_tag_ = 0;
 }
 
 void NpaMmu::reset() {
   enabled_ = true;  // the device comes back activated (its down time covers the bring-up)
   table_.clear();
-  released_.clear();
+  grants_.clear();
+  last_tag_ = 0;
+  last_grants_ = nullptr;
   mmu_.flush(FlushKind::Heavyweight);
 }
 
 void NpaMmu::digest(Digest& d) const {
   table_.digest(d);
   std::vector<std::uint64_t> tags;
-  for (const auto& kv : released_)
+  for (const auto& kv : grants_)
     tags.push_back(kv.first);
   std::sort(tags.begin(), tags.end());
   for (std::uint64_t t : tags) {
     d.add(t);
-    const std::vector<bool>& v = released_.at(t);
-    for (std::size_t i = 0; i < v.size(); ++i)
-      if (v[i]) d.add(i);
+    const Grants& g = grants_.at(t);
+    for (std::size_t i = 0; i < kMaxAccels; ++i)
+      if (g.live.test(i)) d.add(i);
+    d.add(~std::uint64_t{0});
+    for (std::size_t i = 0; i < kMaxAccels; ++i)
+      if (g.released.test(i)) d.add(i);
   }
 }
 

@@ -4,13 +4,16 @@
 // answered as a remote fault, one whose PTE has X=1 (a revoke or a page move in progress) as
 // a retry; neither reaches memory.
 //
-// It also keeps the invariant that no access is served for an import after the importer
-// released it (or its connection was reset): each PTE carries the export it belongs to.
+// It also keeps the pod's isolation invariant: an access is served from an export only to an
+// importer the exporter's driver granted it to and has not taken back (a release, a revoke, a
+// connection reset, a reset of this device), in every address mode. Each PTE carries the
+// export it belongs to; the rings' receive pages (tag 0) take any sender's writes.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include <bitset>
 #include <unordered_map>
 #include <vector>
 
@@ -46,10 +49,13 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   std::uint64_t key_of(std::uint64_t npa, AccelId requester) const;
   std::size_t mapped_pages() const { return table_.mapped_pages(); }
   const PageTable& page_table() const { return table_; }
-  // `importer` gave up export `tag`: serving it from now on violates the protocol's promise.
+  // The driver granted export `tag` to `importer` (an NPA_RSP, or a direct setup's grant):
+  // its accesses to the export are served rightly from now on.
+  void mark_granted(std::uint64_t tag, AccelId importer);
+  // `importer` no longer holds export `tag` (released, revoked, its connection reset):
+  // serving it from now on breaks isolation.
   void mark_released(std::uint64_t tag, AccelId importer);
-  void mark_granted(std::uint64_t tag, AccelId importer);  // granted anew: no longer released
-  // The NPA page table and the releases noted; what the MMU has cached.
+  // The NPA page table and the grants noted; what the MMU has cached.
   void digest(Digest& d) const;
   void digest_caches(Digest& d) const;
   // Device reset: no mappings, an empty TLB.
@@ -70,8 +76,9 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   void translate(tlm::tlm_generic_payload* gp);
   // A blocking (loosely timed) access: translated at once, then on to memory's b_transport.
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-  // The invariant: nothing is served to an importer after it released the export.
-  void check_released(const Access& a, const Pte& pte, Time at);
+  // The invariant: an access is served only to an importer holding a grant of the export.
+  void check_granted(const Access& a, const Pte& pte, Time at);
+  void report_ungranted(const Access& a, const Pte& pte, Time at);
   // An answer (from VRAM, or a refusal here) goes back through the request's port.
   void answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d);
   void end_of_elaboration() override;
@@ -83,7 +90,13 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   InvariantLog* invariants_;
   MmuCore mmu_;
   PageTable table_;
-  std::unordered_map<std::uint64_t, std::vector<bool>> released_;  // by tag, by importer
+  struct Grants {
+    std::bitset<kMaxAccels> live;      // granted and not taken back
+    std::bitset<kMaxAccels> released;  // granted once, taken back since (for the message)
+  };
+  std::unordered_map<std::uint64_t, Grants> grants_;  // by export tag
+  std::uint64_t last_tag_ = 0;                        // the last export checked, and its grants
+  const Grants* last_grants_ = nullptr;
   TimedQueue<tlm::tlm_generic_payload*> arrivals_;
   std::vector<ResponseLane> to_ports_;  // from_ports' response sides, by plane
   RequestLane to_vram_lane_;            // to_vram's request side

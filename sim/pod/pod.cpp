@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -146,16 +147,39 @@ void Pod::control() {
     }
     if (!idle && owned_[0])
       invariants_.report(sim_now(), "the drivers were still busy long after teardown");
-    check_holdings();
+    collect_holdings();
+    if (ranks_ == 1) judge_holdings();  // a split run's rank 0 judges once it has every rank's
   }
   finished_ = true;
   sc_core::sc_stop();
 }
 
-void Pod::check_holdings() {
-  for (const auto& g : gpus_) {
-    if (!owned_[g->id()] || g->down()) continue;
-    const driver::Holdings h = g->driver.driver().holdings();
+void Pod::collect_holdings() {
+  held_at_ = sim_now();
+  for (const auto& g : gpus_)
+    if (owned_[g->id()] && !g->down()) held_.push_back({g->id(), g->driver.driver().holdings()});
+}
+
+void Pod::judge_holdings() {
+  std::sort(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.gpu < b.gpu; });
+  std::set<std::pair<std::uint64_t, AccelId>> granted;
+  for (const Held& g : held_)
+    granted.insert(g.h.grants.begin(), g.h.grants.end());
+  for (Held& g : held_) {
+    driver::Holdings& h = g.h;
+    for (const driver::Holdings::Import& imp : h.held_imports) {
+      const AccelId exporter = imp.handle.exporter();
+      if (granted.count({imp.handle.lo, g.gpu}) || exporter == g.gpu || !imp.same_connection)
+        continue;
+      stale_imports_.push_back({g.gpu, exporter, imp.handle.lo});
+      --h.imports;
+      const auto d = std::find_if(h.details.begin(), h.details.end(),
+                                  [&](const auto& line) { return line.bo == imp.bo; });
+      if (imp.bo != 0 && d != h.details.end()) {
+        h.details.erase(d);
+        --h.buffers;
+      }
+    }
     std::vector<std::string> held;
     auto add = [&](std::uint64_t n, const char* what) {
       if (n) held.push_back(fmt::format("{} {}", n, what));
@@ -171,12 +195,12 @@ void Pod::check_holdings() {
     add(h.waiters, "waiter(s)");
     add(h.busy_tasks, "unfinished call(s)");
     if (held.empty()) continue;
-    std::string what = fmt::format("gpu{} still holds after teardown:", g->id());
+    std::string what = fmt::format("gpu{} still holds after teardown:", g.gpu);
     for (std::size_t i = 0; i < held.size(); ++i)
       what += (i ? ", " : " ") + held[i];
     for (const auto& line : h.details)
-      what += "\n    " + line;
-    invariants_.report(sim_now(), what);
+      what += "\n    " + line.text;
+    invariants_.report(held_at_, what);
   }
 }
 
@@ -484,6 +508,33 @@ void Pod::gather_ranks() {
     out.str(r.result);
     out.put(r.retries);
   }
+  // What this rank's drivers still held at teardown, for rank 0's judgement.
+  out.put(held_at_.as_ps());
+  out.put(static_cast<std::uint64_t>(held_.size()));
+  for (const Held& g : held_) {
+    const driver::Holdings& h = g.h;
+    out.put(static_cast<std::uint32_t>(g.gpu));
+    for (std::uint64_t n : {h.buffers, h.pins, h.npa_ranges, h.exports, h.revoking, h.imports,
+                            h.handles, h.fds, h.waiters, h.busy_tasks})
+      out.put(n);
+    out.put(static_cast<std::uint64_t>(h.details.size()));
+    for (const auto& d : h.details) {
+      out.put(d.bo);
+      out.str(d.text);
+    }
+    out.put(static_cast<std::uint64_t>(h.held_imports.size()));
+    for (const auto& i : h.held_imports) {
+      out.put(i.handle.lo);
+      out.put(i.handle.hi);
+      out.put(i.bo);
+      out.put(static_cast<std::uint8_t>(i.same_connection));
+    }
+    out.put(static_cast<std::uint64_t>(h.grants.size()));
+    for (const auto& [lo, importer] : h.grants) {
+      out.put(lo);
+      out.put(static_cast<std::uint32_t>(importer));
+    }
+  }
 
   const std::vector<std::vector<unsigned char>> all = comm_->gather(message);
   if (comm_->rank() != 0) return;
@@ -578,7 +629,37 @@ void Pod::gather_ranks() {
       s.retries = in.get<std::uint32_t>();
       rank_records_.push_back(std::move(s));
     }
+    held_at_ = std::max(held_at_, Time::ps(in.get<std::int64_t>()));
+    const auto nh = in.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < nh; ++i) {
+      Held g{static_cast<AccelId>(in.get<std::uint32_t>()), {}};
+      driver::Holdings& h = g.h;
+      for (std::uint64_t* n : {&h.buffers, &h.pins, &h.npa_ranges, &h.exports, &h.revoking,
+                               &h.imports, &h.handles, &h.fds, &h.waiters, &h.busy_tasks})
+        *n = in.get<std::uint64_t>();
+      const auto nd = in.get<std::uint64_t>();
+      for (std::uint64_t k = 0; k < nd; ++k) {
+        const auto bo = in.get<std::uint64_t>();
+        h.details.push_back({bo, in.str()});
+      }
+      const auto ni = in.get<std::uint64_t>();
+      for (std::uint64_t k = 0; k < ni; ++k) {
+        driver::Holdings::Import imp;
+        imp.handle.lo = in.get<std::uint64_t>();
+        imp.handle.hi = in.get<std::uint64_t>();
+        imp.bo = in.get<std::uint64_t>();
+        imp.same_connection = in.get<std::uint8_t>() != 0;
+        h.held_imports.push_back(imp);
+      }
+      const auto ngr = in.get<std::uint64_t>();
+      for (std::uint64_t k = 0; k < ngr; ++k) {
+        const auto lo = in.get<std::uint64_t>();
+        h.grants.emplace_back(lo, static_cast<AccelId>(in.get<std::uint32_t>()));
+      }
+      held_.push_back(std::move(g));
+    }
   }
+  judge_holdings();
   invariants_.sort();
 }
 

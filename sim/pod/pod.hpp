@@ -54,6 +54,16 @@ class Pod final : public sc_core::sc_module, public HasStats {
   bool finished() const { return finished_; }
   std::vector<std::string> failures() const;
   const InvariantLog& invariants() const { return invariants_; }
+  // An import still held at teardown whose exporter no longer grants it: the exporter forgot
+  // it (a reset, or its side of the connection reset) without telling the importer, which in
+  // the driver finds out only when their connection is set up again. Not a violation: the
+  // driver's lazy cleanup, reported beside the results.
+  struct StaleImport {
+    AccelId importer;
+    AccelId exporter;
+    std::uint64_t handle_lo;
+  };
+  const std::vector<StaleImport>& stale_imports() const { return stale_imports_; }
   const ScenarioRunner& scenario() const { return *scenario_; }
   // Every step run, in step order (a partitioned run: every rank's, on rank 0).
   std::vector<StepRecord> step_records() const;
@@ -117,7 +127,17 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // The rank whose copy of the component a stat belongs to counts (a GPU's, a switch's), or -1
   // for stats every rank adds to (links, the summary).
   std::int64_t stat_owner(std::string_view path) const;
-  void check_holdings();
+  // The teardown's check of what the drivers still hold: collected where each GPU ran,
+  // judged where every GPU's are (rank 0), an import against every exporter's grants.
+  void collect_holdings();
+  void judge_holdings();
+  struct Held {
+    AccelId gpu;
+    driver::Holdings h;
+  };
+  std::vector<Held> held_;
+  Time held_at_;
+  std::vector<StaleImport> stale_imports_;
 
   HostPhases host_;  // first: its clock starts when the pod starts being built
   PodConfig cfg_;

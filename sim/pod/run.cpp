@@ -285,6 +285,15 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     violations.push_back(std::move(o));
   }
   run["invariant_violations"] = std::move(violations);
+  boost::json::array stale;  // imports whose exporters forgot them (Pod::StaleImport)
+  for (const auto& i : pod.stale_imports()) {
+    boost::json::object o;
+    o["importer"] = i.importer;
+    o["exporter"] = i.exporter;
+    o["handle_lo"] = fmt::format("{:016x}", i.handle_lo);
+    stale.push_back(std::move(o));
+  }
+  run["stale_imports"] = std::move(stale);
   boost::json::array faults;  // each GPU's first faults, with address and time
   for (std::size_t g = 0; g < pod.gpu_count(); ++g)
     for (const FaultRecord& f : pod.fault_log(g)) {

@@ -90,6 +90,16 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
              pod.invariants().ok() ? "held"
                                    : fmt::format("{} violation(s), see stderr",
                                                  pod.invariants().violations().size()));
+  if (!pod.stale_imports().empty()) {
+    fmt::print(out,
+               "{:<18}{} held at teardown, which their exporters no longer grant (forgotten "
+               "without telling the importer: a reset, a deactivation or a connection reset; "
+               "the driver drops one only when the two connect again)\n",
+               "stale imports", pod.stale_imports().size());
+    for (const auto& i : pod.stale_imports())
+      fmt::print(out, "  gpu{} holds gpu{}'s export {:016x}\n", i.importer, i.exporter,
+                 i.handle_lo);
+  }
   fmt::print(out, "{:<18}{}/stats.json, config.json, run.json\n", "outputs", out_dir);
 }
 

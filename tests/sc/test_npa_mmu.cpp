@@ -22,8 +22,10 @@ struct Requester : test::TlmRequester {
 };
 }  // namespace
 
-TEST_CASE("NPA MMU: served, retried, refused, served after release is reported",
-          "[sc][npa_mmu][invariants]") {
+TEST_CASE(
+    "NPA MMU: served, retried, refused, and served to an importer after its release, or never "
+    "granted, is reported",
+    "[sc][npa_mmu][invariants]") {
   InvariantLog log;
   VramConfig vcfg;
   Dispatcher events("events");
@@ -40,6 +42,8 @@ TEST_CASE("NPA MMU: served, retried, refused, served after release is reported",
   const std::uint64_t tag = 0xABCD'0007;
   mmu.map_page(512, 40, tag);
   mmu.map_page(513, 90, tag);
+  mmu.mark_granted(tag, 3);
+  mmu.mark_granted(tag, 5);
   const std::uint64_t npa = (7ull << 41) | (512ull << 12);
   const auto served = req.send(3, npa);
   const auto second_page = req.send(3, npa + 4096 + 64);
@@ -54,18 +58,29 @@ TEST_CASE("NPA MMU: served, retried, refused, served after release is reported",
   mmu.mark_released(tag, 3);
   const auto other = req.send(5, npa);  // another importer: fine
   const auto stale = req.send(3, npa);  // importer 3 released it: a violation
+  const auto never = req.send(6, npa);  // importer 6 was never granted it: a violation
   sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
 
-  REQUIRE(req.answers.size() == 6);
+  REQUIRE(req.answers.size() == 7);
   CHECK(req.status(served) == AccessStatus::Ok);
   CHECK(req.status(second_page) == AccessStatus::Ok);
   CHECK(req.status(unmapped) == AccessStatus::RemoteFault);
   CHECK(req.status(retried) == AccessStatus::Retry);
   CHECK(req.status(other) == AccessStatus::Ok);
   CHECK(req.status(stale) == AccessStatus::Ok);  // served, and reported
-  REQUIRE(log.violations().size() == 1);
-  CHECK_THAT(log.violations()[0].what,
-             Catch::Contains("gpu7 served an access from gpu3") && Catch::Contains("abcd0007"));
+  CHECK(req.status(never) == AccessStatus::Ok);
+  REQUIRE(log.violations().size() == 2);
+  CHECK_THAT(log.violations()[0].what, Catch::Contains("gpu7 served an access from gpu3") &&
+                                           Catch::Contains("abcd0007") &&
+                                           Catch::Contains("after gpu3 had released it"));
+  CHECK_THAT(log.violations()[1].what, Catch::Contains("gpu7 served an access from gpu6") &&
+                                           Catch::Contains("which gpu6 was never granted"));
+  // Granted again (a re-import): served rightly.
+  mmu.mark_granted(tag, 3);
+  const auto again = req.send(3, npa);
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
+  CHECK(req.status(again) == AccessStatus::Ok);
+  CHECK(log.violations().size() == 2);
   CHECK(mmu.any_mapped(512, 2));
   mmu.unmap_page(512);
   mmu.unmap_page(513);

@@ -214,3 +214,12 @@ TEST_CASE("an output directory rank 0 cannot make ends every rank, exit 2", "[pa
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("cannot create the output directory") != std::string::npos);
 }
+
+TEST_CASE(
+    "a stale importer's isolation violations and its stale import are the same split over 2 "
+    "and 3 ranks",
+    "[partition][isolation]") {
+  same_at_every_rank_count(
+      {"run", "--quiet", podsim::test::source_path("tests/sc/configs/stale-importer.json")},
+      {2, 3});
+}

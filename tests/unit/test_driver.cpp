@@ -519,7 +519,8 @@ TEST_CASE("revoke: B3 reintroduced, the no-importer cleanup leaks the buffer",
   const Holdings held = w.d(0).holdings();
   CHECK(held.buffers == 1);
   REQUIRE(held.details.size() == 1);
-  CHECK_THAT(held.details[0], Catch::Contains("VRAM buffer") && Catch::Contains("1 reference"));
+  CHECK_THAT(held.details[0].text,
+             Catch::Contains("VRAM buffer") && Catch::Contains("1 reference"));
 }
 
 TEST_CASE("revoke: an importer that never releases is reset after 5 s", "[driver][revoke]") {

@@ -119,7 +119,8 @@ void Driver::join(Host& host) {
 std::vector<Driver*> Driver::local_accels(AccelState state) {
   std::vector<Driver*> out{this};
   for (Driver* o : host_->drivers())
-    if (o != this && o->state_ == state && o->vpod_committed_ && o->vpod_.id == vpod_.id)
+    if (o != this && !o->down_ && o->state_ == state && o->vpod_committed_ &&
+        o->vpod_.id == vpod_.id)
       out.push_back(o);
   std::stable_sort(out.begin(), out.end(),
                    [](const Driver* a, const Driver* b) { return a->self_ < b->self_; });

@@ -354,7 +354,9 @@ Task<Result<UalinkHandle>> Driver::export_handle(ProcessId p, GemHandle gem) {
     ++bos_.at(id).refs;
     co_await sleep(cfg_.export_alloc_latency);
     Bo& bo = bos_.at(id);
-    if (bo.handle_count == 0)
+    if (!ualink_active())
+      r.err = Errno::OpNotSupp;  // deactivated meanwhile: no table to insert into
+    else if (bo.handle_count == 0)
       r.err = Errno::NoEnt;  // its last GEM handle was closed meanwhile
     else if (take_failure(FailPoint::ExportAlloc))
       r.err = Errno::NoMem;  // the node or the dma-buf could not be allocated
@@ -429,6 +431,8 @@ NpaRangeAllocator& Driver::window(AccelId importer) {
     const std::uint64_t first =
         alias ? alias_first_range_page(cfg_.accel_max) : NpaRangeAllocator::kRingPages;
     it = windows_.emplace(key, NpaRangeAllocator(first, end)).first;
+    for (const Quarantine::Range& r : quarantine_.ranges)
+      if (r.window == key) it->second.reserve(r.start, r.pages);
   }
   return it->second;
 }
@@ -820,7 +824,9 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
   if (take_failure(FailPoint::ImportAlloc)) co_return abandon(Errno::NoMem);
   const Fd fd = finish_import(p, *node);
   import_time_.record(env_.now() - t0);
-  env_.note_call("import", t0, fmt::format("{{\"exporter\": {}}}", h.exporter()));
+  env_.note_call("import", t0,
+                 fmt::format(R"({{"exporter": {}, "npa_page": "{:#x}", "pages": {}}})",
+                             h.exporter(), node->npa_page(), node->size_pages()));
   co_return Result<Fd>{Errno::Ok, fd};
 }
 
@@ -925,6 +931,51 @@ Task<Errno> Driver::setup(AccelId peer, bool wait) {
 void Driver::established(AccelId peer) {
   conns_.establish(peer);
   check_stale_imports(peer);
+  quarantine_connected(peer);
+}
+
+// Before the reset's state goes: whom this driver had granted an export to, and the ranges
+// given out, added to a quarantine still under way.
+void Driver::quarantine_on_reset() {
+  if (quarantine_.pending.empty()) quarantine_.pending.assign(kMaxAccels, false);
+  for (const auto& n : exports_.nodes())
+    for (AccelId i = 0; i < kMaxAccels; ++i)
+      if (n->importer(i) && !quarantine_.pending[i]) {
+        quarantine_.pending[i] = true;
+        ++quarantine_.left;
+      }
+  if (quarantine_.left == 0) return;
+  for (const auto& [key, w] : windows_)
+    for (const auto& [start, pages] : w.allocated())
+      quarantine_.ranges.push_back({key, start, pages});
+}
+
+// A connection established with a former importer: on its side, the handshake reset what it
+// held of ours (§9), stale imports included. The last one lifts the quarantine.
+void Driver::quarantine_connected(AccelId peer) {
+  if (quarantine_.left == 0 || !quarantine_.pending[peer]) return;
+  quarantine_.pending[peer] = false;
+  if (--quarantine_.left > 0) return;
+  for (const Quarantine::Range& r : quarantine_.ranges)
+    if (auto w = windows_.find(r.window); w != windows_.end())
+      w->second.unreserve(r.start, r.pages);
+  quarantine_.ranges.clear();
+}
+
+void Driver::set_down(bool down) {
+  const bool back = down_ && !down;
+  down_ = down;
+  if (back) came_back();
+}
+
+void Driver::came_back() {
+  if (cfg_.after_reset != AfterReset::Announce || quarantine_.left == 0) return;
+  for (AccelId p = 0; p < kMaxAccels; ++p)
+    if (quarantine_.pending[p]) runner_.run(announce_to(p));
+}
+
+Task<void> Driver::announce_to(AccelId peer) {
+  co_await setup(peer, true);
 }
 
 void Driver::check_stale_imports(AccelId peer) {
@@ -1112,6 +1163,7 @@ void Driver::device_reset() {
   if (!ppod_) ppod_ = home_ppod_;  // the PSP's pPod, as before
   vpod_committed_ = true;
   failures_ = {};  // a fault step's pending failures go with the device
+  if (cfg_.after_reset != AfterReset::Lazy) quarantine_on_reset();
   // Abandon everything in flight; the frames go, the state goes.
   runner_.cancel_all();
   bos_.clear();

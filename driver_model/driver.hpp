@@ -213,6 +213,10 @@ class Driver {
   // The device is reset: everything in flight is abandoned and all driver state is lost (the
   // shell resets the hardware). It comes back with fresh state, as a driver reload would.
   void device_reset();
+  // The device is down (from a reset for its down time) or up again: a local accelerator that
+  // is down takes no part in its host's bring-up calls; back up, with after_reset = announce,
+  // it connects to every former importer never told of the reset.
+  void set_down(bool down);
   void set_ualink_active(bool active) {
     state_ = active ? AccelState::Ready : AccelState::Configured;
   }
@@ -380,7 +384,8 @@ class Driver {
   Task<Errno> activate_locked(Time t0);
   Errno commit_vpod(VpodInfo v);
   void drop_connections();
-  // This accelerator and its local accelerators (host.hpp) in `state`, by accelerator ID.
+  // This accelerator and its local accelerators (host.hpp) in `state`, by accelerator ID (not
+  // those down after a reset: they come back as the reset leaves them).
   std::vector<Driver*> local_accels(AccelState state);
   // The local-accelerator checks of a vPod commit against the host's others (EINVAL).
   Errno check_local_accels(const VpodInfo& v) const;
@@ -389,6 +394,24 @@ class Driver {
   Host* host_ = own_host_.get();
   // Device resets so far: a bring-up call made before a reset is not the fresh driver's.
   std::uint64_t epoch_ = 0;
+  // after_reset = quarantine or announce: kept across device resets, as the firmware would.
+  // The NPA ranges given out before (by window key) are reserved until every importer they
+  // had been granted to has connected again (its stale imports dropped then).
+  struct Quarantine {
+    struct Range {
+      AccelId window;
+      std::uint64_t start, pages;
+    };
+    std::vector<Range> ranges;
+    std::vector<bool> pending;  // former importers not connected again yet
+    std::size_t left = 0;
+  };
+  Quarantine quarantine_;
+  void quarantine_on_reset();
+  void quarantine_connected(AccelId peer);
+  Task<void> announce_to(AccelId peer);
+  void came_back();
+  bool down_ = false;
   AccelState state_ = AccelState::Ready;
   std::optional<PpodInfo> ppod_;
   PpodInfo home_ppod_;

@@ -21,6 +21,23 @@ inline constexpr std::array<EnumName<ExportedMemory>, 2> kExportedMemoryNames{{
      "exported pages may be migrated, with remote shootdowns and importer retries (v1 draft)"},
 }};
 
+// What an exporter does, once reset, about importers that were never told (they keep
+// mappings into its NPA window, and in source aliasing a new export in the same range would
+// serve them): the snapshot's nothing (they find out when the two next connect), or one of
+// two what-if mitigations, both assuming the firmware keeps, across the reset, the NPA ranges
+// it had handed out and whom it had granted them to.
+enum class AfterReset : std::uint8_t { Lazy, Quarantine, Announce };
+inline constexpr std::array<EnumName<AfterReset>, 3> kAfterResetNames{{
+    {"lazy", AfterReset::Lazy,
+     "nothing: a former importer finds out when the two next connect (the snapshot)"},
+    {"quarantine", AfterReset::Quarantine,
+     "the NPA ranges of before the reset are not handed out again until every former "
+     "importer has connected again (and so dropped its stale imports)"},
+    {"announce", AfterReset::Announce,
+     "quarantine, and the driver connects to every former importer as soon as it is back, "
+     "so they drop their stale imports at once"},
+}};
+
 // The v1 draft's page migration (only with exported_memory = "unpinned").
 struct MigrationConfig {
   Time eviction_interval = Time::us(20);
@@ -104,6 +121,7 @@ struct DriverConfig {
   std::uint32_t accel_max = 256;
   Bytes npa_window = Bytes(2ull << 40);
   ExportedMemory exported_memory = ExportedMemory::Pinned;
+  AfterReset after_reset = AfterReset::Lazy;
   MigrationConfig migration;
   // Apparent bugs of the snapshot (protocol reference, "Apparent bugs") to put back in, by
   // name (kBugNames); by default podsim runs the protocol with them fixed.
@@ -159,6 +177,9 @@ struct DriverConfig {
             between(Bytes::MiB(4), Bytes(2ull << 40)));
     v.choice("exported_memory", exported_memory, "whether exported memory is pinned",
              std::span<const EnumName<ExportedMemory>>(kExportedMemoryNames));
+    v.choice("after_reset", after_reset,
+             "what an exporter does, once reset, about former importers never told of it",
+             std::span<const EnumName<AfterReset>>(kAfterResetNames));
     v.section("migration", migration, "page migration of the unpinned design");
     v.field("reintroduce_bugs", reintroduce_bugs,
             "snapshot flaws to put back in for study, none by default (" + bug_list(true) + ")");

@@ -7,10 +7,13 @@
 
 namespace podsim::driver {
 
-// Free pages as right-open intervals [start, end); the set merges touching ones itself.
+// Free pages as right-open intervals [start, end); the set merges touching ones itself. And
+// the pages reserved: neither free nor given out.
 struct NpaRangeAllocator::Free {
   using Interval = boost::icl::right_open_interval<std::uint64_t>;
-  boost::icl::interval_set<std::uint64_t, std::less, Interval> set;
+  using Set = boost::icl::interval_set<std::uint64_t, std::less, Interval>;
+  Set set;
+  Set reserved;
 };
 
 NpaRangeAllocator::NpaRangeAllocator(std::uint64_t first, std::uint64_t end)
@@ -49,12 +52,28 @@ void NpaRangeAllocator::free(std::uint64_t start, std::uint64_t pages) {
   free_->set += Free::Interval(start, start + pages);
 }
 
+void NpaRangeAllocator::reserve(std::uint64_t start, std::uint64_t pages) {
+  Free::Set taken = free_->set & Free::Interval(start, start + pages);
+  free_->set -= taken;
+  free_->reserved += taken;
+  free_pages_ -= boost::icl::cardinality(taken);
+}
+
+void NpaRangeAllocator::unreserve(std::uint64_t start, std::uint64_t pages) {
+  Free::Set back = free_->reserved & Free::Interval(start, start + pages);
+  free_->reserved -= back;
+  free_->set += back;
+  free_pages_ += boost::icl::cardinality(back);
+}
+
 void NpaRangeAllocator::digest(Digest& d) const {
   for (const Free::Interval& iv : free_->set)
     d.add(iv.lower()).add(iv.upper() - iv.lower());
   d.add(allocated_.size());
   for (const auto& [start, len] : allocated_)
     d.add(start).add(len);
+  for (const Free::Interval& iv : free_->reserved)
+    d.add(iv.lower()).add(iv.upper() - iv.lower());
 }
 
 }  // namespace podsim::driver

@@ -33,11 +33,17 @@ class NpaRangeAllocator {
   void free(std::uint64_t start, std::uint64_t pages);
   std::uint64_t free_pages() const { return free_pages_; }
   std::uint64_t allocated_ranges() const { return allocated_.size(); }
+  // The ranges given out: start -> length.
+  const std::map<std::uint64_t, std::uint64_t>& allocated() const { return allocated_; }
+  // Takes pages [start, start + pages) out of (or puts them back into) what allocate() may
+  // hand out, whether free or not: a quarantine (Driver, after_reset). Not a range given out.
+  void reserve(std::uint64_t start, std::uint64_t pages);
+  void unreserve(std::uint64_t start, std::uint64_t pages);
   // The free extents (each once, merged with its neighbours), then the ranges given out.
   void digest(Digest& d) const;
 
  private:
-  struct Free;                  // the free pages: a Boost.ICL interval set (in the .cpp)
+  struct Free;                  // the free and reserved pages: Boost.ICL interval sets (.cpp)
   std::unique_ptr<Free> free_;  // (kept out of this header: ICL is heavy to compile)
   std::map<std::uint64_t, std::uint64_t> allocated_;  // start -> length
   std::uint64_t free_pages_ = 0;

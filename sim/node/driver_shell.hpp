@@ -62,7 +62,10 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   }
   void start(Task<void> t, std::function<void()> done);
   // The device is down (from its reset until it comes back): calls fail with ENODEV.
-  void set_down(bool down) { down_ = down; }
+  void set_down(bool down) {
+    down_ = down;
+    driver_.set_down(down);
+  }
   bool down() const { return down_; }
 
   // From an SC_THREAD: runs a driver call to its end and returns its result.

@@ -126,10 +126,15 @@ void Pod::control() {
     // Rounds: every `interval` from now, each rank says whether its processes have exited
     // and its drivers are idle; the pod hears every answer the host latency later and stops
     // when all are, or when revokes (up to release_timeout for releases, each send polling up
-    // to writeback_timeout) have had time for a chain of both.
+    // to writeback_timeout) have had time for a chain of both, and a host's bring-up call
+    // whose caller was reset (each of 8 GPUs' PSP commands, then the firmware's READY poll)
+    // for its end.
     const driver::DriverConfig& d = cfg_.gpu.driver;
     const Time start = sim_now();
-    const Time limit = start + (d.release_timeout + d.writeback_timeout) * 3 + Time::ms(1);
+    const Time bring_up = d.psp_latency * 16 + d.firmware_poll_interval *
+                                                   static_cast<std::int64_t>(d.firmware_poll_limit);
+    const Time limit =
+        start + (d.release_timeout + d.writeback_timeout) * 3 + bring_up + Time::ms(1);
     const Time interval = std::max(Time::us(10), net_.latency() * 2);
     bool idle = false;
     for (std::uint32_t round = 0;; ++round) {
@@ -148,7 +153,10 @@ void Pod::control() {
     if (!idle && owned_[0])
       invariants_.report(sim_now(), "the drivers were still busy long after teardown");
     collect_holdings();
-    if (ranks_ == 1) judge_holdings();  // a split run's rank 0 judges once it has every rank's
+    if (ranks_ == 1) {   // a split run's rank 0 judges once it has every rank's (gather_ranks)
+      judge_holdings();  // its violations are counted with the others
+      summary_.add_teardown(0, stale_imports_.size());
+    }
   }
   finished_ = true;
   sc_core::sc_stop();
@@ -160,7 +168,8 @@ void Pod::collect_holdings() {
     if (owned_[g->id()] && !g->down()) held_.push_back({g->id(), g->driver.driver().holdings()});
 }
 
-void Pod::judge_holdings() {
+std::size_t Pod::judge_holdings() {
+  const std::size_t before = invariants_.violations().size();
   std::sort(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.gpu < b.gpu; });
   std::set<std::pair<std::uint64_t, AccelId>> granted;
   for (const Held& g : held_)
@@ -202,6 +211,7 @@ void Pod::judge_holdings() {
       what += "\n    " + line.text;
     invariants_.report(held_at_, what);
   }
+  return invariants_.violations().size() - before;
 }
 
 void Pod::replay(const std::vector<TraceEntry>& trace) {
@@ -659,7 +669,8 @@ void Pod::gather_ranks() {
       held_.push_back(std::move(g));
     }
   }
-  judge_holdings();
+  const std::size_t found = judge_holdings();
+  summary_.add_teardown(found, stale_imports_.size());
   invariants_.sort();
 }
 

@@ -130,7 +130,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // The teardown's check of what the drivers still hold: collected where each GPU ran,
   // judged where every GPU's are (rank 0), an import against every exporter's grants.
   void collect_holdings();
-  void judge_holdings();
+  // Returns how many violations it reported.
+  std::size_t judge_holdings();
   struct Held {
     AccelId gpu;
     driver::Holdings h;

@@ -25,6 +25,12 @@ class PodSummary {
   // every count a GPU saw, in increasing order.
   // `owned`, when given, says which GPUs count here (a pod split across ranks: those this rank
   // simulated; the others' figures come from their ranks).
+  // The teardown's judgement, made once every rank's results are in (a split run's rank 0,
+  // after gather): violations it found beyond those gathered, and the stale imports.
+  void add_teardown(std::uint64_t violations, std::uint64_t stale_imports) {
+    violations_.inc(violations);
+    stale_imports_.inc(stale_imports);
+  }
   void gather(const std::vector<std::unique_ptr<GpuNode>>& gpus, const InvariantLog& invariants,
               std::uint64_t paths = 0, const std::vector<bool>* owned = nullptr);
   // Bit n: some GPU's request crossed n switches.
@@ -97,6 +103,9 @@ class PodSummary {
   Formula plane_balance_;
   Formula efficiency_;
   Counter violations_{stats_, "invariant_violations", "count", "broken protocol promises"};
+  Counter stale_imports_{stats_, "stale_imports", "count",
+                         "imports held at teardown whose exporter no longer grants them (never "
+                         "told: the driver's lazy cleanup)"};
   StatGroup paths_{"latency"};
   Distribution path_local_{paths_, "local", "ns", "latency of local VRAM accesses, all GPUs",
                            kPsPerNs};

@@ -518,3 +518,69 @@ TEST_CASE(
     CHECK(r.stat("pod.gpu" + std::to_string(g) + ".driver.activate_time", "count") == 1);
   }
 }
+
+TEST_CASE(
+    "a host's GPU that is down after a reset takes no part in its partner's bring-up call and "
+    "comes back READY",
+    "[protocol][bring_up][host][reset]") {
+  // GPU 1 is down from 100 us to 600 us; GPU 0 deactivates its host at 200 us (then, in the
+  // second run, commits a pPod instead, which deactivates it too). GPU 1 comes back READY.
+  for (const char* call : {R"("op": "deactivate")", R"("op": "ppod_commit", "ppod_size": 4)"}) {
+    INFO(call);
+    const std::string cfg = write_temp_file("host-down-partner.json", fmt::format(R"({{
+      "pod": {{"gpus": 4, "gpus_per_host": 2}},
+      "workload": {{"kind": "scenario", "steps": [
+        {{"op": "reset_node", "gpu": 1, "at": "100us", "down_for": "500us"}},
+        {{"gpu": 0, {}, "at": "200us"}},
+        {{"gpu": 1, "process": 2, "op": "alloc", "size": "64KiB", "name": "b", "at": "1ms"}},
+        {{"gpu": 1, "process": 2, "op": "export", "buffer": "b", "name": "h1"}},
+        {{"gpu": 0, "process": 2, "op": "alloc", "size": "64KiB", "name": "b", "at": "1ms"}},
+        {{"gpu": 0, "process": 2, "op": "export", "buffer": "b", "name": "h0",
+          "expect": "EOPNOTSUPP"}}
+      ]}}}})",
+                                                                                  call));
+    auto r = run_podsim({"run", cfg});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+  }
+}
+
+TEST_CASE(
+    "a host activation whose caller was reset runs to its end within the teardown's wait, "
+    "however long the firmware's READY poll",
+    "[protocol][bring_up][host][reset]") {
+  // GPU 1's firmware is stalled 50 ms (within the poll's 2 s); GPU 0, which brought the host
+  // up, is reset meanwhile, so nothing waits for the call but the teardown, which must outlast
+  // it (its revoke bound alone is 16 ms here).
+  const std::string cfg = write_temp_file("host-orphan-activation.json", R"({
+    "pod": {"gpus": 4, "gpus_per_host": 2},
+    "sim": {"max_time": "20s"},
+    "gpu": {"driver": {"response_timeout": "3ms", "release_timeout": "3ms",
+                       "writeback_timeout": "2ms"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "deactivate", "at": "100us"},
+      {"op": "fault", "gpu": 1, "fault": "firmware_stall", "for": "50ms", "at": "150us"},
+      {"gpu": 0, "op": "activate", "at": "200us", "expect": "ENODEV"},
+      {"op": "reset_node", "gpu": 0, "at": "300us", "down_for": "10us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stat("pod.gpu1.driver.activate_time", "count") == 2);  // the bring-up's and this one
+}
+
+TEST_CASE("an export that races a deactivation of its GPU gets EOPNOTSUPP",
+          "[protocol][bring_up]") {
+  // The export's node allocation sleeps 50 us; the deactivation lands meanwhile.
+  const std::string cfg = write_temp_file("export-race-deactivate.json", R"({
+    "pod": {"gpus": 2},
+    "gpu": {"driver": {"export_alloc_latency": "50us"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "b", "at": "100us"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h1", "expect": "EOPNOTSUPP"},
+      {"gpu": 1, "process": 2, "op": "deactivate", "at": "103us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+}

@@ -220,6 +220,28 @@ TEST_CASE(
     "and 3 ranks",
     "[partition][isolation]") {
   same_at_every_rank_count(
-      {"run", "--quiet", podsim::test::source_path("tests/sc/configs/stale-importer.json")},
+      {"run", "--quiet", podsim::test::source_path("configs/study-isolation.json")},
       {2, 3});
+}
+
+TEST_CASE("a buffer leaked at teardown (B3) is named and counted the same split over 2 ranks",
+          "[partition]") {
+  // B3's leak on GPU 0, beside an import and accesses across the cut.
+  const std::string cfg = podsim::test::write_temp_file("b3-split.json", R"({
+    "pod": {"gpus": 2},
+    "gpu": {"driver": {"reintroduce_bugs": ["B3"]}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "buf"},
+      {"gpu": 0, "op": "export", "buffer": "buf", "name": "h"},
+      {"gpu": 0, "op": "close", "buffer": "buf"},
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h1"},
+      {"gpu": 1, "op": "send_handle", "handle": "h1", "to": 0},
+      {"gpu": 0, "op": "import", "handle": "h1", "name": "f"},
+      {"gpu": 0, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 0, "op": "access", "mappings": ["m"], "accesses": 50}
+    ]}})");
+  same_at_every_rank_count({"run", "--quiet", cfg}, {2});
+  const PodsimRun one = run_podsim({"run", "--quiet", cfg});
+  CHECK(one.stat("pod.summary.invariant_violations") == 1);
 }

@@ -1,15 +1,19 @@
 // The driver protocol over the simulated fabric, run as a user runs it: shipped scenario
 // configs and the default pod, checked through stats.json and run.json.
 #include <fmt/format.h>
+#include <boost/json.hpp>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <map>
 
 #include "tests/support/run_podsim.hpp"
 
 using podsim::test::PodsimRun;
 using podsim::test::run_podsim;
+using podsim::test::slurp;
 using podsim::test::source_path;
 using podsim::test::write_temp_file;
+namespace fs = std::filesystem;
 
 namespace {
 double sum_over(const PodsimRun& r, int gpus, const std::string& suffix,
@@ -767,7 +771,7 @@ TEST_CASE(
   // GPU 0 imports and maps GPU 1's buffer; GPU 1 is reset (GPU 0 is not told) and exports a
   // new buffer, which GPU 2 imports: GPU 1's first NPA range again. GPU 0 then loads and
   // stores through its old mapping.
-  const std::string cfg = source_path("tests/sc/configs/stale-importer.json");
+  const std::string cfg = source_path("configs/study-isolation.json");
   auto alias = run_podsim({"run", cfg});
   INFO(alias.err);
   CHECK(alias.exit_code == 1);
@@ -789,4 +793,93 @@ TEST_CASE(
     CHECK(r->run->at("stale_imports").as_array().size() == 1);
     CHECK_THAT(r->err, !Catch::Contains("still holds"));
   }
+}
+
+TEST_CASE(
+    "after a reset, quarantine keeps the exporter's old NPA ranges from a new export until its "
+    "former importers connect again, and announce makes them drop their stale imports at once",
+    "[protocol][invariants][isolation]") {
+  const std::string cfg = source_path("configs/study-isolation.json");
+  // Quarantine: GPU 2's import of the new buffer gets another range, so GPU 0's stale
+  // mapping reaches nothing there: refused by GPU 1's NPA MMU. GPU 0 never hears: its import
+  // is stale at teardown.
+  auto q = run_podsim({"run", cfg, "--set", "gpu.driver.after_reset=quarantine"});
+  INFO(q.err);
+  CHECK(q.exit_code == 0);
+  CHECK(q.stat("pod.gpu0.agent.remote_faults") == 50);
+  CHECK(q.stat("pod.summary.invariant_violations") == 0);
+  REQUIRE(q.run);
+  CHECK(q.run->at("stale_imports").as_array().size() == 1);
+  // Announce: GPU 1, back, connects to GPU 0, whose side resets and drops the import and its
+  // mapping: GPU 0's accesses fault in its own GPUVM, and nothing is left at teardown.
+  auto a = run_podsim({"run", cfg, "--set", "gpu.driver.after_reset=announce"});
+  INFO(a.err);
+  CHECK(a.exit_code == 0);
+  CHECK(a.stat("pod.gpu0.agent.faults") == 50);
+  CHECK(a.stat("pod.gpu0.agent.remote_faults") == 0);
+  CHECK(a.stat("pod.gpu0.driver.connection_resets") == 1);
+  CHECK(a.stat("pod.summary.invariant_violations") == 0);
+  REQUIRE(a.run);
+  CHECK(a.run->at("stale_imports").as_array().empty());
+}
+
+TEST_CASE(
+    "quarantine ends when the last former importer connects again: a later export reuses the "
+    "old range",
+    "[protocol][isolation]") {
+  // GPU 0 imported GPU 1's buffer; GPU 1 is reset (quarantine). GPU 2's first import of a new
+  // buffer gets a range above the old one; then GPU 0 imports from GPU 1 again: they connect
+  // (GPU 1 answers the request on GPU 0's old connection with a HELLO), and GPU 0's side,
+  // reset, drops its stale import and the import under way with it (EINVAL), which ends the
+  // quarantine; GPU 2's import of a third buffer gets the old range back. Each access is
+  // served from the buffer it was given (no violation).
+  const std::string cfg = write_temp_file("quarantine-lift.json", R"({
+    "pod": {"gpus": 3},
+    "gpu": {"driver": {"after_reset": "quarantine"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 1, "op": "send_handle", "handle": "h", "to": 0},
+      {"gpu": 0, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 0, "op": "map", "fd": "f", "name": "m"},
+      {"op": "reset_node", "gpu": 1, "at": "200us", "down_for": "10us"},
+      {"gpu": 1, "process": 2, "op": "alloc", "size": "64KiB", "name": "b2", "at": "300us"},
+      {"gpu": 1, "process": 2, "op": "export", "buffer": "b2", "name": "h2"},
+      {"gpu": 1, "process": 2, "op": "send_handle", "handle": "h2", "to": 2},
+      {"gpu": 1, "process": 2, "op": "send_handle", "handle": "h2", "to": 0},
+      {"gpu": 2, "op": "import", "handle": "h2", "name": "f2"},
+      {"gpu": 0, "process": 3, "op": "import", "handle": "h2", "name": "g", "at": "600us",
+       "expect": "EINVAL"},
+      {"gpu": 1, "process": 2, "op": "alloc", "size": "64KiB", "name": "b3", "at": "900us"},
+      {"gpu": 1, "process": 2, "op": "export", "buffer": "b3", "name": "h3"},
+      {"gpu": 1, "process": 2, "op": "send_handle", "handle": "h3", "to": 2},
+      {"gpu": 2, "process": 2, "op": "import", "handle": "h3", "name": "f3"},
+      {"gpu": 2, "process": 2, "op": "map", "fd": "f3", "name": "m3"},
+      {"gpu": 2, "process": 2, "op": "access", "mappings": ["m3"], "accesses": 20}
+    ]}})");
+  auto r = run_podsim({"run", cfg, "--trace", (fs::temp_directory_path() / "ql.json").string()});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+  REQUIRE(r.run);
+  CHECK(r.run->at("stale_imports").as_array().empty());  // GPU 0 dropped it when they connected
+  // The NPA range each import got, from the timeline's driver spans: GPU 0's of h (before
+  // the reset), GPU 2's of h2 (the old one quarantined: another), GPU 2's of h3 (the old one
+  // again).
+  const auto trace =
+      boost::json::parse(slurp((fs::temp_directory_path() / "ql.json").string())).as_object();
+  std::vector<std::pair<int, std::string>> imports;  // (gpu, npa_page) in time order
+  for (const auto& e : trace.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (o.at("name") != "import" || o.at("ph") != "b") continue;
+    const auto& args = o.at("args").as_object();
+    imports.emplace_back(o.at("pid").to_number<int>(),
+                         std::string(args.at("npa_page").as_string()));
+  }
+  REQUIRE(imports.size() == 3);
+  CHECK(imports[0].first == 0);
+  CHECK(imports[1].first == 2);
+  CHECK(imports[1].second != imports[0].second);
+  CHECK(imports[2].first == 2);
+  CHECK(imports[2].second == imports[0].second);
 }

@@ -33,3 +33,20 @@ TEST_CASE("freed ranges merge and can be reused, bad frees are caught", "[npa]")
   CHECK_THROWS(a.free(600, 3));
   CHECK_FALSE(a.allocate(0));
 }
+
+TEST_CASE("reserved pages are neither handed out nor given out, and come back when unreserved",
+          "[npa]") {
+  NpaRangeAllocator a(512, 512 + 100);
+  a.reserve(512, 40);  // a quarantine of the first 40 pages
+  CHECK(a.free_pages() == 60);
+  CHECK(a.allocated_ranges() == 0);
+  CHECK(*a.allocate(10) == 552);  // above them
+  a.reserve(560, 10);             // only its free part (562-569) is taken
+  CHECK(a.free_pages() == 42);
+  CHECK_FALSE(a.allocate(43));
+  a.unreserve(512, 40);
+  a.unreserve(560, 10);  // the part given out stays given out
+  CHECK(a.free_pages() == 90);
+  CHECK(*a.allocate(36) == 512);
+  CHECK(a.allocated().at(552) == 10);
+}

@@ -42,7 +42,7 @@ ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cf
 
 void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion> regions,
                          std::uint16_t vmid, Time mean_interarrival,
-                         std::vector<TraceEntry> replay) {
+                         std::optional<std::vector<TraceEntry>> replay) {
   traffic_ = traffic;
   regions_ = std::move(regions);
   local_.clear();
@@ -53,7 +53,8 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
     slots_.push_back(regions_[i].bytes / traffic.access_size.count());
   }
   stream_ = {};
-  replay_ = std::move(replay);
+  replaying_ = replay.has_value();
+  replay_ = replay ? std::move(*replay) : std::vector<TraceEntry>{};
   replay_next_ = 0;
   vmid_ = vmid;
   mean_interarrival_ = mean_interarrival;
@@ -61,7 +62,7 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
   phase_issued_ = 0;
   phase_start_ = sim_now();
   phase_end_ = sim_now() + traffic.duration;
-  if (!replay_.empty()) {
+  if (replaying_) {
     traffic_.accesses = replay_.size();
     traffic_.duration = Time{};
   } else if (regions_.empty()) {
@@ -95,7 +96,7 @@ void ComputeAgent::check_done() {
 }
 
 void ComputeAgent::issue_more() {
-  if (!replay_.empty()) {
+  if (replaying_) {
     // A trace: each access at its time, whatever is in flight.
     const Time now = sim_now();
     while (replay_next_ < replay_.size() && phase_start_ + replay_[replay_next_].at <= now) {
@@ -293,7 +294,7 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
   gp->release();
   // Closed loop: a completion frees a slot for the next access. Poisson arrivals and traces
   // come at their own times, whatever completes.
-  if (traffic_.injection == Injection::ClosedLoop && replay_.empty())
+  if (traffic_.injection == Injection::ClosedLoop && !replaying_)
     issue_more();
   else
     check_done();

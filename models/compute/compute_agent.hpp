@@ -8,6 +8,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,11 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
 
   // Starts an access phase now in address space `vmid`. `done()` fires when it has ended and
   // every access it issued has completed. Poisson injection issues one access every
-  // `mean_interarrival` on average.
+  // `mean_interarrival` on average. With `replay` (a trace's accesses of this GPU, possibly
+  // none) it issues exactly those, each at its time, instead of generating any.
   void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions, std::uint16_t vmid,
-             Time mean_interarrival = Time{}, std::vector<TraceEntry> replay = {});
+             Time mean_interarrival = Time{},
+             std::optional<std::vector<TraceEntry>> replay = std::nullopt);
   // Sampled accesses, with their hops, go to this timeline (null: nowhere).
   void set_timeline(Timeline* t) { timeline_ = t; }
   // Completed payload bytes go into this series: channel 0 remote, 1 local (null: nowhere).
@@ -158,6 +161,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   };
   std::array<Stream, 2> stream_{};  // remote, local
   std::vector<TraceEntry> replay_;
+  bool replaying_ = false;  // a trace's accesses, not generated ones
   std::size_t replay_next_ = 0;
   Time phase_start_;
   Time mean_interarrival_;

@@ -137,6 +137,36 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   }
   Pod& pod = *built;
 
+  // The files asked for beside the directory's (--access-log, --trace, --state-digest): none
+  // may be one of the run's own outputs or another's (checked before anything is written),
+  // and each must be writable, found before the run rather than after it. (A split run
+  // refuses them, above.)
+  std::vector<std::pair<const char*, fs::path>> extra;
+  if (opt.access_log) extra.emplace_back("--access-log", *opt.access_log);
+  if (opt.timeline) extra.emplace_back("--trace", *opt.timeline);
+  if (opt.state_digest) extra.emplace_back("--state-digest", *opt.state_digest);
+  {
+    std::error_code ec;
+    std::vector<std::pair<std::string, fs::path>> taken;
+    for (const char* f : {"run.json", "stats.json", "config.json", "latency.csv",
+                          "latency_histogram.csv", "breakdown.csv", "timeseries.csv"})
+      taken.emplace_back(fmt::format("the run's {}", f),
+                         fs::weakly_canonical(fs::path(opt.out_dir) / f, ec));
+    for (const auto& [option, path] : extra) {
+      const fs::path full = fs::weakly_canonical(path, ec);
+      for (const auto& [what, other] : taken)
+        if (full == other) {
+          fmt::print(err, "podsim: {} {} would overwrite {}\n", option, path.string(), what);
+          return 2;
+        }
+      taken.emplace_back(fmt::format("{}'s file", option), full);
+      if (fs::is_directory(path, ec)) {
+        fmt::print(err, "podsim: {} {}: is a directory\n", option, path.string());
+        return 2;
+      }
+    }
+  }
+
   // 3. The output directory (rank 0's; every rank hears whether it could be made).
   const fs::path out_dir(opt.out_dir);
   std::error_code ec;
@@ -157,6 +187,19 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   }
   if (ranks) no_dir = ranks->or_all(no_dir ? 1 : 0) != 0;
   if (no_dir) return 2;
+  // Each extra file writable: its temporary file (what write_file renames into place) can
+  // be made.
+  if (writer)
+    for (const auto& [option, path] : extra) {
+      const fs::path probe = fs::path(path.string() + ".tmp");
+      const bool existed = fs::exists(probe, ec);
+      if (!std::ofstream(probe, std::ios::app)) {
+        fmt::print(err, "podsim: {} {}: cannot write there: {}\n", option, path.string(),
+                   std::strerror(errno));
+        return 2;
+      }
+      if (!existed) fs::remove(probe, ec);
+    }
 
   // 4. Run.
   if (!replay.empty()) pod.replay(replay);
@@ -332,6 +375,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   stats["config_name"] = cfg.name;
   stats["seed"] = cfg.seed;
   stats["simulated_time_ns"] = sim_now().as_ns();
+  // Whether these are the results of a run that completed as configured (run.json says why
+  // not): a tool reading stats.json alone can tell.
+  stats["ok"] = pod.ok();
   stats["stats"] = collect_stats_json();
 
   try {

@@ -435,7 +435,7 @@ struct ScenarioRunner::StepRun {
         wire_time(tl_bytes(t.access_size.count(), r.cfg_.fabric.port), r.cfg_.fabric.port);
     const Time gap = Time::ps(static_cast<std::int64_t>(static_cast<double>(data_packet.as_ps()) /
                                                         (t.offered_load * r.cfg_.fabric.planes)));
-    std::vector<TraceEntry> replay;
+    std::optional<std::vector<TraceEntry>> replay;  // a trace given: this GPU's part of it
     if (r.replay_ && s.gpu < r.replay_->size()) replay = (*r.replay_)[s.gpu];
     if (r.on_first_access_) std::exchange(r.on_first_access_, nullptr)();
     if (r.host_) r.host_->phase_begin();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -81,11 +82,18 @@ std::vector<TraceEntry> parse_trace(const std::string& text, const std::string& 
 }
 
 std::vector<TraceEntry> load_trace(const std::string& path, std::uint32_t gpus) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw TraceError(path, 0, "is a directory, not a trace file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw TraceError(path, 0, "cannot open the trace file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_trace(ss.str(), path, gpus);
+  if (in.bad()) throw TraceError(path, 0, "cannot read the trace file");
+  std::vector<TraceEntry> out = parse_trace(ss.str(), path, gpus);
+  // A trace replaces generated traffic: one with no access would run nothing.
+  if (out.empty()) throw TraceError(path, 0, "no accesses in it (only comments or nothing)");
+  return out;
 }
 
 std::string format_trace(const std::vector<TraceEntry>& entries) {

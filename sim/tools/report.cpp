@@ -3,15 +3,18 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 
-#include "sim/tools/csv.hpp"
 #include "sim/tools/svg.hpp"
 
 namespace podsim::tools {
@@ -33,24 +36,152 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-json::value read_json(const fs::path& p) {
+// A JSON document podsim wrote, read with every lookup checked: what is missing or of the
+// wrong kind is an error naming the file and the key path.
+class J {
+ public:
+  J(const json::value& v, std::shared_ptr<const std::string> file, std::string path)
+      : v_(&v), file_(std::move(file)), path_(std::move(path)) {}
+  J at(std::string_view key) const {
+    const json::object& o = obj();
+    const json::value* c = o.if_contains(key);
+    if (!c) fail(fmt::format("has no \"{}\"", key));
+    return J(*c, file_, child(key));
+  }
+  bool contains(std::string_view key) const {
+    return v_->is_object() && v_->get_object().contains(key);
+  }
+  std::vector<J> items() const {
+    if (!v_->is_array()) fail("is not an array");
+    std::vector<J> out;
+    std::size_t i = 0;
+    for (const auto& e : v_->get_array())
+      out.emplace_back(e, file_, fmt::format("{}[{}]", path_, i++));
+    return out;
+  }
+  std::vector<std::pair<std::string, J>> members() const {
+    std::vector<std::pair<std::string, J>> out;
+    for (const auto& [k, e] : obj())
+      out.emplace_back(std::string(k), J(e, file_, child(k)));
+    return out;
+  }
+  bool is_number() const { return v_->is_number(); }
+  bool is_string() const { return v_->is_string(); }
+  double num() const {
+    if (!v_->is_number()) fail("is not a number");
+    return v_->to_number<double>();
+  }
+  std::string str() const {
+    if (!v_->is_string()) fail("is not a string");
+    return std::string(v_->get_string());
+  }
+  bool boolean() const {
+    if (!v_->is_bool()) fail("is not true or false");
+    return v_->get_bool();
+  }
+  const json::object& obj() const {
+    if (!v_->is_object()) fail("is not an object");
+    return v_->get_object();
+  }
+
+ private:
+  // A key with dots in it (a stat's path) is shown as ["key"].
+  std::string child(std::string_view key) const {
+    if (key.find('.') != std::string_view::npos) return fmt::format("{}[\"{}\"]", path_, key);
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ReportError(
+        fmt::format("{}: {} {}", *file_, path_.empty() ? "the document" : path_, what));
+  }
+  const json::value* v_;
+  std::shared_ptr<const std::string> file_;
+  std::string path_;
+};
+
+// A JSON file and its root; a syntax error names the line.
+struct JsonFile {
+  json::value doc;
+  std::shared_ptr<const std::string> name;
+  J root() const { return J(doc, name, ""); }
+};
+JsonFile read_json(const fs::path& p) {
+  const std::string text = slurp(p);
+  json::stream_parser parser;
   boost::system::error_code ec;
-  json::value v = json::parse(slurp(p), ec);
-  if (ec) throw ReportError(p.string() + ": not valid JSON: " + ec.message());
-  return v;
+  const std::size_t used = parser.write(text.data(), text.size(), ec);
+  if (!ec) parser.finish(ec);
+  if (ec) {
+    const auto line =
+        1 + std::count(text.begin(),
+                       text.begin() + static_cast<std::ptrdiff_t>(std::min(used, text.size())),
+                       '\n');
+    throw ReportError(fmt::format("{}:{}: not valid JSON: {}", p.string(), line, ec.message()));
+  }
+  return {parser.release(), std::make_shared<const std::string>(p.string())};
 }
 
-using Row = CsvRow;
-std::vector<Row> read_csv(const fs::path& p) {
-  return fs::exists(p) ? parse_csv(slurp(p)) : std::vector<Row>{};
-}
+// A CSV file podsim wrote (a header line, no quoted commas), read with every cell checked: a
+// row of the wrong width, a missing column or a number that is not one is an error naming
+// the file and the line. A file that is not there reads as no rows.
+class Csv {
+ public:
+  explicit Csv(const fs::path& p) : file_(p.string()) {
+    if (!fs::exists(p)) return;
+    std::istringstream in(slurp(p));
+    std::size_t line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      std::vector<std::string> cells;
+      std::istringstream l(line);
+      for (std::string c; std::getline(l, c, ',');)
+        cells.push_back(c);
+      if (!line.empty() && line.back() == ',') cells.emplace_back();
+      if (line_no == 1) {
+        head_ = std::move(cells);
+        continue;
+      }
+      if (line.empty()) continue;
+      if (cells.size() != head_.size())
+        throw ReportError(fmt::format("{}:{}: {} field(s), the header has {}", file_, line_no,
+                                      cells.size(), head_.size()));
+      rows_.push_back(std::move(cells));
+      lines_.push_back(line_no);
+    }
+    if (line_no == 0) throw ReportError(file_ + ": empty (no header line)");
+  }
+  std::size_t size() const { return rows_.size(); }
+  const std::vector<std::string>& head() const { return head_; }
+  // The column's index; an error if the header lacks it (and there are rows to read).
+  std::size_t col(const std::string& name) const {
+    const auto it = std::find(head_.begin(), head_.end(), name);
+    if (it == head_.end())
+      throw ReportError(fmt::format("{}:1: no column \"{}\" in the header", file_, name));
+    return static_cast<std::size_t>(it - head_.begin());
+  }
+  const std::string& text(std::size_t row, std::size_t col) const { return rows_[row][col]; }
+  double num(std::size_t row, std::size_t col) const {
+    const std::string& c = rows_[row][col];
+    std::size_t used = 0;
+    double d = 0;
+    try {
+      d = std::stod(c, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (c.empty() || used != c.size() || !std::isfinite(d))
+      throw ReportError(fmt::format("{}:{}: column \"{}\": \"{}\" is not a number", file_,
+                                    lines_[row], head_[col], c));
+    return d;
+  }
 
-double num(const json::value& v) {
-  return v.is_double()   ? v.as_double()
-         : v.is_int64()  ? static_cast<double>(v.as_int64())
-         : v.is_uint64() ? static_cast<double>(v.as_uint64())
-                         : 0.0;
-}
+ private:
+  std::string file_;
+  std::vector<std::string> head_;
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<std::size_t> lines_;
+};
+
 std::optional<double> to_double(const std::string& s) {
   try {
     std::size_t used = 0;
@@ -59,11 +190,6 @@ std::optional<double> to_double(const std::string& s) {
   } catch (const std::exception&) {
   }
   return std::nullopt;
-}
-
-const json::object* stat(const json::object& stats, const std::string& key) {
-  const auto* s = stats.if_contains(key);
-  return s ? s->if_object() : nullptr;
 }
 
 std::string page(const std::string& title, const std::string& body) {
@@ -126,57 +252,94 @@ std::string fmt_num(double v) {
 // ---- a run -------------------------------------------------------------------------------
 
 std::string run_report(const fs::path& dir, std::string& title) {
-  const json::value stats_doc = read_json(dir / "stats.json");
-  const json::object& stats = stats_doc.at("stats").as_object();
-  const json::value run =
-      fs::exists(dir / "run.json") ? read_json(dir / "run.json") : json::value();
-  title = fmt::format("podsim run: {}", std::string(stats_doc.at("config_name").as_string()));
+  const JsonFile stats_file = read_json(dir / "stats.json");
+  const J stats_doc = stats_file.root();
+  const J stats = stats_doc.at("stats");
+  stats.obj();
+  const std::optional<JsonFile> run_file =
+      fs::exists(dir / "run.json") ? std::optional<JsonFile>(read_json(dir / "run.json"))
+                                   : std::nullopt;
+  title = fmt::format("podsim run: {}", stats_doc.at("config_name").str());
   std::string body;
 
   // Identity and headline numbers.
   std::vector<std::vector<std::string>> meta = {
-      {"seed", fmt_num(num(stats_doc.at("seed")))},
-      {"simulated time", fmt::format("{} ns", fmt_num(num(stats_doc.at("simulated_time_ns"))))},
-      {"podsim", std::string(stats_doc.at("podsim_version").as_string())}};
-  if (run.is_object()) {
-    meta.push_back({"config", std::string(run.at("config_source").as_string())});
-    meta.push_back({"finished", run.at("finished").as_bool() ? "yes" : "no"});
-    meta.push_back({"failures", std::to_string(run.at("failures").as_array().size())});
-    meta.push_back(
-        {"invariant violations", std::to_string(run.at("invariant_violations").as_array().size())});
+      {"seed", fmt_num(stats_doc.at("seed").num())},
+      {"simulated time", fmt::format("{} ns", fmt_num(stats_doc.at("simulated_time_ns").num()))},
+      {"podsim", stats_doc.at("podsim_version").str()}};
+  bool failed = false;
+  if (run_file) {
+    const J run = run_file->root();
+    const bool finished = run.at("finished").boolean();
+    const std::size_t failures = run.at("failures").items().size();
+    const std::size_t violations = run.at("invariant_violations").items().size();
+    failed = !finished || failures > 0 || violations > 0;
+    meta.push_back({"config", run.at("config_source").str()});
+    meta.push_back({"finished", finished ? "yes" : "no"});
+    meta.push_back({"failures", std::to_string(failures)});
+    meta.push_back({"invariant violations", std::to_string(violations)});
+  } else {
+    meta.push_back({"run.json", "missing"});
   }
+  if (stats_doc.contains("ok")) {
+    const bool ok = stats_doc.at("ok").boolean();
+    failed = failed || !ok;
+    meta.push_back({"completed as configured", ok ? "yes" : "no"});
+  }
+  if (failed)
+    body +=
+        "<p class=note><b>This run failed</b> (see the table below and run.json): its "
+        "results describe a run that did not complete as configured.</p>\n";
   body += table({"run", ""}, meta);
+  auto stat = [&](const std::string& key) -> std::optional<J> {
+    if (!stats.contains(key)) return std::nullopt;
+    return stats.at(key);
+  };
   std::vector<std::vector<std::string>> head;
   for (const char* k : {"remote_accesses", "achieved_bandwidth", "access_phase_time", "faults",
                         "retries", "payload_efficiency"})
-    if (const auto* s = stat(stats, std::string("pod.summary.") + k))
-      head.push_back({k, fmt_num(num(s->at("value"))), std::string(s->at("unit").as_string())});
+    if (const auto s = stat(std::string("pod.summary.") + k))
+      head.push_back({k, fmt_num(s->at("value").num()), s->at("unit").str()});
   body += table({"headline", "value", "unit"}, head);
 
   // Latency by path: the table, and its CDF.
-  const auto lat = read_csv(dir / "latency.csv");
+  const Csv lat(dir / "latency.csv");
+  std::vector<std::string> lat_paths;
   std::vector<std::vector<std::string>> lrows;
-  for (const Row& r : lat)
-    lrows.push_back({r.at("path"), r.at("count"), r.at("mean_ns"), r.at("p50_ns"), r.at("p90_ns"),
-                     r.at("p99_ns"), r.at("p999_ns"), r.at("max_ns")});
+  if (lat.size() > 0) {
+    const std::size_t path = lat.col("path");
+    std::vector<std::size_t> cols;
+    for (const char* c : {"count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns"})
+      cols.push_back(lat.col(c));
+    for (std::size_t r = 0; r < lat.size(); ++r) {
+      std::vector<std::string> row{lat.text(r, path)};
+      for (std::size_t c : cols)
+        row.push_back(fmt_num(lat.num(r, c)));
+      lrows.push_back(std::move(row));
+      lat_paths.push_back(lat.text(r, path));
+    }
+  }
   body += "<h2>Latency by path</h2>\n";
   body += table({"path", "count", "mean ns", "p50", "p90", "p99", "p99.9", "max"}, lrows);
   std::map<std::string, std::vector<std::pair<double, double>>> cdf;
-  std::map<std::string, double> totals;
-  const auto hist = read_csv(dir / "latency_histogram.csv");
-  for (const Row& b : hist)
-    totals[b.at("path")] += std::stod(b.at("count"));
-  std::map<std::string, double> seen;
-  for (const Row& b : hist) {
-    const std::string& p = b.at("path");
-    if (cdf[p].empty()) cdf[p].push_back({std::stod(b.at("lower_ns")), 0.0});
-    seen[p] += std::stod(b.at("count"));
-    cdf[p].push_back({std::stod(b.at("upper_ns")), seen[p] / totals[p]});
+  const Csv hist(dir / "latency_histogram.csv");
+  if (hist.size() > 0) {
+    const std::size_t path = hist.col("path"), lower = hist.col("lower_ns"),
+                      upper = hist.col("upper_ns"), count = hist.col("count");
+    std::map<std::string, double> totals, seen;
+    for (std::size_t r = 0; r < hist.size(); ++r)
+      totals[hist.text(r, path)] += hist.num(r, count);
+    for (std::size_t r = 0; r < hist.size(); ++r) {
+      const std::string& p = hist.text(r, path);
+      if (totals[p] <= 0) continue;
+      if (cdf[p].empty()) cdf[p].push_back({hist.num(r, lower), 0.0});
+      seen[p] += hist.num(r, count);
+      cdf[p].push_back({hist.num(r, upper), seen[p] / totals[p]});
+    }
   }
   std::vector<svg::Line> cdf_lines;
-  for (const Row& r : lat)  // in the table's order
-    if (cdf.count(r.at("path")) && !(r.at("path") == "remote" && lat.size() == 3))
-      cdf_lines.push_back({r.at("path"), cdf[r.at("path")]});
+  for (const std::string& p : lat_paths)  // in the table's order
+    if (cdf.count(p) && !(p == "remote" && lat_paths.size() == 3)) cdf_lines.push_back({p, cdf[p]});
   if (!cdf_lines.empty())
     body += svg::line_chart("latency-cdf", "Latency CDF by path", {"latency (ns)", {}},
                             {"fraction of accesses at or below", {}}, cdf_lines, true);
@@ -187,29 +350,28 @@ std::string run_report(const fs::path& dir, std::string& title) {
   body += "<h2>Per-hop breakdown of a remote access</h2>\n";
   std::vector<std::string> parts;
   std::vector<svg::Bar> bars;
-  auto add_bar = [&](const std::string& label, const json::object& s) {
-    if (num(s.at("samples")) <= 0) return;
+  auto add_bar = [&](const std::string& label, const J& s) {
+    if (s.at("samples").num() <= 0) return;
     svg::Bar b{label, std::vector<double>(parts.size(), 0.0)};
-    for (const auto& [name, mean] : s.at("mean_parts").as_object()) {
-      const std::string n(name);
-      auto it = std::find(parts.begin(), parts.end(), n);
+    for (const auto& [name, mean] : s.at("mean_parts").members()) {
+      auto it = std::find(parts.begin(), parts.end(), name);
       if (it == parts.end()) {
-        parts.push_back(n);
+        parts.push_back(name);
         for (auto& other : bars)
           other.parts.push_back(0.0);
         b.parts.push_back(0.0);
         it = parts.end() - 1;
       }
-      b.parts[static_cast<std::size_t>(it - parts.begin())] = num(mean);
+      b.parts[static_cast<std::size_t>(it - parts.begin())] = mean.num();
     }
     bars.push_back(std::move(b));
   };
-  if (const auto* s = stat(stats, "pod.summary.remote_breakdown")) add_bar("all GPUs", *s);
+  if (const auto s = stat("pod.summary.remote_breakdown")) add_bar("all GPUs", *s);
   std::size_t gpus_shown = 0, gpus = 0;
   for (;; ++gpus) {
-    const auto* s = stat(stats, fmt::format("pod.gpu{}.agent.remote_breakdown", gpus));
+    const auto s = stat(fmt::format("pod.gpu{}.agent.remote_breakdown", gpus));
     if (!s) break;
-    if (gpus_shown < 32 && num(s->at("samples")) > 0) {
+    if (gpus_shown < 32 && s->at("samples").num() > 0) {
       add_bar(fmt::format("gpu{}", gpus), *s);
       ++gpus_shown;
     }
@@ -241,31 +403,41 @@ std::string run_report(const fs::path& dir, std::string& title) {
 
   // Bandwidth over time.
   body += "<h2>Bandwidth over time</h2>\n";
-  const auto ts = read_csv(dir / "timeseries.csv");
-  // Drawn over the span that had traffic (setup before it can take most of a run), padded.
-  std::size_t first = ts.size(), last = 0;
-  for (std::size_t i = 0; i < ts.size(); ++i)
-    for (const auto& [col, v] : ts[i])
-      if (col != "t_ns" && std::stod(v) > 0) {
-        first = std::min(first, i);
-        last = std::max(last, i);
-      }
+  const Csv ts(dir / "timeseries.csv");
   std::vector<svg::Line> bw;
-  if (first <= last) {
-    const std::size_t pad = std::max<std::size_t>(2, (last - first) / 20);
-    const std::size_t lo = first > pad ? first - pad : 0;
-    const std::size_t hi = std::min(ts.size() - 1, last + pad);
-    for (const auto& [col, _] : ts.front())
-      if (col != "t_ns") {
+  if (ts.size() > 0) {
+    const std::size_t t = ts.col("t_ns");
+    std::vector<std::size_t> series;
+    for (std::size_t c = 0; c < ts.head().size(); ++c)
+      if (c != t) series.push_back(c);
+    // Drawn over the span that had traffic (setup before it can take most of a run), padded.
+    std::size_t first = ts.size(), last = 0;
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      ts.num(i, t);
+      for (std::size_t c : series)
+        if (ts.num(i, c) > 0) {
+          first = std::min(first, i);
+          last = std::max(last, i);
+        }
+    }
+    if (first <= last) {
+      const std::size_t pad = std::max<std::size_t>(2, (last - first) / 20);
+      const std::size_t lo = first > pad ? first - pad : 0;
+      const std::size_t hi = std::min(ts.size() - 1, last + pad);
+      for (std::size_t c : series) {
+        const std::string& col = ts.head()[c];
         svg::Line l{col.substr(0, col.find('_')), {}};
         for (std::size_t i = lo; i <= hi; ++i)
-          l.points.push_back({std::stod(ts[i].at("t_ns")) / 1000.0, std::stod(ts[i].at(col))});
+          l.points.push_back({ts.num(i, t) / 1000.0, ts.num(i, c)});
         bw.push_back(std::move(l));
       }
+    }
   }
   if (!bw.empty())
     body += svg::line_chart("bandwidth", "Payload bandwidth over time, all GPUs",
                             {"simulated time (us)", {}}, {"GB/s", {}}, bw);
+  else if (!fs::exists(dir / "timeseries.csv"))
+    body += "<p class=note>No timeseries.csv: no bandwidth to draw.</p>\n";
   else
     body += "<p class=note>No accesses completed: no bandwidth to draw.</p>\n";
 
@@ -275,16 +447,16 @@ std::string run_report(const fs::path& dir, std::string& title) {
       R"(pod\.fabric\.(.*(?:switch|leaf|spine)\d+)\.port(\d+)\.utilisation)");
   std::map<std::string, std::vector<double>> util;
   std::vector<std::string> order;
-  for (const auto& [k, v] : stats) {
+  for (const auto& [key, v] : stats.members()) {
     std::smatch m;
-    const std::string key(k);
     if (!std::regex_match(key, m, port_key)) continue;
     const std::string sw = m[1];
+    if (m[2].length() > 4) continue;  // no switch has that many ports: not one of podsim's
     const auto port = static_cast<std::size_t>(std::stoul(m[2]));
     auto [it, fresh] = util.try_emplace(sw);
     if (fresh) order.push_back(sw);
     if (it->second.size() <= port) it->second.resize(port + 1, -1.0);
-    it->second[port] = num(v.at("value"));
+    it->second[port] = v.at("value").num();
   }
   std::vector<svg::HeatRow> rows;
   for (const auto& sw : order)
@@ -299,50 +471,65 @@ std::string run_report(const fs::path& dir, std::string& title) {
 // ---- a sweep -----------------------------------------------------------------------------
 
 std::string sweep_report(const fs::path& dir, std::string& title) {
-  const json::value doc = read_json(dir / "sweep.json");
-  const auto& vary = doc.at("vary").as_array();
-  const auto& points = doc.at("points").as_array();
-  const auto& columns = doc.at("columns").as_array();
+  const JsonFile file = read_json(dir / "sweep.json");
+  const J doc = file.root();
+  const std::vector<J> vary = doc.at("vary").items();
+  const std::vector<J> points = doc.at("points").items();
+  const std::vector<J> columns = doc.at("columns").items();
+  if (vary.empty()) throw ReportError(*file.name + ": vary is empty");
   std::vector<std::string> keys;
-  for (const auto& v : vary)
-    keys.emplace_back(v.at("key").as_string());
+  for (const J& v : vary)
+    keys.push_back(v.at("key").str());
+  std::vector<std::string> column_names;
+  for (const J& c : columns)
+    column_names.push_back(c.at("column").str());
   title = fmt::format("podsim sweep: {}", fmt::join(keys, " x "));
   std::string body;
+  const J config = doc.at("config");
   body += fmt::format("<p>{} points; config {}.</p>\n", points.size(),
-                      doc.at("config").is_string() ? std::string(doc.at("config").as_string())
-                                                   : std::string("(the embedded default pod)"));
+                      config.is_string() ? config.str() : "(the embedded default pod)");
+
+  // A failed point's stats are not results: left out of the plots, marked in the table.
+  std::vector<bool> ok;
+  for (const J& p : points)
+    ok.push_back(p.at("exit_code").num() == 0);
+  const auto failed = static_cast<std::size_t>(std::count(ok.begin(), ok.end(), false));
+  if (failed)
+    body += fmt::format(
+        "<p class=note><b>{} of {} points failed</b> (exit code in the table); the plots leave "
+        "them out.</p>\n",
+        failed, points.size());
 
   // Each stat against the first varied key; one line per combination of the others.
-  const auto& first_values = vary.at(0).at("values").as_array();
   std::vector<std::string> xs;
-  for (const auto& v : first_values)
-    xs.emplace_back(v.as_string());
+  for (const J& v : vary[0].at("values").items())
+    xs.push_back(v.str());
   bool numeric_x = true;
   for (const auto& x : xs)
     numeric_x = numeric_x && to_double(x).has_value();
   std::size_t plots = 0;
-  for (const auto& c : columns) {
-    const std::string col(c.at("column").as_string());
+  for (const std::string& col : column_names) {
     std::map<std::string, svg::Line> lines;
     std::vector<std::string> line_order;
     std::set<double> distinct;
-    for (const auto& pj : points) {
-      const auto& p = pj.as_object();
-      const auto& v = p.at("stats").at(col);
-      if (!v.is_number()) continue;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const J& p = points[i];
+      const J v = p.at("stats").at(col);
+      if (!ok[i] || !v.is_number()) continue;
       std::string others;
       for (std::size_t k = 1; k < keys.size(); ++k)
         others += (others.empty() ? "" : ", ") + keys[k].substr(keys[k].rfind('.') + 1) + "=" +
-                  std::string(p.at("values").at(keys[k]).as_string());
+                  p.at("values").at(keys[k]).str();
       if (others.empty()) others = col;
-      const std::string xv(p.at("values").at(keys[0]).as_string());
-      const double x = numeric_x
-                           ? *to_double(xv)
+      const std::string xv = p.at("values").at(keys[0]).str();
+      const auto xn = to_double(xv);
+      const double x = numeric_x && xn
+                           ? *xn
                            : static_cast<double>(std::find(xs.begin(), xs.end(), xv) - xs.begin());
       auto [it, fresh] = lines.try_emplace(others, svg::Line{others, {}});
       if (fresh) line_order.push_back(others);
-      it->second.points.push_back({x, num(v)});
-      distinct.insert(num(v));
+      it->second.points.push_back({x, v.num()});
+      distinct.insert(v.num());
     }
     if (distinct.size() < 2) continue;  // the same at every point: nothing to draw
     std::vector<svg::Line> ls;
@@ -353,22 +540,22 @@ std::string sweep_report(const fs::path& dir, std::string& title) {
                             {keys[0], numeric_x ? std::vector<std::string>{} : xs}, {col, {}}, ls);
     ++plots;
   }
-  if (plots == 0) body += "<p class=note>No stat varied across the points.</p>\n";
+  if (plots == 0) body += "<p class=note>No stat varied across the points that ran.</p>\n";
 
   // The points.
   std::vector<std::string> head = keys;
   head.push_back("exit");
-  for (const auto& c : columns)
-    head.emplace_back(c.at("column").as_string());
+  head.insert(head.end(), column_names.begin(), column_names.end());
   std::vector<std::vector<std::string>> rows;
-  for (const auto& pj : points) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const J& p = points[i];
     std::vector<std::string> r;
     for (const auto& k : keys)
-      r.emplace_back(pj.at("values").at(k).as_string());
-    r.push_back(std::to_string(pj.at("exit_code").to_number<int>()));
-    for (const auto& c : columns) {
-      const auto& v = pj.at("stats").at(c.at("column").as_string());
-      r.push_back(v.is_number() ? fmt_num(num(v)) : "");
+      r.push_back(p.at("values").at(k).str());
+    r.push_back(fmt_num(p.at("exit_code").num()) + (ok[i] ? "" : " (failed)"));
+    for (const std::string& col : column_names) {
+      const J v = p.at("stats").at(col);
+      r.push_back(v.is_number() ? fmt_num(v.num()) : "");
     }
     rows.push_back(std::move(r));
   }

@@ -357,7 +357,13 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       const json::value* v = nullptr;
       if (sj.is_object())
         if (const auto* s = sj.at("stats").as_object().if_contains(c.stat))
-          if (s->is_object()) v = s->as_object().if_contains(c.field);
+          if (s->is_object()) {
+            v = s->as_object().if_contains(c.field);
+            // A distribution with no samples has no mean or percentile: no cell, not 0.
+            const json::value* n = s->as_object().if_contains("count");
+            if (v && c.field != "count" && n && n->is_number() && n->to_number<double>() == 0)
+              v = nullptr;
+          }
       csv += "," + (v ? csv_cell(number_text(*v)) : std::string());
       stats[c.name] = v ? *v : json::value(nullptr);
     }

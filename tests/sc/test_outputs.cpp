@@ -196,3 +196,42 @@ TEST_CASE("the timeline's sampled accesses are bounded by --trace-max-events", "
   CHECK(control > 0);  // control events are always kept
   CHECK(run_podsim({"run", "--trace", trace, "--trace-sample", "0"}).exit_code == 2);
 }
+
+TEST_CASE(
+    "a file asked for beside the outputs may not overwrite one of them or another, and must "
+    "be writable: exit 2 before the run, nothing written",
+    "[outputs]") {
+  const fs::path base = fs::temp_directory_path() / "podsim-extra-outputs";
+  fs::remove_all(base);
+  const std::string out = (base / "run").string();
+  auto clash = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=10", "-o", out,
+                           "--access-log", out + "/stats.json"},
+                          false);
+  CHECK(clash.exit_code == 2);
+  CHECK_THAT(clash.err, Catch::Contains("--access-log " + out +
+                                        "/stats.json would overwrite the run's stats.json"));
+  CHECK_FALSE(fs::exists(out));
+  auto two = run_podsim({"run", "--quiet", "-o", out, "--trace", (base / "t.json").string(),
+                         "--access-log", (base / "t.json").string()},
+                        false);
+  CHECK(two.exit_code == 2);
+  CHECK_THAT(two.err, Catch::Contains("would overwrite --access-log's file"));
+  auto nowhere = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=10", "-o", out,
+                             "--access-log", "/nonexistent/dir/a.trace"},
+                            false);
+  CHECK(nowhere.exit_code == 2);
+  CHECK_THAT(nowhere.err, Catch::Contains("--access-log /nonexistent/dir/a.trace: cannot write"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "stats.json"));
+  fs::remove_all(base);
+}
+
+TEST_CASE("stats.json says whether its run completed as configured", "[outputs]") {
+  auto good = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=10"});
+  REQUIRE(good.stats);
+  CHECK(good.stats->at("ok").as_bool());
+  auto bad = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=10", "--set",
+                         "sim.max_time=1us"});  // the bring-up alone takes 1 ms
+  CHECK(bad.exit_code == 1);
+  REQUIRE(bad.stats);
+  CHECK_FALSE(bad.stats->at("ok").as_bool());
+}

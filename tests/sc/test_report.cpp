@@ -128,3 +128,56 @@ TEST_CASE("report: a directory with no results is an error", "[report]") {
   CHECK_THAT(r.err, Catch::Contains("neither a run's results"));
   CHECK(run_podsim({"report"}, false).exit_code == 2);
 }
+
+TEST_CASE(
+    "report: a run without traffic, or without its timeseries, is drawn from what is there, "
+    "and a damaged file is an error naming it and its line",
+    "[report]") {
+  auto quiet = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=0"});
+  REQUIRE(quiet.exit_code == 0);
+  auto r = run_podsim({"report", quiet.out_dir}, false);
+  CHECK(r.exit_code == 0);  // the timeseries has its header only
+  fs::remove(fs::path(quiet.out_dir) / "timeseries.csv");
+  r = run_podsim({"report", quiet.out_dir}, false);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(slurp((fs::path(quiet.out_dir) / "report.html").string()),
+             Catch::Contains("No timeseries.csv"));
+
+  auto full = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=50"});
+  REQUIRE(full.exit_code == 0);
+  const fs::path dir(full.out_dir);
+  auto damage = [&](const char* file, auto edit) {
+    const std::string name = (dir / file).string();
+    const std::string before = slurp(name);
+    std::ofstream(name, std::ios::binary) << edit(before);
+    auto out = run_podsim({"report", dir.string(), "-o", (dir / "damaged.html").string()}, false);
+    std::ofstream(name, std::ios::binary) << before;
+    CHECK_FALSE(fs::exists(dir / "damaged.html"));
+    return out;
+  };
+  auto lat = damage("latency.csv", [](std::string s) {
+    const auto line2 = s.find('\n') + 1;
+    const auto comma = s.find(',', line2);
+    return s.substr(0, comma + 1) + "abc" + s.substr(s.find(',', comma + 1));
+  });
+  CHECK(lat.exit_code == 2);
+  CHECK_THAT(lat.err, Catch::Contains("latency.csv:2: column \"count\": \"abc\" is not a number"));
+  auto width = damage("latency_histogram.csv", [](std::string s) { return s + "remote,1,2\n"; });
+  CHECK(width.exit_code == 2);
+  CHECK_THAT(width.err, Catch::Contains("latency_histogram.csv:") &&
+                            Catch::Contains(": 3 field(s), the header has 4"));
+  auto cut = damage("stats.json", [](std::string s) { return s.substr(0, s.size() / 2); });
+  CHECK(cut.exit_code == 2);
+  CHECK_THAT(cut.err, Catch::Contains("stats.json:") && Catch::Contains("not valid JSON"));
+  auto kind = damage("stats.json", [](std::string s) {
+    const auto at = s.find("\"value\"", s.find("\"pod.summary.remote_accesses\""));
+    const auto colon = s.find(':', at);
+    return s.substr(0, colon + 1) + " \"x\"" + s.substr(s.find_first_of(",\n}", colon + 2));
+  });
+  CHECK(kind.exit_code == 2);
+  CHECK_THAT(kind.err,
+             Catch::Contains("stats[\"pod.summary.remote_accesses\"].value is not a number"));
+  auto empty = damage("timeseries.csv", [](const std::string&) { return std::string(); });
+  CHECK(empty.exit_code == 2);
+  CHECK_THAT(empty.err, Catch::Contains("timeseries.csv: empty (no header line)"));
+}

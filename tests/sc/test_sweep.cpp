@@ -206,3 +206,19 @@ TEST_CASE("a sweep replaces what an earlier sweep left in its directory", "[swee
   CHECK(fs::exists(fs::path(out) / "points" / "001" / "stats.json"));
   CHECK(slurp(fs::path(out) / "sweep.csv") != "stale\n");
 }
+
+TEST_CASE("a sweep point with no accesses has no latencies, rather than 0 ns", "[sweep]") {
+  const std::string out = fresh_dir("sweep-none");
+  auto r = run_podsim({"sweep", "--vary", "workload.traffic.accesses=0,20", "--out", out}, false);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto rows = csv_rows(slurp(fs::path(out) / "sweep.csv"));
+  REQUIRE(rows.size() == 3);
+  const auto& head = rows[0];
+  const auto mean = static_cast<std::size_t>(
+      std::find(head.begin(), head.end(), "remote_latency_mean_ns") - head.begin());
+  REQUIRE(mean < head.size());
+  CHECK(rows[1][mean].empty());
+  CHECK(std::stod(rows[2][mean]) > 0);
+  CHECK_THAT(slurp(fs::path(out) / "sweep.md"), Catch::Contains("| 0 | - | - |"));
+}

@@ -79,3 +79,42 @@ TEST_CASE("a trace path in a config file is relative to that file", "[trace]") {
   CHECK(rep.stat("pod.summary.remote_accesses") == gen.stat("pod.summary.remote_accesses"));
   CHECK(rep.stat("pod.summary.remote_accesses") == 8 * 3);
 }
+
+TEST_CASE(
+    "a trace replaces generated traffic entirely: an empty trace or a directory is an error, "
+    "and a GPU absent from the trace issues nothing",
+    "[trace]") {
+  for (const std::string& t :
+       {write_temp_file("empty.trace", "# only a comment\n\n"), write_temp_file("zero.trace", ""),
+        std::filesystem::path(write_temp_file("x", "")).parent_path().string()}) {
+    INFO(t);
+    auto r = run_podsim({"run", "--set", "workload.traffic.trace=" + t});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("trace error: " + t + ": ") &&
+                          (Catch::Contains("no accesses") || Catch::Contains("is a directory")));
+    CHECK_FALSE(r.out_dir_exists);
+  }
+  // GPU 0 stores twice, nobody else does anything.
+  const std::string gen = write_temp_file("g0.trace", "");
+  auto recorded =
+      run_podsim({"run", "--set", "workload.traffic.accesses=2", "--access-log", gen + ".full"});
+  REQUIRE(recorded.exit_code == 0);
+  std::istringstream in(slurp(gen + ".full"));
+  std::string g0;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#' && line.find(" 0 ") != std::string::npos &&
+        line.find(' ') == line.find(" 0 "))
+      g0 += line + "\n";
+  REQUIRE(data_lines(g0) == 2);
+  const std::string only0 = write_temp_file("only0.trace", g0);
+  auto r = run_podsim({"run", "--set", "workload.traffic.trace=" + only0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.summary.remote_accesses") + r.stat("pod.gpu0.agent.local_accesses") == 2);
+  for (int g = 1; g < 8; ++g) {
+    INFO("gpu" << g);
+    CHECK(r.stat("pod.gpu" + std::to_string(g) + ".agent.remote_reads") +
+              r.stat("pod.gpu" + std::to_string(g) + ".agent.remote_writes") ==
+          0);
+  }
+}

@@ -589,6 +589,15 @@ Task<void> Driver::on_npa_req(AccelId from, const Message& m) {
   // Granted (again, after a reset that released it): its accesses are its own from the moment
   // the answer can reach it.
   env_.note_granted(tag, from);
+  // While it is sent, the grant is in no table yet (the importer is added once the send has
+  // returned): a reset meanwhile must still count this importer as a former one.
+  struct Granting {
+    std::vector<std::uint16_t>& count;
+    AccelId importer;
+    ~Granting() { --count[importer]; }
+  };
+  ++granting_[from];
+  const Granting granting{granting_, from};
   const Errno sent = co_await send(from, rsp);
   if (sent != Errno::Ok) {
     undo(true);                                                // and send no FAIL
@@ -938,12 +947,15 @@ void Driver::established(AccelId peer) {
 // given out, added to a quarantine still under way.
 void Driver::quarantine_on_reset() {
   if (quarantine_.pending.empty()) quarantine_.pending.assign(kMaxAccels, false);
+  std::vector<bool> former(kMaxAccels, false);
   for (const auto& n : exports_.nodes())
     for (AccelId i = 0; i < kMaxAccels; ++i)
-      if (n->importer(i) && !quarantine_.pending[i]) {
-        quarantine_.pending[i] = true;
-        ++quarantine_.left;
-      }
+      former[i] = former[i] || n->importer(i);
+  for (AccelId i = 0; i < kMaxAccels; ++i)
+    if ((former[i] || granting_[i] > 0) && !quarantine_.pending[i]) {
+      quarantine_.pending[i] = true;
+      ++quarantine_.left;
+    }
   if (quarantine_.left == 0) return;
   for (const auto& [key, w] : windows_)
     for (const auto& [start, pages] : w.allocated())

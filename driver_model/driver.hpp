@@ -407,6 +407,8 @@ class Driver {
     std::size_t left = 0;
   };
   Quarantine quarantine_;
+  // NPA_RSPs being sent, by importer (their grants are in no table until sent).
+  std::vector<std::uint16_t> granting_ = std::vector<std::uint16_t>(kMaxAccels, 0);
   void quarantine_on_reset();
   void quarantine_connected(AccelId peer);
   Task<void> announce_to(AccelId peer);

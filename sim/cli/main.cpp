@@ -28,6 +28,48 @@ namespace po = boost::program_options;
 
 namespace {
 
+// A whole number on the command line, read strictly: digits only (program_options' own
+// reading takes "-5" as 18446744073709551611), with a least value; the option names itself in
+// the error.
+struct Count {
+  std::uint64_t value = 0;
+};
+std::ostream& operator<<(std::ostream& o, const Count& c) {
+  return o << c.value;
+}
+template <std::uint64_t Min>
+struct AtLeast : Count {};
+template <std::uint64_t Min>
+std::ostream& operator<<(std::ostream& o, const AtLeast<Min>& c) {
+  return o << c.value;
+}
+
+template <class T, std::uint64_t Min>
+void validate_count(boost::any& v, const std::vector<std::string>& values) {
+  po::validators::check_first_occurrence(v);
+  const std::string& s = po::validators::get_single_string(values);
+  std::uint64_t n = 0;
+  bool ok = !s.empty() && s.size() <= 19 &&
+            std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (ok) n = std::stoull(s);
+  if (!ok || n < Min)
+    throw po::error_with_option_name(fmt::format(
+        "the argument '{}' for option '%canonical_option%' is not a whole number of at least {}", s,
+        Min));
+  T t;
+  t.value = n;
+  v = t;
+}
+
+// program_options finds these by argument-dependent lookup (beside the types).
+void validate(boost::any& v, const std::vector<std::string>& values, Count*, int) {
+  validate_count<Count, 0>(v, values);
+}
+template <std::uint64_t Min>
+void validate(boost::any& v, const std::vector<std::string>& values, AtLeast<Min>*, int) {
+  validate_count<AtLeast<Min>, Min>(v, values);
+}
+
 constexpr const char* kUsage =
     "usage: podsim <command> [options]\n"
     "\n"
@@ -78,7 +120,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   desc.add_options()("help,h", "this help")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override one config value: --set key.path=value (repeatable); values are JSON, or "
-      "strings such as 200ns")("seed", po::value<std::uint64_t>(), "seed (overrides the config's)");
+      "strings such as 200ns")("seed", po::value<Count>(), "seed (overrides the config's)");
   if (!print_only)
     desc.add_options()("out,o", po::value<std::string>()->default_value("podsim-out"),
                        "directory for stats.json, config.json and run.json")(
@@ -88,9 +130,9 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
         "trace", po::value<std::string>(),
         "write a timeline to this file (Chrome/Perfetto trace-event JSON): driver calls, "
         "messages and scenario steps, and sampled accesses hop by hop")(
-        "trace-sample", po::value<std::uint64_t>()->default_value(100),
+        "trace-sample", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{100}}),
         "with --trace: one access in this many per GPU")(
-        "trace-max-events", po::value<std::uint64_t>()->default_value(200000),
+        "trace-max-events", po::value<Count>()->default_value(Count{200000}),
         "with --trace: at most this many events for sampled accesses (bounds the file)")(
         "state-digest", po::value<std::string>(),
         "write digests of every GPU's state (driver tables, page tables, VRAM allocator, "
@@ -105,7 +147,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   podsim::RunOptions opt;
   if (vm.count("config")) opt.config_path = vm["config"].as<std::string>();
   if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();
-  if (vm.count("seed")) opt.seed = vm["seed"].as<std::uint64_t>();
+  if (vm.count("seed")) opt.seed = vm["seed"].as<Count>().value;
   if (print_only) {
     try {
       podsim::PodConfig cfg = podsim::load_pod_config(opt.config_path, opt.overrides);
@@ -122,8 +164,8 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   if (vm.count("access-log")) opt.access_log = vm["access-log"].as<std::string>();
   if (vm.count("trace")) opt.timeline = vm["trace"].as<std::string>();
   if (vm.count("state-digest")) opt.state_digest = vm["state-digest"].as<std::string>();
-  opt.timeline_sample = vm["trace-sample"].as<std::uint64_t>();
-  opt.timeline_max_access_events = vm["trace-max-events"].as<std::uint64_t>();
+  opt.timeline_sample = vm["trace-sample"].as<AtLeast<1>>().value;
+  opt.timeline_max_access_events = vm["trace-max-events"].as<Count>().value;
   if (opt.timeline_sample == 0) {
     std::cerr << "podsim run: --trace-sample must be at least 1\n";
     return 2;
@@ -144,14 +186,14 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "a key and its values: key.path=v1,v2,... (repeatable: the grid of all combinations, the "
       "first --vary outermost)")("set", po::value<std::vector<std::string>>()->composing(),
                                  "override one config value at every point (repeatable)")(
-      "seed", po::value<std::uint64_t>(), "seed for every point")(
+      "seed", po::value<Count>(), "seed for every point")(
       "stat", po::value<std::vector<std::string>>()->composing(),
       "one more column: a stats.json key, optionally :field (default value), e.g. "
       "pod.gpu0.vram.channel_balance or pod.summary.send_time:p99")(
       "table", po::value<std::vector<std::string>>()->composing(),
       "a column of the Markdown table (sweep.md, printed): repeatable; default the mean and p99 "
       "remote latency, the achieved bandwidth and the --stat columns")(
-      "jobs,j", po::value<unsigned>()->default_value(1), "points run at once")(
+      "jobs,j", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{1}}), "points run at once")(
       "out,o", po::value<std::string>()->default_value("podsim-sweep"),
       "directory for sweep.csv, sweep.json and points/")("quiet,q", "no progress or summary");
   po::variables_map vm;
@@ -173,8 +215,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();
   if (vm.count("stat")) opt.extra_stats = vm["stat"].as<std::vector<std::string>>();
   if (vm.count("table")) opt.table_columns = vm["table"].as<std::vector<std::string>>();
-  if (vm.count("seed")) opt.seed = vm["seed"].as<std::uint64_t>();
-  opt.jobs = vm["jobs"].as<unsigned>();
+  if (vm.count("seed")) opt.seed = vm["seed"].as<Count>().value;
+  opt.jobs =
+      static_cast<unsigned>(std::min<std::uint64_t>(vm["jobs"].as<AtLeast<1>>().value, 4096));
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
   if (podsim::tools::MpiWorld::rank() != 0) opt.quiet = true;  // rank 0 reports progress
@@ -209,7 +252,7 @@ int cmd_regress(const std::vector<std::string>& args) {
       "case", po::value<std::vector<std::string>>()->composing(),
       "run only this case (repeatable; a case is a shipped config's name)")(
       "bless", "rewrite the goldens from these runs and print what changed")(
-      "jobs,j", po::value<unsigned>()->default_value(1), "cases run at once");
+      "jobs,j", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{1}}), "cases run at once");
   po::variables_map vm;
   if (int rc = parse("regress", args, desc, false, vm)) return rc;
   if (vm.count("help")) {
@@ -220,7 +263,8 @@ int cmd_regress(const std::vector<std::string>& args) {
   opt.dir = vm["dir"].as<std::string>();
   if (vm.count("case")) opt.cases = vm["case"].as<std::vector<std::string>>();
   opt.bless = vm.count("bless") > 0;
-  opt.jobs = vm["jobs"].as<unsigned>();
+  opt.jobs =
+      static_cast<unsigned>(std::min<std::uint64_t>(vm["jobs"].as<AtLeast<1>>().value, 4096));
   return podsim::tools::regress_command(opt, std::cout, std::cerr);
 }
 
@@ -232,7 +276,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       "pod sizes (comma-separated); the default pod on one switch, 7 peers per GPU")(
       "loads", po::value<std::string>()->default_value("closed,poisson"),
       "closed (closed loop, 32 outstanding per GPU) and/or poisson (50% offered load)")(
-      "accesses", po::value<std::uint64_t>()->default_value(800000),
+      "accesses", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{800000}}),
       "remote accesses per point, spread over the GPUs")(
       "configs", po::value<std::string>()->default_value("configs"),
       "the folder holding helios-72.json and pod-1024.json (also measured)")(
@@ -277,7 +321,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     }
   }
   opt.loads = split(vm["loads"].as<std::string>());
-  opt.accesses = vm["accesses"].as<std::uint64_t>();
+  opt.accesses = vm["accesses"].as<AtLeast<1>>().value;
   opt.configs_dir = vm["configs"].as<std::string>();
   opt.shipped = vm.count("no-shipped") == 0;
   opt.all_peers = vm.count("no-all-peers") == 0;

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <optional>
 #include <sstream>
 
 namespace json = boost::json;
@@ -46,6 +49,80 @@ std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t 
   return {line, col};
 }
 
+// The first key that appears twice in one object of `text` (valid JSON, with comments and
+// trailing commas allowed), with both places: JSON parsers keep the last, which would hide
+// the first (and a mistyped value in it). Keys compare as written (escapes not decoded).
+struct Duplicate {
+  std::string key;
+  std::size_t first, second;  // byte offsets
+};
+std::optional<Duplicate> find_duplicate_key(std::string_view text) {
+  struct Frame {
+    bool object;
+    bool expect_key;
+    std::map<std::string, std::size_t, std::less<>> keys;
+  };
+  std::vector<Frame> stack;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n')
+        ++i;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      const auto end = text.find("*/", i + 2);
+      i = end == std::string_view::npos ? text.size() : end + 2;
+    } else if (c == '"') {
+      const std::size_t start = i++;
+      while (i < text.size() && text[i] != '"')
+        i += text[i] == '\\' ? 2 : 1;
+      ++i;
+      if (!stack.empty() && stack.back().object && stack.back().expect_key) {
+        Frame& f = stack.back();
+        const std::string key(text.substr(start + 1, i - start - 2));
+        const auto [it, fresh] = f.keys.emplace(key, start);
+        if (!fresh) return Duplicate{key, it->second, start};
+        f.expect_key = false;
+      }
+    } else {
+      if (c == '{')
+        stack.push_back({true, true, {}});
+      else if (c == '[')
+        stack.push_back({false, false, {}});
+      else if ((c == '}' || c == ']') && !stack.empty())
+        stack.pop_back();
+      else if (c == ',' && !stack.empty() && stack.back().object)
+        stack.back().expect_key = true;
+      ++i;
+    }
+  }
+  return std::nullopt;
+}
+
+// A key or a string with a NUL in it (JSON's \u0000): it would cut the text short wherever it
+// is used as a C string (a file path), so it is refused, with the key path.
+void refuse_nul(const json::value& v, const std::string& path, const std::string& source) {
+  auto has_nul = [](std::string_view s) { return s.find('\0') != std::string_view::npos; };
+  if (v.is_string() && has_nul(v.get_string()))
+    throw ConfigError(source, path, "contains a NUL character (\\u0000)");
+  if (v.is_object())
+    for (const auto& [k, e] : v.get_object()) {
+      if (has_nul(k)) {
+        std::string shown;
+        for (char ch : std::string_view(k))
+          shown += ch == '\0' ? std::string("\\u0000") : std::string(1, ch);
+        throw ConfigError(source, path,
+                          fmt::format("a key contains a NUL character: \"{}\"", shown));
+      }
+      refuse_nul(e, join_path(path, k), source);
+    }
+  if (v.is_array()) {
+    std::size_t n = 0;
+    for (const auto& e : v.get_array())
+      refuse_nul(e, fmt::format("{}[{}]", path, n++), source);
+  }
+}
+
 }  // namespace
 
 ConfigDoc ConfigDoc::from_text(std::string_view text, std::string source_name) {
@@ -62,20 +139,41 @@ ConfigDoc ConfigDoc::from_text(std::string_view text, std::string source_name) {
         source_name, "",
         fmt::format("line {}, column {}: invalid JSON ({})", line, col, ec.message()));
   }
+  if (const auto d = find_duplicate_key(text)) {
+    const auto [l1, c1] = line_col(text, d->first);
+    const auto [l2, c2] = line_col(text, d->second);
+    throw ConfigError(source_name, "",
+                      fmt::format("line {}, column {}: the key \"{}\" appears twice in one "
+                                  "object (first at line {}, column {})",
+                                  l2, c2, d->key, l1, c1));
+  }
   ConfigDoc doc;
   doc.root_ = p.release();
   doc.source_ = std::move(source_name);
+  refuse_nul(doc.root_, "", doc.source_);
   if (!doc.root_.is_object())
     throw ConfigError(doc.source_, "", "the top level must be a JSON object ({ ... })");
   return doc;
 }
 
 ConfigDoc ConfigDoc::from_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(path, "", "is a directory, not a config file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the file for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return from_text(ss.str(), path);
+  // Read at most kMaxConfigBytes (and one more, to know): a config is small; /dev/urandom
+  // or a wrong file is not read until memory runs out.
+  constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;
+  std::string text;
+  char chunk[65536];
+  while (text.size() <= kMaxConfigBytes && in.read(chunk, sizeof chunk).gcount() > 0)
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) throw ConfigError(path, "", "cannot read the file");
+  if (text.size() > kMaxConfigBytes)
+    throw ConfigError(
+        path, "", fmt::format("larger than {} MiB: not a podsim config", kMaxConfigBytes >> 20));
+  return from_text(text, path);
 }
 
 void ConfigDoc::apply_override(std::string_view assignment) {
@@ -94,6 +192,10 @@ void ConfigDoc::apply_override(std::string_view assignment) {
       value = std::move(parsed);
     else
       value = json::string(text);
+    if (const auto d = find_duplicate_key(text); d && !ec)
+      throw ConfigError(origin, "",
+                        fmt::format("the key \"{}\" appears twice in one object", d->key));
+    refuse_nul(value, std::string(assignment.substr(0, eq)), origin);
   }
 
   // Walk (creating objects as needed) to the parent of the last key.

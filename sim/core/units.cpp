@@ -195,6 +195,7 @@ std::string pretty(Time t) {
 }
 std::string to_string(Bandwidth b) {
   std::uint64_t v = b.bits_per_second();
+  if (v == 0) return "0Gb/s";  // not "0Tb/s": the unit link rates are given in
   if (v % 8 == 0) {
     std::string bytes = format_scaled(v, kBandwidthUnits, {9, 8, 7, 6, 5});
     std::string bits = format_scaled(v, kBandwidthUnits, {4, 3, 2, 1, 0});

@@ -149,3 +149,28 @@ TEST_CASE("a progress line on a terminal only, never with --quiet, and it change
   CHECK(podsim::test::slurp((fs::path(dir) / "tty" / "stats.json").string()) ==
         podsim::test::slurp((fs::path(piped.out_dir) / "stats.json").string()));
 }
+
+TEST_CASE(
+    "a directory or an endless file as the config, and numbers on the command line that are "
+    "not whole numbers in range, are errors with exit 2",
+    "[cli]") {
+  const std::string dir = std::filesystem::path(write_temp_file("x", "")).parent_path().string();
+  auto d = run_podsim({"run", dir});
+  CHECK(d.exit_code == 2);
+  CHECK_THAT(d.err, Catch::Contains(dir + ": is a directory"));
+  auto endless = run_podsim({"run", "/dev/zero"});
+  CHECK(endless.exit_code == 2);
+  CHECK_THAT(endless.err, Catch::Contains("/dev/zero: larger than 16 MiB"));
+  CHECK_FALSE(endless.out_dir_exists);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--seed", "-5"},
+        std::vector<std::string>{"run", "--trace-max-events", "-1"},
+        std::vector<std::string>{"run", "--trace-sample", "0"},
+        std::vector<std::string>{"run", "--seed", "1e3"},
+        std::vector<std::string>{"sweep", "--vary", "pod.gpus=2,4", "-j", "0"}}) {
+    INFO(args[1] << " " << args.back());
+    auto r = run_podsim(args, false);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("is not a whole number of at least"));
+  }
+}

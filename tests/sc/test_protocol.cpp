@@ -821,6 +821,20 @@ TEST_CASE(
   CHECK(a.stat("pod.summary.invariant_violations") == 0);
   REQUIRE(a.run);
   CHECK(a.run->at("stale_imports").as_array().empty());
+
+  // The same with GPU 1 reset at 80 us, while its NPA_RSP to GPU 0 is still being sent (GPU 0
+  // has its import; GPU 1 has not yet recorded it): GPU 0 is a former importer all the same.
+  std::string text = slurp(cfg);
+  const std::string at = "\"at\": \"200us\"";
+  text.replace(text.find(at), at.size(), "\"at\": \"80us\"");
+  const std::string early = write_temp_file("study-isolation-80us.json", text);
+  for (const char* mode : {"quarantine", "announce"}) {
+    INFO(mode);
+    auto r = run_podsim({"run", early, "--set", std::string("gpu.driver.after_reset=") + mode});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.stat("pod.summary.invariant_violations") == 0);
+  }
 }
 
 TEST_CASE(

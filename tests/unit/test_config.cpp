@@ -260,3 +260,32 @@ TEST_CASE("VRAM must hold more than the rings' receive pages", "[config][vram]")
                                      "vram": {"capacity": "10MiB"}}})")
             .gpu.vram.capacity == podsim::Bytes::MiB(10));
 }
+
+TEST_CASE("a key given twice in one object is an error naming both places", "[config]") {
+  const ConfigError e = error_of("{\"pod\": {\"gpus\": \"5 parsecs\",\n  \"gpus\": 4}}");
+  CHECK_THAT(std::string(e.what()), Catch::Contains("test.json") &&
+                                        Catch::Contains("line 2, column 3") &&
+                                        Catch::Contains("\"gpus\" appears twice") &&
+                                        Catch::Contains("first at line 1, column 10"));
+  // The same key in two objects, in an array, or inside a string is not a duplicate.
+  CHECK_NOTHROW(read(R"({"pod": {"gpus": 4}, "fabric": {"switch": {"ports": 64}},
+    // "gpus" in a comment, "pod" in a string: "name": "pod"
+    "name": "a \"pod\" of \"pod\"s"})"));
+  const ConfigError set = error_of("{}", {R"(pod={"gpus": 2, "gpus": 3})"});
+  CHECK_THAT(std::string(set.what()),
+             Catch::Contains("--set") && Catch::Contains("\"gpus\" appears twice"));
+}
+
+TEST_CASE("a NUL character in a key or a string is an error naming where", "[config]") {
+  const ConfigError value = error_of(R"({"workload": {"traffic": {"trace": "a\u0000b"}}})");
+  CHECK_THAT(std::string(value.what()),
+             Catch::Contains("workload.traffic.trace") && Catch::Contains("NUL"));
+  const ConfigError key = error_of(R"({"pod": {"g\u0000pus": 4}})");
+  CHECK_THAT(std::string(key.what()),
+             Catch::Contains("pod") && Catch::Contains("g\\u0000pus") && Catch::Contains("NUL"));
+}
+
+TEST_CASE("a zero bandwidth is shown in Gb/s", "[config][units]") {
+  const ConfigError e = error_of("{}", {"fabric.port.lane_rate=0Gb/s"});
+  CHECK_THAT(std::string(e.what()), Catch::Contains("got 0Gb/s"));
+}

@@ -1,12 +1,14 @@
 // The whole pod's configuration: the top of the config file.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "fabric/fabric_config.hpp"
+#include "fabric/framing.hpp"
 #include "models/compute/compute_config.hpp"
 #include "models/npa_mmu/npa_layout.hpp"
 #include "sim/core/params.hpp"
@@ -107,6 +109,22 @@ struct PodConfig {
                    std::to_string(pod.gpus) + ")");
     if (workload.buffer_size < workload.traffic.access_size)
       c.fail("workload.buffer_size", "smaller than workload.traffic.access_size");
+    // Every packet must fit a receive buffer, or its sender waits for credits that never come:
+    // the largest is a store's or a load response's of the largest access the workload makes
+    // (a trace's may be 256 B; control messages are 64 B).
+    {
+      std::uint64_t largest = std::max<std::uint64_t>(64, workload.traffic.access_size.count());
+      if (!workload.traffic.trace.empty()) largest = 256;
+      for (const auto& s : workload.steps)
+        if (s.access_size) largest = std::max<std::uint64_t>(largest, s.access_size->count());
+      const std::uint64_t need = tl_bytes(largest, fabric.port);
+      if (fabric.port.rx_buffer.count() < need)
+        c.fail("fabric.port.rx_buffer",
+               "must hold the largest packet this workload sends (" + std::to_string(largest) +
+                   " B of data, " + std::to_string(need) +
+                   " B with its header in whole granules): at least " + std::to_string(need) +
+                   "B, got " + std::to_string(fabric.port.rx_buffer.count()) + "B");
+    }
     if (const std::uint64_t first = alias_first_range_page(gpu.driver.accel_max);
         pod.addr_mode == NpaAddrMode::SourceAliasing &&
         gpu.driver.npa_window.count() <= first * kPageSize)

@@ -289,3 +289,25 @@ TEST_CASE("a zero bandwidth is shown in Gb/s", "[config][units]") {
   const ConfigError e = error_of("{}", {"fabric.port.lane_rate=0Gb/s"});
   CHECK_THAT(std::string(e.what()), Catch::Contains("got 0Gb/s"));
 }
+
+TEST_CASE(
+    "a receive buffer smaller than the workload's largest packet is an error naming the "
+    "minimum",
+    "[config]") {
+  // 64 B accesses: 16 B of header, 80 B packets.
+  const ConfigError small = error_of("{}", {"fabric.port.rx_buffer=79B"});
+  CHECK_THAT(std::string(small.what()),
+             Catch::Contains("fabric.port.rx_buffer") && Catch::Contains("at least 80B, got 79B"));
+  CHECK_NOTHROW(read("{}", {"fabric.port.rx_buffer=80B"}));
+  // 256 B accesses need 272 B.
+  const ConfigError big =
+      error_of("{}", {"fabric.port.rx_buffer=200B", "workload.traffic.access_size=256B"});
+  CHECK_THAT(std::string(big.what()), Catch::Contains("at least 272B"));
+  // A scenario's access step may ask for more than the traffic section.
+  const ConfigError step = error_of(R"({"fabric": {"port": {"rx_buffer": "100B"}},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"},
+      {"gpu": 0, "op": "map", "buffer": "b", "name": "m"},
+      {"gpu": 0, "op": "access", "mappings": ["m"], "accesses": 4, "access_size": "128B"}]}})");
+  CHECK_THAT(std::string(step.what()), Catch::Contains("at least 144B"));
+}

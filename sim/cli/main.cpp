@@ -18,6 +18,7 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/tools/bench.hpp"
+#include "sim/tools/campaign.hpp"
 #include "sim/tools/mpi_ranks.hpp"
 #include "sim/tools/mpi_world.hpp"
 #include "sim/tools/regress.hpp"
@@ -84,6 +85,7 @@ constexpr const char* kUsage =
     "  report DIR            one HTML file with the plots of a run's or a sweep's output\n"
     "  regress               run the shipped configs briefly, compare with golden results\n"
     "  bench                 how fast podsim simulates: 8 to 1,024 GPUs, closed-loop and Poisson\n"
+    "  campaign              a randomized fault campaign: generated scenarios, each judged\n"
     "\n"
     "options:\n"
     "  -h, --help            this help (also: podsim <command> --help)\n"
@@ -331,6 +333,41 @@ int cmd_bench(const std::vector<std::string>& args) {
   return podsim::tools::bench_command(opt, std::cout, std::cerr);
 }
 
+int cmd_campaign(const std::vector<std::string>& args) {
+  po::options_description desc("podsim campaign [options]");
+  desc.add_options()("help,h", "this help")(
+      "seeds", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{100}}), "how many seeds")(
+      "first", po::value<Count>()->default_value(Count{1}), "the first seed")(
+      "jobs,j", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{1}}), "runs at once")(
+      "out,o", po::value<std::string>()->default_value("podsim-campaign"),
+      "directory for each run (kept for findings, or all with --keep)")(
+      "keep", "keep every run's directory")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override one config value in every run (repeatable): a what-if, a bug put back")(
+      "print", po::value<Count>(), "print the scenario this seed makes, and exit")(
+      "quiet,q", "no progress on stderr");
+  po::variables_map vm;
+  if (int rc = parse("campaign", args, desc, false, vm)) return rc;
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (vm.count("print")) {
+    std::cout << podsim::tools::campaign_scenario(vm["print"].as<Count>().value);
+    return 0;
+  }
+  podsim::tools::CampaignOptions opt;
+  opt.seeds = vm["seeds"].as<AtLeast<1>>().value;
+  opt.first_seed = vm["first"].as<Count>().value;
+  opt.jobs =
+      static_cast<unsigned>(std::min<std::uint64_t>(vm["jobs"].as<AtLeast<1>>().value, 4096));
+  opt.out_dir = vm["out"].as<std::string>();
+  opt.keep = vm.count("keep") > 0;
+  opt.quiet = vm.count("quiet") > 0;
+  if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();
+  return podsim::tools::campaign_command(opt, std::cout, std::cerr);
+}
+
 }  // namespace
 
 // SystemC prints a banner when its kernel starts, before sc_main runs: ask it not to.
@@ -360,8 +397,8 @@ int dispatch(int argc, char* argv[]) {
       return 0;
     }
     using podsim::tools::MpiWorld;
-    static const std::vector<std::string> commands{"run",    "config", "regress",         "sweep",
-                                                   "report", "bench",  "config-reference"};
+    static const std::vector<std::string> commands{
+        "run", "config", "regress", "sweep", "report", "bench", "campaign", "config-reference"};
     if (MpiWorld::launched() && cmd != "sweep" && cmd != "run" &&
         std::find(commands.begin(), commands.end(), cmd) != commands.end()) {
       // Each rank would do the same work and write the same files.
@@ -378,6 +415,7 @@ int dispatch(int argc, char* argv[]) {
     if (cmd == "regress") return cmd_regress(rest);
     if (cmd == "sweep") return cmd_sweep(rest);
     if (cmd == "report") return cmd_report(rest);
+    if (cmd == "campaign") return cmd_campaign(rest);
     if (cmd == "bench") return cmd_bench(rest);
     if (cmd == "config-reference") {
       std::cout << podsim::pod_config_reference();

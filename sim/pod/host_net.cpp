@@ -18,7 +18,7 @@ void pack_note(const HostNote& n, ByteWriter& out) {
 HostNote unpack_note(ByteReader& in) {
   HostNote n;
   const auto kind = in.get<std::uint8_t>();
-  if (kind > static_cast<std::uint8_t>(HostNote::Kind::Idle))
+  if (kind > static_cast<std::uint8_t>(HostNote::Kind::HandleLost))
     throw std::runtime_error("host note: unknown kind");
   n.kind = static_cast<HostNote::Kind>(kind);
   n.origin = in.get<std::uint32_t>();

@@ -26,7 +26,8 @@
 namespace podsim {
 
 struct HostNote {
-  enum class Kind : std::uint8_t { Barrier, Handle, GroupDone, Failure, Idle };
+  // HandleLost: a handle that will not come (the step sending it failed; on_failure continue).
+  enum class Kind : std::uint8_t { Barrier, Handle, GroupDone, Failure, Idle, HandleLost };
   Kind kind = Kind::Barrier;
   std::uint32_t origin = 0;    // who made it: a GPU, or for Idle a rank
   std::uint32_t index = 0;     // Barrier: the barrier; Handle: the receiving GPU; Idle: the round

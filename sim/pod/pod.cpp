@@ -96,9 +96,11 @@ std::vector<std::string> Pod::failures() const {
   return out;
 }
 
+// A GPU down after a reset is not settled: it comes back and may have work to do (with
+// after_reset = announce, handshakes with its former importers).
 bool Pod::local_settled() const {
   for (std::size_t g = 0; g < gpus_.size(); ++g)
-    if (owned_[g] && !gpus_[g]->down() && !gpus_[g]->driver.quiescent()) return false;
+    if (owned_[g] && (gpus_[g]->down() || !gpus_[g]->driver.quiescent())) return false;
   return true;
 }
 

@@ -100,7 +100,8 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
       owned_(std::move(owned)),
       replay_(replay),
       host_(host),
-      handles_(cfg.pod.gpus) {
+      handles_(cfg.pod.gpus),
+      lost_handles_(cfg.pod.gpus) {
   if (owned_.empty()) owned_.assign(cfg.pod.gpus, true);
   // The config's steps passed StepConfig::check when read: typed here, once.
   steps_ = cfg.workload.kind == WorkloadKind::Scenario ? to_steps(cfg.workload.steps)
@@ -112,10 +113,11 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
   }
   // The pod stops when a failure reaches it: a SystemC process at that time, so that the
   // event queue serves everything due then, and nothing later, on any number of ranks.
-  spawn_thread("stop_on_failure", [this] {
-    sc_core::wait(failed_ev_);
-    sc_core::sc_stop();
-  });
+  if (cfg.workload.on_failure == OnFailure::Stop)
+    spawn_thread("stop_on_failure", [this] {
+      sc_core::wait(failed_ev_);
+      sc_core::sc_stop();
+    });
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
     // The pod's own steps (resets, faults, signals) of one GPU run in order, apart from other
@@ -204,6 +206,10 @@ void ScenarioRunner::apply(const HostNote& n) {
       if (++finished_groups_ == groups_.size()) notify_event(finished_ev_);
       break;
     case HostNote::Kind::Failure: notify_event(failed_ev_); break;
+    case HostNote::Kind::HandleLost:
+      lost_handles_.at(n.index).insert(n.text);
+      notify_event(handle_ev_);
+      break;
     case HostNote::Kind::Idle:
       throw std::logic_error("ScenarioRunner::apply: an Idle note is the pod's");
   }
@@ -280,10 +286,12 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
     rec.ended = sim_now();
     rec.result = std::string(driver::errno_name(e));
     if (reports) records_.push_back(rec);
+    const bool go_on = cfg_.workload.on_failure == OnFailure::Continue;
     if (!detail.empty()) {
       if (reports)
         fail(i, fmt::format("step {} ({} on gpu{} process {}) at {}: {}", i, rec.op, s.gpu,
                             s.process, pretty(rec.started), detail));
+      if (go_on) continue;
       return;
     }
     if (e != s.expect) {
@@ -291,6 +299,7 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
         fail(i, fmt::format("step {} ({} on gpu{} process {}) at {}: returned {}, expected {}", i,
                             rec.op, s.gpu, s.process, pretty(rec.started), rec.result,
                             driver::errno_name(s.expect)));
+      if (go_on) continue;
       return;
     }
   }
@@ -343,7 +352,18 @@ struct ScenarioRunner::StepRun {
   }
   Errno operator()(const SendHandleStep& x) {
     auto* h = lookup(r.handles_[s.gpu], x.handle, "handle");
-    if (!h) return Errno::Ok;
+    if (!h) {
+      // The receiver's import would wait for it for ever: tell it that it will not come.
+      if (r.cfg_.workload.on_failure == OnFailure::Continue) {
+        HostNote n;
+        n.kind = HostNote::Kind::HandleLost;
+        n.origin = s.gpu;
+        n.index = x.to;
+        n.text = x.as;
+        r.net_.publish(std::move(n));
+      }
+      return Errno::Ok;
+    }
     // It reaches the other GPU's process over the hosts' network.
     HostNote n;
     n.kind = HostNote::Kind::Handle;
@@ -381,8 +401,14 @@ struct ScenarioRunner::StepRun {
   }
   Errno operator()(const ImportStep& x) {
     // The handle may still be on its way from another GPU.
-    while (!r.handles_[s.gpu].count(x.handle))
+    while (!r.handles_[s.gpu].count(x.handle)) {
+      if (r.lost_handles_[s.gpu].count(x.handle)) {
+        detail =
+            fmt::format("the handle \"{}\" will not come: the step sending it failed", x.handle);
+        return Errno::Ok;
+      }
       sc_core::wait(r.handle_ev_);
+    }
     auto res = drv.call(d.import_handle(p, r.handles_[s.gpu].at(x.handle)));
     if (res.ok()) ps.fds[x.name] = res.value;
     return res.err;

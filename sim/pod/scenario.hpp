@@ -109,6 +109,7 @@ class ScenarioRunner {
   std::map<Key, std::vector<std::size_t>> groups_;
   std::map<Key, ProcessState> states_;
   std::vector<std::map<std::string, driver::UalinkHandle>> handles_;  // per GPU
+  std::vector<std::set<std::string>> lost_handles_;  // per GPU: will not come (on_failure)
   sc_core::sc_event handle_ev_;
   // fds other processes of the same GPU send each process (send_fd), by name: a step that
   // uses one waits for it; fd_ev_ fires when one arrives.

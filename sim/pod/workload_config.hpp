@@ -325,8 +325,20 @@ inline constexpr std::array<EnumName<SetupMode>, 2> kSetupModeNames{{
      "connections, NPA ranges, pins, page tables, rings), without simulating it"},
 }};
 
+// What a step that fails (returns an errno other than its `expect`) does to the run.
+enum class OnFailure : std::uint8_t { Stop, Continue };
+inline constexpr std::array<EnumName<OnFailure>, 2> kOnFailureNames{{
+    {"stop", OnFailure::Stop, "the run stops there (exit 1)"},
+    {"continue", OnFailure::Continue,
+     "the step is recorded as failed and its process goes on with its next step (a step "
+     "needing what a failed one did not make fails too, and an import of a handle that was "
+     "never sent fails rather than waiting); the run ends as usual, teardown and checks "
+     "included, and exits 1 (for fault campaigns)"},
+}};
+
 struct WorkloadConfig {
   WorkloadKind kind = WorkloadKind::AllToAll;
+  OnFailure on_failure = OnFailure::Stop;
   SetupMode setup = SetupMode::Protocol;
   Bytes buffer_size = Bytes::MiB(1);
   std::vector<std::uint32_t> initiators;  // empty: every GPU
@@ -358,6 +370,8 @@ struct WorkloadConfig {
             between<std::uint32_t>(0, 1023));
     v.section("traffic", traffic, "access phases (a scenario's access steps may override)");
     v.list("steps", steps, "scenario: the steps, in order per GPU process");
+    v.choice("on_failure", on_failure, "scenario: what a failed step does to the run",
+             std::span<const EnumName<OnFailure>>(kOnFailureNames));
     v.field("teardown", teardown,
             "at the end every process exits, revokes complete, and the run checks that every "
             "pin, NPA range, buffer, handle and table entry was given back");

@@ -176,3 +176,57 @@ TEST_CASE("every firmware error status, 1 to 9, reaches the sender as ECOMM, and
     CHECK(r.stat("pod.gpu1.driver.send_failures") == 1);
   }
 }
+
+TEST_CASE(
+    "with on_failure continue, a failed step is recorded and its process goes on, an import "
+    "of a handle that was never sent fails rather than waiting, and the run ends with its checks",
+    "[faults]") {
+  // GPU 0's export fails (export_alloc_failure): its send_handle has nothing to send, GPU 1's
+  // import learns the handle will not come, and its map has no fd; GPU 1's own export, after
+  // them, still succeeds.
+  const std::string cfg = podsim::test::write_temp_file("on-failure-continue.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "on_failure": "continue", "steps": [
+      {"op": "fault", "gpu": 0, "fault": "export_alloc_failure"},
+      {"gpu": 0, "op": "alloc", "size": "4KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 1, "op": "alloc", "size": "4KiB", "name": "c"},
+      {"gpu": 1, "op": "export", "buffer": "c", "name": "hc"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  REQUIRE(r.run);
+  CHECK(r.run->at("finished").as_bool());
+  const auto& failures = r.run->at("failures").as_array();
+  REQUIRE(failures.size() == 4);  // the export, the send, the import, the map
+  CHECK_THAT(std::string(failures[0].as_string()), Catch::Contains("returned ENOMEM"));
+  CHECK_THAT(r.err, Catch::Contains("the handle \"h\" will not come"));
+  CHECK(r.run->at("invariant_violations").as_array().empty());
+  CHECK(r.stat("pod.gpu1.driver.exports") == 1);  // GPU 1 went on past its failures
+}
+
+TEST_CASE(
+    "a flaw the campaign found: an NPA_RSP that times out is undone by the exporter, but the "
+    "importer may still take it late, and then reaches a range it no longer holds",
+    "[faults][invariants][isolation]") {
+  const std::string cfg = podsim::test::source_path("tests/sc/configs/late-npa-rsp.json");
+  auto alias = run_podsim({"run", cfg});
+  INFO(alias.err);
+  CHECK(alias.exit_code == 1);
+  CHECK(alias.stat("pod.gpu2.driver.send_failures") == 1);  // the NPA_RSP's ETIME
+  CHECK(alias.stat("pod.gpu0.agent.remote_reads") + alias.stat("pod.gpu0.agent.remote_writes") ==
+        50);
+  CHECK(alias.stat("pod.summary.invariant_violations") == 50);
+  CHECK_THAT(alias.err, Catch::Contains("gpu2 served an access from gpu0") &&
+                            Catch::Contains("after gpu0 had released it"));
+  // Source identification freed GPU 0's own range with the undo: its accesses fault.
+  auto ident = run_podsim({"run", cfg, "--set", "pod.addr_mode=source_identification"});
+  INFO(ident.err);
+  CHECK(ident.exit_code == 0);
+  CHECK(ident.stat("pod.gpu0.agent.remote_faults") == 50);
+  CHECK(ident.stat("pod.summary.invariant_violations") == 0);
+}

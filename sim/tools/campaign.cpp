@@ -1,0 +1,244 @@
+#include "sim/tools/campaign.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "sim/core/files.hpp"
+#include "sim/core/json_write.hpp"
+#include "sim/core/rng.hpp"
+#include "sim/tools/process_pool.hpp"
+
+namespace podsim::tools {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+std::string us(std::uint64_t v) {
+  return fmt::format("{}us", v);
+}
+
+}  // namespace
+
+std::string campaign_scenario(std::uint64_t seed) {
+  Rng rng = Rng::for_component(seed, "campaign");
+  auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return lo + rng.below(hi - lo + 1); };
+  auto chance = [&](double p) { return rng.uniform() < p; };
+
+  const auto gpus = static_cast<std::uint32_t>(pick(2, 6));
+  json::object cfg;
+  cfg["name"] = fmt::format("campaign-{}", seed);
+  cfg["seed"] = seed;
+  json::object pod{{"gpus", gpus}};
+  pod["addr_mode"] = chance(0.5) ? "source_aliasing" : "source_identification";
+  if (gpus % 2 == 0 && chance(0.25)) pod["gpus_per_host"] = 2;
+  cfg["pod"] = std::move(pod);
+  static const char* const kAfterReset[] = {"lazy", "quarantine", "announce"};
+  json::object driver{{"response_timeout", "3ms"},
+                      {"release_timeout", "3ms"},
+                      {"writeback_timeout", "2ms"},
+                      {"after_reset", kAfterReset[rng.below(3)]}};
+  if (chance(0.2)) driver["exported_memory"] = "unpinned";
+  cfg["gpu"] = json::object{{"driver", std::move(driver)}};
+  if (chance(0.3)) cfg["fabric"] = json::object{{"link", json::object{{"flit_error_rate", 1e-3}}}};
+  cfg["sim"] = json::object{{"max_time", "30s"}};
+
+  // Who exports to whom: each GPU exports with probability 0.7 to a random set of the others.
+  // At least GPU 0 exports to GPU 1 (a scenario has steps).
+  std::vector<std::vector<std::uint32_t>> importers(gpus);  // by exporter
+  for (std::uint32_t e = 0; e < gpus; ++e) {
+    if (e != 0 && !chance(0.7)) continue;
+    for (std::uint32_t i = 0; i < gpus; ++i)
+      if (i != e && ((e == 0 && i == 1) || chance(0.6))) importers[e].push_back(i);
+  }
+  json::array steps;
+  auto step = [&](json::object s) { steps.push_back(std::move(s)); };
+  // Exporters: process 2 allocates, exports, hands the handle out, and may close the buffer
+  // later (a revoke under its importers' traffic).
+  for (std::uint32_t e = 0; e < gpus; ++e) {
+    if (importers[e].empty()) continue;
+    const std::uint64_t kib = std::uint64_t{4} << rng.below(9);  // 4 KiB .. 1 MiB
+    step({{"gpu", e},
+          {"process", 2},
+          {"op", "alloc"},
+          {"size", fmt::format("{}KiB", kib)},
+          {"name", "b"}});
+    step({{"gpu", e}, {"process", 2}, {"op", "export"}, {"buffer", "b"}, {"name", "h"}});
+    for (std::uint32_t i : importers[e])
+      step({{"gpu", e},
+            {"process", 2},
+            {"op", "send_handle"},
+            {"handle", "h"},
+            {"to", i},
+            {"as", fmt::format("h{}", e)}});
+    if (chance(0.5))
+      step({{"gpu", e},
+            {"process", 2},
+            {"op", "close"},
+            {"buffer", "b"},
+            {"at", us(pick(100, 2000))}});
+  }
+  // Importers: process 1 imports and maps each handle it gets, then loads and stores.
+  for (std::uint32_t i = 0; i < gpus; ++i) {
+    json::array mappings;
+    for (std::uint32_t e = 0; e < gpus; ++e) {
+      if (std::find(importers[e].begin(), importers[e].end(), i) == importers[e].end()) continue;
+      step({{"gpu", i},
+            {"op", "import"},
+            {"handle", fmt::format("h{}", e)},
+            {"name", fmt::format("f{}", e)},
+            {"retries", 3}});
+      step({{"gpu", i},
+            {"op", "map"},
+            {"fd", fmt::format("f{}", e)},
+            {"name", fmt::format("m{}", e)}});
+      mappings.emplace_back(fmt::format("m{}", e));
+    }
+    if (mappings.empty()) continue;
+    json::object access{{"gpu", i},
+                        {"op", "access"},
+                        {"mappings", std::move(mappings)},
+                        {"accesses", pick(50, 800)},
+                        {"outstanding", pick(1, 16)}};
+    if (chance(0.7)) access["at"] = us(pick(50, 1500));
+    step(std::move(access));
+  }
+  // The pod's own steps: resets and faults at random times.
+  const std::uint64_t resets = rng.below(3);
+  for (std::uint64_t k = 0; k < resets; ++k)
+    step({{"op", "reset_node"},
+          {"gpu", rng.below(gpus)},
+          {"at", us(pick(20, 2500))},
+          {"down_for", us(pick(0, 200))}});
+  static const char* const kCounted[] = {"firmware_drop",        "pin_failure",
+                                         "map_failure",          "ring_corrupt",
+                                         "import_alloc_failure", "export_alloc_failure"};
+  const std::uint64_t faults = rng.below(4);
+  for (std::uint64_t k = 0; k < faults; ++k) {
+    json::object f{{"op", "fault"}, {"gpu", rng.below(gpus)}, {"at", us(pick(0, 2500))}};
+    switch (rng.below(4)) {
+      case 0:
+        f["fault"] = "firmware_error";
+        f["status"] = pick(1, 9);
+        f["count"] = pick(1, 3);
+        break;
+      case 1:
+        f["fault"] = chance(0.5) ? "firmware_stall" : "message_delay";
+        f["for"] = us(pick(10, 3000));
+        break;
+      default:
+        f["fault"] = kCounted[rng.below(std::size(kCounted))];
+        f["count"] = pick(1, 3);
+        break;
+    }
+    step(std::move(f));
+  }
+  cfg["workload"] =
+      json::object{{"kind", "scenario"}, {"on_failure", "continue"}, {"steps", std::move(steps)}};
+  return config::to_pretty_json(cfg);
+}
+
+namespace {
+
+// How a run ended, from its exit, its run.json and its stderr: "" when cleanly.
+std::string judge(const ChildResult& r, const fs::path& dir, const fs::path& err_file) {
+  if (r.exit_code < 0) return fmt::format("killed by signal {}", r.signal);
+  if (r.exit_code == 2) return "config error (the generator made a config podsim refuses)";
+  if (r.exit_code != 0 && r.exit_code != 1) return fmt::format("exit {}", r.exit_code);
+  std::ifstream err(err_file);
+  std::stringstream ss;
+  ss << err.rdbuf();
+  if (ss.str().find("internal error") != std::string::npos) return "internal error";
+  std::ifstream in(dir / "run.json");
+  if (!in) return "no run.json (the run did not finish writing)";
+  std::stringstream rs;
+  rs << in.rdbuf();
+  boost::system::error_code ec;
+  const json::value run = json::parse(rs.str(), ec);
+  if (ec || !run.is_object()) return "run.json is not valid JSON";
+  const json::object& o = run.as_object();
+  if (!o.contains("finished") || !o.at("finished").as_bool())
+    return "unfinished at sim.max_time (a hang?)";
+  if (const auto& v = o.at("invariant_violations").as_array(); !v.empty())
+    return fmt::format("{} invariant violation(s), the first: {}", v.size(),
+                       std::string(v[0].at("what").as_string()));
+  if (r.exit_code == 1 && o.at("failures").as_array().empty())
+    return "exit 1 with no failed step and no violation";
+  return "";
+}
+
+}  // namespace
+
+int campaign_command(const CampaignOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.seeds == 0 || opt.jobs == 0) {
+    fmt::print(err, "podsim campaign: --seeds and --jobs must be at least 1\n");
+    return 2;
+  }
+  const fs::path dir(opt.out_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    fmt::print(err, "podsim campaign: cannot create {}: {}\n", dir.string(), ec.message());
+    return 2;
+  }
+  std::vector<ChildJob> jobs;
+  std::vector<std::uint64_t> seeds;
+  for (std::uint64_t k = 0; k < opt.seeds; ++k) {
+    const std::uint64_t seed = opt.first_seed + k;
+    const fs::path point = dir / fmt::format("seed-{}", seed);
+    fs::remove_all(point, ec);
+    fs::create_directories(point, ec);
+    write_file(point / "scenario.json", campaign_scenario(seed));
+    std::vector<std::string> argv{self_executable(), "run",   (point / "scenario.json").string(),
+                                  "--quiet",         "--out", (point / "out").string()};
+    for (const auto& o : opt.overrides) {
+      argv.push_back("--set");
+      argv.push_back(o);
+    }
+    jobs.push_back(
+        {std::move(argv), (point / "stdout.txt").string(), (point / "stderr.txt").string()});
+    seeds.push_back(seed);
+  }
+  std::size_t done = 0;
+  const auto results = run_children(jobs, opt.jobs, [&](std::size_t, const ChildResult&) {
+    ++done;
+    if (!opt.quiet && (done % 50 == 0 || done == jobs.size()))
+      fmt::print(err, "[{}/{}]\n", done, jobs.size());
+  });
+  std::size_t clean = 0, failed_steps = 0, stale = 0;
+  std::vector<std::string> findings;
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    const fs::path point = dir / fmt::format("seed-{}", seeds[k]);
+    const std::string why = judge(results[k], point / "out", point / "stderr.txt");
+    if (!why.empty()) {
+      findings.push_back(fmt::format("seed {}: {} ({})", seeds[k], why, point.string()));
+      continue;
+    }
+    ++(results[k].exit_code == 0 ? clean : failed_steps);
+    std::ifstream in(point / "out" / "run.json");
+    std::stringstream rs;
+    rs << in.rdbuf();
+    boost::system::error_code pe;
+    const json::value run = json::parse(rs.str(), pe);
+    if (!pe && run.is_object() && !run.at("stale_imports").as_array().empty()) ++stale;
+    if (!opt.keep) fs::remove_all(point, ec);
+  }
+  fmt::print(out,
+             "campaign: seeds {}..{}: {} runs; {} clean, {} with steps failing as faults make "
+             "them (errnos), {} with stale imports at teardown; {} finding(s)\n",
+             opt.first_seed, opt.first_seed + opt.seeds - 1, results.size(), clean, failed_steps,
+             stale, findings.size());
+  for (const auto& f : findings)
+    fmt::print(out, "  {}\n", f);
+  return findings.empty() ? 0 : 1;
+}
+
+}  // namespace podsim::tools

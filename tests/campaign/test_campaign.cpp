@@ -1,0 +1,73 @@
+// The fault campaign (podsim campaign): generated scenarios mixing resets, revokes under
+// traffic, flit errors and firmware, pin, map, allocation and ring faults, each run judged.
+// CI runs a few hundred seeds; README "Reliability" has the command for thousands.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "tests/support/run_podsim.hpp"
+
+using podsim::test::run_podsim;
+using podsim::test::slurp;
+using podsim::test::write_temp_file;
+namespace fs = std::filesystem;
+
+namespace {
+std::string fresh(const char* name) {
+  const fs::path d = fs::temp_directory_path() / name;
+  fs::remove_all(d);
+  return d.string();
+}
+}  // namespace
+
+TEST_CASE("the fault campaign: 300 generated scenarios end cleanly", "[campaign]") {
+  const std::string out = fresh("podsim-campaign-ci");
+  auto r = run_podsim({"campaign", "--seeds", "300", "-j", "2", "-q", "-o", out}, false);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("300 runs") && Catch::Contains("; 0 finding(s)"));
+  fs::remove_all(out);
+}
+
+TEST_CASE("a campaign's scenario is the same for the same seed, and a valid config", "[campaign]") {
+  auto a = run_podsim({"campaign", "--print", "17"}, false);
+  auto b = run_podsim({"campaign", "--print", "17"}, false);
+  auto c = run_podsim({"campaign", "--print", "18"}, false);
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);
+  CHECK(a.out != c.out);
+  CHECK_THAT(a.out, Catch::Contains("\"on_failure\": \"continue\""));
+  const std::string cfg = write_temp_file("campaign-17.json", a.out);
+  CHECK(run_podsim({"config", cfg}, false).exit_code == 0);
+}
+
+TEST_CASE("the campaign finds what it is meant to: a leak put back (B3) is a finding",
+          "[campaign]") {
+  // B3: a revoke with no importers leaks the buffer; the campaign's closes of buffers whose
+  // imports failed or were refused make such revokes.
+  const std::string out = fresh("podsim-campaign-b3");
+  auto r = run_podsim({"campaign", "--seeds", "40", "-j", "2", "-q", "-o", out, "--set",
+                       "gpu.driver.reintroduce_bugs=[\"B3\"]"},
+                      false);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains("still holds after teardown"));
+  fs::remove_all(out);
+}
+
+TEST_CASE("seeds that found something stay as they were left", "[campaign]") {
+  const std::string out = fresh("podsim-campaign-seeds");
+  // 1045: the teardown ended while a reset GPU was coming back and announcing itself (an
+  // unfinished call reported as held); a GPU that is down is no longer taken for settled.
+  auto fixed = run_podsim({"campaign", "--first", "1045", "--seeds", "1", "-q", "-o", out}, false);
+  INFO(fixed.out << fixed.err);
+  CHECK(fixed.exit_code == 0);
+  // 710: the protocol flaw of a timed-out NPA_RSP that still arrives (docs/driver-model.md),
+  // kept as the snapshot has it: the campaign reports it.
+  auto flaw = run_podsim({"campaign", "--first", "710", "--seeds", "1", "-q", "-o", out}, false);
+  INFO(flaw.out << flaw.err);
+  CHECK(flaw.exit_code == 1);
+  CHECK_THAT(flaw.out,
+             Catch::Contains("seed 710: ") && Catch::Contains("after gpu0 had released it"));
+  fs::remove_all(out);
+}

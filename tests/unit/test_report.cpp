@@ -1,0 +1,49 @@
+// podsim report's readers on damaged input (found by fuzz/fuzz_report): plain C++, through
+// report_command on a run directory written here.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "sim/tools/report.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string stats_json(const std::string& extra_stats) {
+  return R"({"podsim_version": "0.1.0", "config_name": "t", "seed": 1,
+             "simulated_time_ns": 1000, "ok": true, "stats": {
+             "pod.fabric.plane0.switch0.port1.utilisation": {"value": 0.5, "unit": "1"})" +
+         extra_stats + "}}";
+}
+
+}  // namespace
+
+TEST_CASE("report: a very long stat key is skipped, not matched to the stack's end", "[report]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("podsim-report-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // 200,000 characters in a key that would match the switch-port pattern: std::regex
+  // recursed once per character and overflowed the stack (segfault).
+  const std::string key = "pod.fabric." + std::string(200000, 'a') + "switch1.port2.utilisation";
+  write(dir / "stats.json", stats_json(",\n\"" + key + R"(": {"value": 0.25, "unit": "1"})"));
+  std::ostringstream out, err;
+  CHECK(podsim::tools::report_command({dir.string(), std::nullopt}, out, err) == 0);
+  CHECK(err.str().empty());
+  std::ifstream html(dir / "report.html");
+  std::stringstream page;
+  page << html.rdbuf();
+  // The short key is drawn; the long one is not (its switch name would be in the heatmap).
+  CHECK(page.str().find("switch-utilisation") != std::string::npos);
+  CHECK(page.str().find("aaaaswitch1") == std::string::npos);
+  fs::remove_all(dir);
+}

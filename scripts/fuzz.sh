@@ -73,8 +73,9 @@ printf '\n%-12s %12s %8s %s\n' target executions corpus findings
 for t in "${targets[@]}"; do
   d=$work/$t
   rc=$(cat "$d/rc")
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$d/log" | awk '{print $2}' | tail -n1)
-  corpus=$(grep -o 'corp: [0-9]*' "$d/log" | awk '{print $2}' | tail -n1)
+  # (a timeout or crash may leave no stats: "?")
+  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$d/log" | awk '{print $2}' | tail -n1 || true)
+  corpus=$(grep -o 'corp: [0-9]*' "$d/log" | awk '{print $2}' | tail -n1 || true)
   findings=$(find "$d/findings" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
              -o -name 'oom-*' \) | sort)
   if [[ $rc != 0 || -n $findings ]]; then

@@ -28,9 +28,16 @@ std::vector<double> ticks(double lo, double hi, int n = 5) {
       step = m * mag;
       break;
     }
+  // Indexed, not accumulated: where adding the step no longer changes a value (a span of a
+  // few units at 1e17) an accumulating loop never ends. At most 100 ticks, whatever the data.
   std::vector<double> t;
-  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
+  const double first = std::ceil(lo / step);
+  for (int k = 0; k < 100; ++k) {
+    const double v = (first + k) * step;
+    if (!(v <= hi + step * 1e-9)) break;
+    if (!t.empty() && v == t.back()) break;
     t.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
+  }
   return t;
 }
 

@@ -92,7 +92,10 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   void answer_with_error(std::uint32_t status, std::uint32_t count);
   // The firmware takes no command before `until` (what arrives meanwhile waits in its ring;
   // senders polling past their write-back timeout give up with -ETIME), nor finishes loading.
-  void stall_until(Time until) { firmware_free_ = std::max(firmware_free_, until); }
+  void stall_until(Time until) {
+    firmware_free_ = std::max(firmware_free_, until);
+    if (!halted_ && sim_now() < ready_at_) ready_at_ = std::max(ready_at_, until);  // loading
+  }
   // The next `count` commands this firmware takes are lost: neither carried out nor
   // reported consumed (their senders poll until ETIME; their ring slots stay in flight).
   void drop_next(std::uint32_t count) { drops_left_ = count; }

@@ -584,3 +584,23 @@ TEST_CASE("an export that races a deactivation of its GPU gets EOPNOTSUPP",
   INFO(r.err);
   CHECK(r.exit_code == 0);
 }
+
+TEST_CASE("a firmware stall that begins while the firmware is loading delays its READY",
+          "[protocol][bring_up][faults]") {
+  // GPU 1 is taken down, then activated at 300 us: PSP (20 us) and ring PTEs, then the load
+  // (READY 100 us later). A stall from 330 us (the load under way) for 2 ms keeps it from
+  // finishing: READY only after 2.33 ms, seen at the poll after it (every 1 ms): about 3 ms
+  // after the call.
+  const std::string cfg = write_temp_file("stall-while-loading.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "deactivate", "at": "100us"},
+      {"gpu": 1, "op": "activate", "at": "300us"},
+      {"op": "fault", "gpu": 1, "fault": "firmware_stall", "for": "2ms", "at": "330us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.stat("pod.gpu1.driver.activate_time", "count") == 2);
+  CHECK(r.stat("pod.gpu1.driver.activate_time", "max") > 2.03e6);  // ns: past the stall's end
+}

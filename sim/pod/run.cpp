@@ -81,6 +81,13 @@ class Progress {
 
 }  // namespace
 
+namespace {
+// The files a run writes into its directory.
+constexpr const char* kRunOutputs[] = {
+    "run.json",      "stats.json",    "config.json", "latency.csv", "latency_histogram.csv",
+    "breakdown.csv", "timeseries.csv"};
+}  // namespace
+
 int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   // 1. The config: everything is checked before anything is built or written.
   PodConfig cfg;
@@ -148,8 +155,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   {
     std::error_code ec;
     std::vector<std::pair<std::string, fs::path>> taken;
-    for (const char* f : {"run.json", "stats.json", "config.json", "latency.csv",
-                          "latency_histogram.csv", "breakdown.csv", "timeseries.csv"})
+    for (const char* f : kRunOutputs)
       taken.emplace_back(fmt::format("the run's {}", f),
                          fs::weakly_canonical(fs::path(opt.out_dir) / f, ec));
     for (const auto& [option, path] : extra) {
@@ -180,8 +186,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     } else {
       // What an earlier run left goes first: a directory without run.json is a run that did
       // not finish (a killed process, a failed rank), never an old result passing as new.
-      for (const char* f : {"run.json", "stats.json", "config.json", "latency.csv",
-                            "latency_histogram.csv", "breakdown.csv", "timeseries.csv"})
+      for (const char* f : kRunOutputs)
         fs::remove(out_dir / f, ec);
     }
   }

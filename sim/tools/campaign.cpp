@@ -148,31 +148,36 @@ std::string campaign_scenario(std::uint64_t seed) {
 
 namespace {
 
-// How a run ended, from its exit, its run.json and its stderr: "" when cleanly.
-std::string judge(const ChildResult& r, const fs::path& dir, const fs::path& err_file) {
-  if (r.exit_code < 0) return fmt::format("killed by signal {}", r.signal);
-  if (r.exit_code == 2) return "config error (the generator made a config podsim refuses)";
-  if (r.exit_code != 0 && r.exit_code != 1) return fmt::format("exit {}", r.exit_code);
-  std::ifstream err(err_file);
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
-  ss << err.rdbuf();
-  if (ss.str().find("internal error") != std::string::npos) return "internal error";
-  std::ifstream in(dir / "run.json");
-  if (!in) return "no run.json (the run did not finish writing)";
-  std::stringstream rs;
-  rs << in.rdbuf();
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// How a run ended, from its exit, its run.json and its stderr: `why` empty when cleanly.
+struct Verdict {
+  std::string why;
+  bool stale = false;  // stale imports at teardown (allowed)
+};
+Verdict judge(const ChildResult& r, const fs::path& dir, const fs::path& err_file) {
+  if (r.exit_code < 0) return {fmt::format("killed by signal {}", r.signal)};
+  if (r.exit_code == 2) return {"config error (the generator made a config podsim refuses)"};
+  if (r.exit_code != 0 && r.exit_code != 1) return {fmt::format("exit {}", r.exit_code)};
+  if (slurp(err_file).find("internal error") != std::string::npos) return {"internal error"};
+  if (!fs::exists(dir / "run.json")) return {"no run.json (the run did not finish writing)"};
   boost::system::error_code ec;
-  const json::value run = json::parse(rs.str(), ec);
-  if (ec || !run.is_object()) return "run.json is not valid JSON";
+  const json::value run = json::parse(slurp(dir / "run.json"), ec);
+  if (ec || !run.is_object()) return {"run.json is not valid JSON"};
   const json::object& o = run.as_object();
   if (!o.contains("finished") || !o.at("finished").as_bool())
-    return "unfinished at sim.max_time (a hang?)";
+    return {"unfinished at sim.max_time (a hang?)"};
   if (const auto& v = o.at("invariant_violations").as_array(); !v.empty())
-    return fmt::format("{} invariant violation(s), the first: {}", v.size(),
-                       std::string(v[0].at("what").as_string()));
+    return {fmt::format("{} invariant violation(s), the first: {}", v.size(),
+                        std::string(v[0].at("what").as_string()))};
   if (r.exit_code == 1 && o.at("failures").as_array().empty())
-    return "exit 1 with no failed step and no violation";
-  return "";
+    return {"exit 1 with no failed step and no violation"};
+  return {"", !o.at("stale_imports").as_array().empty()};
 }
 
 }  // namespace
@@ -217,18 +222,13 @@ int campaign_command(const CampaignOptions& opt, std::ostream& out, std::ostream
   std::vector<std::string> findings;
   for (std::size_t k = 0; k < results.size(); ++k) {
     const fs::path point = dir / fmt::format("seed-{}", seeds[k]);
-    const std::string why = judge(results[k], point / "out", point / "stderr.txt");
-    if (!why.empty()) {
-      findings.push_back(fmt::format("seed {}: {} ({})", seeds[k], why, point.string()));
+    const Verdict v = judge(results[k], point / "out", point / "stderr.txt");
+    if (!v.why.empty()) {
+      findings.push_back(fmt::format("seed {}: {} ({})", seeds[k], v.why, point.string()));
       continue;
     }
     ++(results[k].exit_code == 0 ? clean : failed_steps);
-    std::ifstream in(point / "out" / "run.json");
-    std::stringstream rs;
-    rs << in.rdbuf();
-    boost::system::error_code pe;
-    const json::value run = json::parse(rs.str(), pe);
-    if (!pe && run.is_object() && !run.at("stale_imports").as_array().empty()) ++stale;
+    stale += v.stale;
     if (!opt.keep) fs::remove_all(point, ec);
   }
   fmt::print(out,

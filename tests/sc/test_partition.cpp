@@ -220,8 +220,7 @@ TEST_CASE(
     "and 3 ranks",
     "[partition][isolation]") {
   same_at_every_rank_count(
-      {"run", "--quiet", podsim::test::source_path("configs/study-isolation.json")},
-      {2, 3});
+      {"run", "--quiet", podsim::test::source_path("configs/study-isolation.json")}, {2, 3});
 }
 
 TEST_CASE("a buffer leaked at teardown (B3) is named and counted the same split over 2 ranks",

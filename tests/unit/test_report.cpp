@@ -1,7 +1,7 @@
 // podsim report's readers on damaged input (found by fuzz/fuzz_report): plain C++, through
 // report_command on a run directory written here.
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>

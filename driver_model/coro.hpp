@@ -198,7 +198,10 @@ struct Sleep {
   Scheduler::TimerId timer = 0;
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> h) {
-    timer = sched.call_at(sched.now() + delay, [h] { h.resume(); });
+    timer = sched.call_at(sched.now() + delay, [this, h] {
+      timer = 0;  // fired: nothing left to cancel
+      h.resume();
+    });
   }
   void await_resume() const noexcept {}
   Sleep(Scheduler& s, Time d) : sched(s), delay(d) {}

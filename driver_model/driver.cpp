@@ -220,9 +220,7 @@ Task<Errno> Driver::gem_va_unmap(ProcessId p, GemHandle gem, std::uint64_t va) {
   if (it == bo->mappings.end()) co_return Errno::Inval;
   bo->mappings.erase(it);
   const std::uint64_t id = bo->id, pages = bo->pages;
-  if (!bo->evicted)
-    for (std::uint64_t i = 0; i < pages; ++i)
-      env_.gpuvm_unmap(p, (va >> kPageShift) + i);
+  if (!bo->evicted) env_.gpuvm_unmap(p, va >> kPageShift, pages);
   const Time flush = env_.gpuvm_flush_tlb(p, va >> kPageShift, pages, FlushKind::Heavyweight);
   unref(id);
   co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages) + flush);
@@ -301,9 +299,7 @@ Task<void> Driver::process_exit(ProcessId p) {
         ++it;
         continue;
       }
-      if (!bo.evicted)
-        for (std::uint64_t i = 0; i < bo.pages; ++i)
-          env_.gpuvm_unmap(p, (it->va >> kPageShift) + i);
+      if (!bo.evicted) env_.gpuvm_unmap(p, it->va >> kPageShift, bo.pages);
       it = bo.mappings.erase(it);
       --bo.refs;  // released below through unref when it was the last
     }
@@ -460,8 +456,7 @@ void Driver::map_npa_pages(const Bo& bo, std::uint64_t key_base, std::uint64_t t
 }
 
 void Driver::unmap_range(std::uint64_t key_base, std::uint64_t pages) {
-  for (std::uint64_t i = 0; i < pages; ++i)
-    env_.npa_unmap(key_base + i);
+  env_.npa_unmap(key_base, pages);
 }
 
 void Driver::free_range(AccelId importer, std::uint64_t window_page, std::uint64_t pages,
@@ -665,8 +660,7 @@ Task<void> Driver::cleanup(ExportPtr node) {
     auto key = range_of(i);
     if (!key || std::find(retried.begin(), retried.end(), *key) != retried.end()) continue;
     retried.push_back(*key);
-    for (std::uint64_t p = 0; p < pages; ++p)
-      env_.npa_set_retry(*key + p, true);
+    env_.npa_set_retry(*key, pages, true);
   }
   co_await sleep(cfg_.pte_update_latency * static_cast<std::int64_t>(pages * retried.size()));
   co_await sleep(env_.npa_flush_tlb());
@@ -867,8 +861,7 @@ Task<void> Driver::invalidate_import(const ImportPtr& node) {
   std::uint64_t ptes = 0;
   std::vector<ProcessId> vms;
   for (const Mapping& m : bo.mappings) {
-    for (std::uint64_t i = 0; i < bo.pages; ++i)
-      env_.gpuvm_unmap(m.process, (m.va >> kPageShift) + i);
+    env_.gpuvm_unmap(m.process, m.va >> kPageShift, bo.pages);
     ptes += bo.pages;
     if (std::find(vms.begin(), vms.end(), m.process) == vms.end()) vms.push_back(m.process);
   }

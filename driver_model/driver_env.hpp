@@ -36,7 +36,10 @@ class DriverEnv : public Scheduler {
                        std::uint8_t fragment) = 0;
   // PTE.X = 1: accesses get a retry response instead of memory (revoke, page migration).
   virtual void npa_set_retry(std::uint64_t key, bool retry) = 0;
-  virtual void npa_unmap(std::uint64_t key) = 0;
+  // The same for [first_key, first_key + pages).
+  virtual void npa_set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry) = 0;
+  // Unmaps [first_key, first_key + pages).
+  virtual void npa_unmap(std::uint64_t first_key, std::uint64_t pages) = 0;
   // A heavyweight flush of the NPA VM's translations; what it costs.
   virtual Time npa_flush_tlb() = 0;
   // True if any valid PTE remains in [first_key, first_key + pages).
@@ -44,7 +47,8 @@ class DriverEnv : public Scheduler {
 
   // A process's GPUVM page table.
   virtual void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) = 0;
-  virtual void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) = 0;
+  // Unmaps [va_page, va_page + pages).
+  virtual void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) = 0;
   // Invalidates `vmid`'s cached translations of [first, first + pages) (0 pages: all of
   // them); what it costs.
   virtual Time gpuvm_flush_tlb(std::uint16_t vmid, std::uint64_t first, std::uint64_t pages,

@@ -120,8 +120,8 @@ void GpuVm::map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) 
   tables_[vmid]->map(va_page, pte);
 }
 
-void GpuVm::unmap_page(std::uint16_t vmid, std::uint64_t va_page) {
-  if (vmid < tables_.size() && tables_[vmid]) tables_[vmid]->unmap(va_page);
+void GpuVm::unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) {
+  if (vmid < tables_.size() && tables_[vmid]) tables_[vmid]->unmap(va_page, pages);
 }
 
 Time GpuVm::invalidate(std::uint16_t vmid, FlushKind kind, std::uint64_t first,

@@ -44,7 +44,7 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
 
   // -- programming interface (the driver's page-table updates)
   void map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte);
-  void unmap_page(std::uint16_t vmid, std::uint64_t va_page);
+  void unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages);
   // Invalidates address space `vmid`'s cached translations of pages [first, first + pages)
   // (all of them when pages is 0); what it costs.
   Time invalidate(std::uint16_t vmid, FlushKind kind, std::uint64_t first = 0,

@@ -17,8 +17,15 @@ namespace podsim {
 
 class PageTable {
  public:
+  // Mapping or unmapping pages one by one in order, forwards or backwards, costs O(log runs)
+  // a page; a run is inserted or erased (moving the runs after it) only where one begins or
+  // ends, so a buffer of any size is mapped and unmapped in time linear in its pages.
   void map(std::uint64_t page, const Pte& pte);
   void unmap(std::uint64_t page);
+  // Pages [first, first + count) unmapped: the runs inside erased together.
+  void unmap(std::uint64_t first, std::uint64_t count);
+  // Whether any page of [first, first + count) is mapped.
+  bool any_mapped(std::uint64_t first, std::uint64_t count) const;
   // Changes the PTE of a mapped page through `fn(Pte&)`; nothing if the page is not mapped.
   template <class Fn>
   void update(std::uint64_t page, Fn&& fn) {
@@ -27,6 +34,12 @@ class PageTable {
     Pte p = pte_in(i, page);
     fn(p);
     map(page, p);
+  }
+  // Changes the PTEs of the mapped pages of [first, first + count) through `fn(Pte&)`, which
+  // must leave the frame alone (it is applied to each run's first PTE); one pass over the runs.
+  template <class Fn>
+  void update(std::uint64_t first, std::uint64_t count, Fn&& fn) {
+    update_runs(first, count, [&](Pte& p) { fn(p); });
   }
   // The PTE for a page; an Invalid one when nothing is mapped there.
   Pte lookup(std::uint64_t page) const {
@@ -37,6 +50,9 @@ class PageTable {
   // Runs of pages stored (for tests and sizing): pages in a row whose PTEs differ only in a
   // frame that counts up with the page are one run.
   std::size_t runs() const { return first_.size(); }
+  // Runs moved by inserts and erases so far (what map and unmap cost beyond the search;
+  // deterministic, for tests of their complexity).
+  std::uint64_t shifted() const { return shifted_; }
   void clear() {
     first_.clear();
     runs_.clear();
@@ -88,12 +104,80 @@ class PageTable {
   bool continues(std::size_t i, std::uint64_t page, const Pte& p) const;
   // Makes `page` (inside run i) a run of its own; returns its index.
   std::size_t isolate(std::size_t i, std::uint64_t page);
+  // update(first, count, fn) without the template.
+  template <class Fn>
+  void update_runs(std::uint64_t first, std::uint64_t count, const Fn& fn);
   // Joins run i with the run after it where they continue each other.
   void join_next(std::size_t i);
+  // Inserts run {first, r} at index i, or erases runs [i, i + n): counted in shifted_.
+  void insert_run(std::size_t i, std::uint64_t first, const Run& r);
+  void erase_runs(std::size_t i, std::size_t n);
 
   std::vector<std::uint64_t> first_;  // by run, ascending
   std::vector<Run> runs_;
   std::uint64_t pages_ = 0;
+  std::uint64_t shifted_ = 0;
 };
+
+template <class Fn>
+void PageTable::update_runs(std::uint64_t first, std::uint64_t count, const Fn& fn) {
+  if (count == 0) return;
+  const std::uint64_t end = first + count;
+  std::size_t lo = static_cast<std::size_t>(std::upper_bound(first_.begin(), first_.end(), first) -
+                                            first_.begin());
+  if (lo > 0 && first_[lo - 1] + runs_[lo - 1].count > first) --lo;
+  const std::size_t hi = static_cast<std::size_t>(
+      std::lower_bound(first_.begin(), first_.end(), end) - first_.begin());
+  if (lo >= hi) return;
+  // The runs [from, to): the ones touched and a neighbour each side (they may join), rebuilt
+  // in `out` and put back in one move.
+  const std::size_t from = lo > 0 ? lo - 1 : lo, to = hi < first_.size() ? hi + 1 : hi;
+  std::vector<std::uint64_t> firsts;
+  std::vector<Run> out;
+  auto push = [&](std::uint64_t f, Run r) {
+    if (r.count == 0) return;
+    if (!out.empty()) {
+      const Run& b = out.back();
+      if (firsts.back() + b.count == f && b.base.frame + b.count == r.base.frame &&
+          b.base.target == r.base.target && b.base.writable == r.base.writable &&
+          b.base.retry == r.base.retry && b.base.fragment == r.base.fragment &&
+          b.base.tag == r.base.tag) {
+        out.back().count += r.count;
+        return;
+      }
+    }
+    firsts.push_back(f);
+    out.push_back(r);
+  };
+  for (std::size_t k = from; k < to; ++k) {
+    const std::uint64_t f = first_[k], e = f + runs_[k].count;
+    const Run& r = runs_[k];
+    if (k < lo || k >= hi) {
+      push(f, r);
+      continue;
+    }
+    const std::uint64_t a = std::max(f, first), b = std::min(e, end);
+    push(f, Run{a - f, r.base});
+    Run mid{b - a, r.base};
+    mid.base.frame += a - f;
+    fn(mid.base);
+    push(a, mid);
+    Run tail{e - b, r.base};
+    tail.base.frame += b - f;
+    push(b, tail);
+  }
+  const std::size_t had = to - from, now = out.size();
+  const auto at = static_cast<std::ptrdiff_t>(from);
+  if (now != had) {
+    shifted_ += first_.size() - to;
+    first_.erase(first_.begin() + at, first_.begin() + static_cast<std::ptrdiff_t>(to));
+    runs_.erase(runs_.begin() + at, runs_.begin() + static_cast<std::ptrdiff_t>(to));
+    first_.insert(first_.begin() + at, firsts.begin(), firsts.end());
+    runs_.insert(runs_.begin() + at, out.begin(), out.end());
+  } else {
+    std::copy(firsts.begin(), firsts.end(), first_.begin() + at);
+    std::copy(out.begin(), out.end(), runs_.begin() + at);
+  }
+}
 
 }  // namespace podsim

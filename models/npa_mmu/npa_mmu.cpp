@@ -153,8 +153,16 @@ void NpaMmu::set_retry(std::uint64_t key, bool retry) {
   table_.update(key, [retry](Pte& p) { p.retry = retry; });
 }
 
+void NpaMmu::set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry) {
+  table_.update(first_key, pages, [retry](Pte& p) { p.retry = retry; });
+}
+
 void NpaMmu::unmap_page(std::uint64_t key) {
   table_.unmap(key);
+}
+
+void NpaMmu::unmap(std::uint64_t first_key, std::uint64_t pages) {
+  table_.unmap(first_key, pages);
 }
 
 Time NpaMmu::flush_tlb(FlushKind kind) {
@@ -163,16 +171,7 @@ Time NpaMmu::flush_tlb(FlushKind kind) {
 }
 
 bool NpaMmu::any_mapped(std::uint64_t first_key, std::uint64_t pages) const {
-  if (pages < table_.mapped_pages()) {
-    for (std::uint64_t k = first_key; k < first_key + pages; ++k)
-      if (table_.lookup(k).valid()) return true;
-    return false;
-  }
-  bool found = false;
-  table_.for_each([&](std::uint64_t k, const Pte&) {
-    if (k >= first_key && k - first_key < pages) found = true;
-  });
-  return found;
+  return table_.any_mapped(first_key, pages);
 }
 
 void NpaMmu::mark_released(std::uint64_t tag, AccelId importer) {

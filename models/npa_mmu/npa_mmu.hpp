@@ -42,7 +42,9 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   void map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
                 std::uint8_t fragment = 0);
   void set_retry(std::uint64_t key, bool retry);
+  void set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry);
   void unmap_page(std::uint64_t key);
+  void unmap(std::uint64_t first_key, std::uint64_t pages);
   // Invalidates the NPA VM's cached translations; what it costs.
   Time flush_tlb(FlushKind kind = FlushKind::Heavyweight);
   bool any_mapped(std::uint64_t first_key, std::uint64_t pages) const;

@@ -1,6 +1,7 @@
 #include "models/vram/page_allocator.hpp"
 
 #include <algorithm>
+#include <boost/icl/interval_map.hpp>
 #include <boost/icl/interval_set.hpp>
 #include <boost/icl/right_open_interval.hpp>
 #include <stdexcept>
@@ -14,6 +15,33 @@ struct VramPageAllocator::Free {
   boost::icl::interval_set<std::uint64_t, std::less, Interval> set;
 };
 
+struct VramPageAllocator::Pins {
+  using Interval = boost::icl::right_open_interval<std::uint64_t>;
+  // Counts add up where intervals overlap; a count falling to 0 leaves the map.
+  boost::icl::interval_map<std::uint64_t, std::uint32_t, boost::icl::partial_absorber, std::less,
+                           boost::icl::inplace_plus, boost::icl::inter_section, Interval>
+      map;
+  // fn(first, end) for each run of consecutive pages in `pages`, in the order given.
+  template <class Fn>
+  static void runs(std::span<const std::uint64_t> pages, Fn&& fn) {
+    for (std::size_t i = 0; i < pages.size();) {
+      std::size_t j = i + 1;
+      while (j < pages.size() && pages[j] == pages[j - 1] + 1)
+        ++j;
+      fn(pages[i], pages[j - 1] + 1);
+      i = j;
+    }
+  }
+  // Pages of [first, end) pinned at least once.
+  std::uint64_t pinned_in(std::uint64_t first, std::uint64_t end) const {
+    std::uint64_t n = 0;
+    const Interval iv(first, end);
+    for (auto it = map.lower_bound(iv); it != map.end() && it->first.lower() < end; ++it)
+      n += std::min(end, it->first.upper()) - std::max(first, it->first.lower());
+    return n;
+  }
+};
+
 VramPageAllocator::VramPageAllocator(std::uint64_t pages, Policy policy, std::uint64_t scatter_run,
                                      bool clear_on_free, Rng rng)
     : total_(pages),
@@ -22,7 +50,8 @@ VramPageAllocator::VramPageAllocator(std::uint64_t pages, Policy policy, std::ui
       clear_on_free_(clear_on_free),
       rng_(rng),
       clean_(pages),
-      free_(std::make_unique<Free>()) {
+      free_(std::make_unique<Free>()),
+      pins_(std::make_unique<Pins>()) {
   if (pages) free_->set += Free::Interval(0, pages);
 }
 
@@ -98,16 +127,33 @@ void VramPageAllocator::mark_clean(std::uint64_t page) {
 }
 
 void VramPageAllocator::pin(std::span<const std::uint64_t> pages) {
-  for (std::uint64_t p : pages)
-    ++pins_[p];
+  Pins::runs(pages, [&](std::uint64_t first, std::uint64_t end) {
+    pinned_ += (end - first) - pins_->pinned_in(first, end);
+    pins_->map += std::make_pair(Pins::Interval(first, end), std::uint32_t{1});
+  });
 }
 
 void VramPageAllocator::unpin(std::span<const std::uint64_t> pages) {
-  for (std::uint64_t p : pages) {
-    auto it = pins_.find(p);
-    if (it == pins_.end()) throw std::logic_error("VRAM page " + std::to_string(p) + " not pinned");
-    if (--it->second == 0) pins_.erase(it);
+  // Every page checked before any is unpinned (a page given twice must be pinned twice).
+  std::vector<std::uint64_t> sorted(pages.begin(), pages.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i;
+    while (j < sorted.size() && sorted[j] == sorted[i])
+      ++j;
+    const auto it = pins_->map.find(sorted[i]);
+    if (it == pins_->map.end() || it->second < j - i)
+      throw std::logic_error("VRAM page " + std::to_string(sorted[i]) + " not pinned");
+    i = j;
   }
+  Pins::runs(pages, [&](std::uint64_t first, std::uint64_t end) {
+    pins_->map -= std::make_pair(Pins::Interval(first, end), std::uint32_t{1});
+    pinned_ -= (end - first) - pins_->pinned_in(first, end);
+  });
+}
+
+bool VramPageAllocator::is_pinned(std::uint64_t page) const {
+  return pins_->map.find(page) != pins_->map.end();
 }
 
 bool VramPageAllocator::is_free(std::uint64_t page) const {
@@ -121,11 +167,10 @@ void VramPageAllocator::digest(Digest& d) const {
   d.add(dirty_.size());
   for (std::uint64_t p : dirty_)
     d.add(p);
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> pins(pins_.begin(), pins_.end());
-  std::sort(pins.begin(), pins.end());
-  d.add(pins.size());
-  for (const auto& [page, n] : pins)
-    d.add(page).add(n);
+  d.add(static_cast<std::size_t>(pinned_));  // page by page, as when it kept a count per page
+  for (const auto& [iv, n] : pins_->map)
+    for (std::uint64_t page = iv.lower(); page < iv.upper(); ++page)
+      d.add(page).add(n);
 }
 
 }  // namespace podsim

@@ -13,7 +13,6 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/core/digest.hpp"
@@ -42,8 +41,8 @@ class VramPageAllocator {
 
   void pin(std::span<const std::uint64_t> pages);
   void unpin(std::span<const std::uint64_t> pages);
-  bool is_pinned(std::uint64_t page) const { return pins_.count(page) != 0; }
-  std::uint64_t pinned_pages() const { return pins_.size(); }
+  bool is_pinned(std::uint64_t page) const;
+  std::uint64_t pinned_pages() const { return pinned_; }
 
   std::uint64_t total_pages() const { return total_; }
   std::uint64_t free_pages() const { return clean_ + dirty_.size(); }  // clean or being cleared
@@ -67,7 +66,9 @@ class VramPageAllocator {
   struct Free;                  // clean pages: a Boost.ICL interval set (in the .cpp; ICL is
   std::unique_ptr<Free> free_;  // heavy to compile)
   std::deque<std::uint64_t> dirty_;
-  std::unordered_map<std::uint64_t, std::uint32_t> pins_;
+  struct Pins;  // pin counts by page: a Boost.ICL interval map (runs of pages pinned alike
+  std::unique_ptr<Pins> pins_;  // are one entry: memory follows the runs, not the pages)
+  std::uint64_t pinned_ = 0;    // pages pinned at least once
 };
 
 }  // namespace podsim

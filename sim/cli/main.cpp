@@ -10,8 +10,10 @@
 #include <boost/program_options.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/json_write.hpp"
@@ -425,14 +427,31 @@ int dispatch(int argc, char* argv[]) {
     return 2;
   } catch (const std::exception& e) {
     using podsim::tools::MpiWorld;
+    // Running out of host memory is the config's size meeting the host's limit, not a fault
+    // of podsim's: say so (SystemC passes a process's bad_alloc on as a report naming it).
+    const bool no_memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
+                           std::string_view(e.what()).find("std::bad_alloc") != std::string::npos;
+    std::string where;  // SystemC's report says which process ran out, and when
+    if (const auto at = std::string_view(e.what()).find("In process: ");
+        no_memory && at != std::string_view::npos) {
+      where = std::string(e.what() + at + 12);
+      where = " (in " + where.substr(0, where.find('\n')) + ")";
+    }
+    const std::string what =
+        no_memory ? fmt::format(
+                        "out of host memory{}: this config needs more than the host (or its "
+                        "memory limit) gives; docs/speed.md, \"Host memory\", says what a run "
+                        "keeps per GPU",
+                        where)
+                  : fmt::format("internal error: {}", e.what());
     if (MpiWorld::launched()) {  // the other ranks may be waiting for this one: end them all
       std::ostream terminal(g_terminal_err ? g_terminal_err : std::cerr.rdbuf());
-      fmt::print(terminal, "podsim (rank {} of {}): internal error: {}\n", MpiWorld::rank(),
-                 MpiWorld::size(), e.what());
+      fmt::print(terminal, "podsim (rank {} of {}): {}\n", MpiWorld::rank(), MpiWorld::size(),
+                 what);
       terminal.flush();
       MpiWorld::abort(1);
     }
-    fmt::print(std::cerr, "podsim: internal error: {}\n", e.what());
+    fmt::print(std::cerr, "podsim: {}\n", what);
     return 1;
   }
 }

@@ -22,7 +22,7 @@ DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, 
       timers_(
           events, queue_name(*this, "timers"),
           [this](Callback& c) {
-            if (cancelled_.erase(c.id)) return;
+            if (!pending_.erase(c.id)) return;  // cancelled
             c.fn();
           },
           256),
@@ -86,12 +86,13 @@ void DriverShell::device_reset() {
 
 Scheduler::TimerId DriverShell::call_at(Time at, std::function<void()> fn) {
   const TimerId id = next_timer_++;
+  pending_.insert(id);
   timers_.push(at < sim_now() ? sim_now() : at, Callback{id, std::move(fn)}, id);
   return id;
 }
 
 void DriverShell::cancel(TimerId id) {
-  if (id != 0 && id < next_timer_) cancelled_.insert(id);
+  pending_.erase(id);  // one that ran or was cancelled is no longer pending: nothing to do
 }
 
 Task<std::optional<std::vector<std::uint64_t>>> DriverShell::vram_alloc(std::uint64_t pages) {
@@ -131,8 +132,11 @@ void DriverShell::npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint6
 void DriverShell::npa_set_retry(std::uint64_t key, bool retry) {
   npa_mmu_.set_retry(key, retry);
 }
-void DriverShell::npa_unmap(std::uint64_t key) {
-  npa_mmu_.unmap_page(key);
+void DriverShell::npa_set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry) {
+  npa_mmu_.set_retry(first_key, pages, retry);
+}
+void DriverShell::npa_unmap(std::uint64_t first_key, std::uint64_t pages) {
+  npa_mmu_.unmap(first_key, pages);
 }
 Time DriverShell::npa_flush_tlb() {
   return npa_mmu_.flush_tlb(FlushKind::Heavyweight);
@@ -143,8 +147,8 @@ bool DriverShell::npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) c
 void DriverShell::gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) {
   gpuvm_.map_page(vmid, va_page, pte);
 }
-void DriverShell::gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) {
-  gpuvm_.unmap_page(vmid, va_page);
+void DriverShell::gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) {
+  gpuvm_.unmap(vmid, va_page, pages);
 }
 Time DriverShell::gpuvm_flush_tlb(std::uint16_t vmid, std::uint64_t first, std::uint64_t pages,
                                   FlushKind kind) {

@@ -110,11 +110,12 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   void npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
                std::uint8_t fragment) override;
   void npa_set_retry(std::uint64_t key, bool retry) override;
-  void npa_unmap(std::uint64_t key) override;
+  void npa_set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry) override;
+  void npa_unmap(std::uint64_t first_key, std::uint64_t pages) override;
   Time npa_flush_tlb() override;
   bool npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const override;
   void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) override;
-  void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) override;
+  void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) override;
   Time gpuvm_flush_tlb(std::uint16_t vmid, std::uint64_t first, std::uint64_t pages,
                        FlushKind kind) override;
   Task<Errno> send(AccelId dst, Ring ring, Dwords command) override;
@@ -151,7 +152,7 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   InvariantLog* invariants_;
   Rng poll_rng_;
   TimedQueue<Callback> timers_;
-  std::unordered_set<TimerId> cancelled_;
+  std::unordered_set<TimerId> pending_;  // queued and not cancelled: bounded by the queue
   TimerId next_timer_ = 1;
   std::map<SendKey, SendState> sends_;
 

@@ -81,6 +81,10 @@ PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out) {
   return run_command("", args, add_out);
 }
 
+PodsimRun run_podsim_limited(unsigned long kib, const std::vector<std::string>& args) {
+  return run_command("ulimit -v " + std::to_string(kib) + "; ", args, true);
+}
+
 PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out) {
 #if defined(__SANITIZE_ADDRESS__)
   // Open MPI's own allocations outlive MPI_Finalize, in plugins it has unloaded by the time

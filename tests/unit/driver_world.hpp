@@ -46,7 +46,13 @@ class FakeEnv final : public DriverEnv {
   void npa_set_retry(std::uint64_t key, bool retry) override {
     if (npa.count(key)) npa[key].retry = retry;
   }
-  void npa_unmap(std::uint64_t key) override { npa.erase(key); }
+  void npa_set_retry(std::uint64_t first, std::uint64_t pages, bool retry) override {
+    for (auto it = npa.lower_bound(first); it != npa.end() && it->first < first + pages; ++it)
+      it->second.retry = retry;
+  }
+  void npa_unmap(std::uint64_t first, std::uint64_t pages) override {
+    npa.erase(npa.lower_bound(first), npa.lower_bound(first + pages));
+  }
   Time npa_flush_tlb() override {
     ++npa_flushes;
     return Time::us(1);
@@ -58,8 +64,9 @@ class FakeEnv final : public DriverEnv {
   void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) override {
     gpuvm[{vmid, va_page}] = pte;
   }
-  void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page) override {
-    gpuvm.erase({vmid, va_page});
+  void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) override {
+    for (std::uint64_t i = 0; i < pages; ++i)
+      gpuvm.erase({vmid, va_page + i});
   }
   Time gpuvm_flush_tlb(std::uint16_t, std::uint64_t, std::uint64_t, FlushKind) override {
     ++gpuvm_flushes;

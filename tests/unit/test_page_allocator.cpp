@@ -89,3 +89,35 @@ TEST_CASE("fragments: the largest aligned, contiguous run", "[vram][mmu]") {
   CHECK(best_fragment(0, 0, 1024, frame) == 0);
   CHECK(best_fragment(0, 16, 1024, frame) == kFragment64K);
 }
+
+TEST_CASE("pin counts are kept per run of pages, exactly as per page", "[vram]") {
+  // A big buffer's pins cost what its runs cost, not a map entry per page; counts still add up
+  // page by page where pins overlap, and the digest is the one a count per page gave.
+  VramPageAllocator a(1u << 20, VramPageAllocator::Policy::Scattered, 16);
+  auto x = a.allocate(100'000);
+  REQUIRE(x);
+  a.pin(*x);
+  CHECK(a.pinned_pages() == 100'000);
+  const std::vector<std::uint64_t> some(x->begin() + 10, x->begin() + 20);
+  a.pin(some);  // pinned twice
+  CHECK(a.pinned_pages() == 100'000);
+  a.unpin(*x);
+  CHECK(a.pinned_pages() == 10);
+  for (std::size_t i = 0; i < x->size(); ++i)
+    REQUIRE(a.is_pinned((*x)[i]) == (i >= 10 && i < 20));
+  CHECK_THROWS(a.free(some));
+  const std::vector<std::uint64_t> straddle(x->begin() + 15, x->begin() + 25);
+  CHECK_THROWS_WITH(a.unpin(straddle), Catch::Contains("not pinned"));
+  a.unpin(some);
+  CHECK(a.pinned_pages() == 0);
+  CHECK_THROWS(a.unpin(some));
+  // The same page twice in one call counts twice.
+  const std::vector<std::uint64_t> twice{(*x)[0], (*x)[0]};
+  a.pin(twice);
+  CHECK(a.pinned_pages() == 1);
+  a.unpin(std::vector<std::uint64_t>{(*x)[0]});
+  CHECK(a.is_pinned((*x)[0]));
+  a.unpin(std::vector<std::uint64_t>{(*x)[0]});
+  CHECK_FALSE(a.is_pinned((*x)[0]));
+  a.free(*x);
+}

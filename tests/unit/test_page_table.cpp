@@ -144,3 +144,91 @@ TEST_CASE("Page table: random maps, remaps, unmaps and updates agree with a map 
   ref.clear();
   require_equal(t, ref, kPages);
 }
+
+TEST_CASE("Page table: range unmaps and range updates agree with a map of pages",
+          "[mmu][page_table]") {
+  constexpr std::uint64_t kPages = 400;
+  Rng rng(7);
+  PageTable t;
+  std::map<std::uint64_t, Pte> ref;
+  for (int round = 0; round < 3000; ++round) {
+    const std::uint64_t page = rng.below(kPages);
+    const std::uint64_t count = rng.below(40);  // 0 too
+    switch (rng.below(4)) {
+      case 0:
+      case 1:  // a stretch mapped in order, forwards or backwards, contiguous frames or not
+        for (std::uint64_t k = 0; k < count && page + k < kPages; ++k) {
+          const std::uint64_t at = rng.below(4) == 0 ? page + count - 1 - k : page + k;
+          if (at >= kPages) continue;
+          const std::uint64_t frame = rng.below(5) == 0 ? rng.below(90'000) : 30'000 + at;
+          const Pte p = pte(frame, rng.below(4) == 0 ? 8 : 7);
+          t.map(at, p);
+          ref[at] = p;
+        }
+        break;
+      case 2:
+        t.unmap(page, count);
+        ref.erase(ref.lower_bound(page), ref.lower_bound(page + count));
+        break;
+      case 3: {
+        const bool retry = rng.below(2);
+        t.update(page, count, [&](Pte& p) { p.retry = retry; });
+        for (auto it = ref.lower_bound(page); it != ref.end() && it->first < page + count; ++it)
+          it->second.retry = retry;
+        break;
+      }
+    }
+    const std::uint64_t probe = rng.below(kPages), n = 1 + rng.below(30);
+    REQUIRE(t.any_mapped(probe, n) ==
+            (ref.lower_bound(probe) != ref.end() && ref.lower_bound(probe)->first < probe + n));
+    if (round % 150 == 0) require_equal(t, ref, kPages);
+  }
+  require_equal(t, ref, kPages);
+}
+
+TEST_CASE("Page table: a scattered buffer of any size maps, retries and unmaps in linear time",
+          "[mmu][page_table]") {
+  // A buffer of 2^18 pages (1 GiB) in runs of 16 scattered pages (16,384 runs), mapped below
+  // another of 4,096 runs that is already there: how many runs the table moves (memmove)
+  // decides the time. Page by page through the old paths, each run of the first buffer moved
+  // every run after it once per page (tens of billions: minutes); now a run is inserted or
+  // erased once, where it begins or ends.
+  constexpr std::uint64_t kRun = 16, kRuns = 1u << 14, kAfterRuns = 4096;
+  constexpr std::uint64_t kBase = 1u << 20;
+  auto frame = [](std::uint64_t run, std::uint64_t k) { return ((run * 7919) % 65'536) * 64 + k; };
+  PageTable t;
+  for (std::uint64_t r = 0; r < kAfterRuns; ++r)
+    for (std::uint64_t k = 0; k < kRun; ++k)
+      t.map(2 * kBase + r * kRun + k, pte(frame(r + 3, k)));
+  REQUIRE(t.runs() == kAfterRuns);
+  CHECK(t.shifted() == 0);  // appended in order
+  for (std::uint64_t r = 0; r < kRuns; ++r)
+    for (std::uint64_t k = 0; k < kRun; ++k)
+      t.map(kBase + r * kRun + k, pte(frame(r, k)));
+  REQUIRE(t.runs() == kAfterRuns + kRuns);
+  REQUIRE(t.mapped_pages() == (kAfterRuns + kRuns) * kRun);
+  // One insert per run of the new buffer, each moving the runs after it.
+  CHECK(t.shifted() == kRuns * kAfterRuns);
+  const std::uint64_t before = t.shifted();
+  // Revoke: PTE.X on every page of the buffer, then off, one pass each.
+  t.update(kBase, kRuns * kRun, [](Pte& p) { p.retry = true; });
+  CHECK(t.lookup(kBase + 12'345).retry);
+  CHECK_FALSE(t.lookup(2 * kBase).retry);
+  CHECK(t.runs() == kAfterRuns + kRuns);
+  t.update(kBase, kRuns * kRun, [](Pte& p) { p.retry = false; });
+  CHECK(t.shifted() == before);  // as many runs as before: rewritten in place
+  // A remap of one page in the middle, then a walk of the old paths on one run of it.
+  t.map(kBase + 100, pte(5));
+  CHECK(t.runs() == kAfterRuns + kRuns + 2);
+  for (std::uint64_t k = 0; k < kRun; ++k)
+    t.unmap(kBase + 32 + k);  // one run, in order: erased once
+  CHECK(t.runs() == kAfterRuns + kRuns + 1);
+  // Unmapping the buffer: its runs go in one erase, moving the other buffer's once.
+  const std::uint64_t moved = t.shifted();
+  t.unmap(kBase, kRuns * kRun);
+  CHECK(t.shifted() - moved == kAfterRuns);
+  CHECK(t.runs() == kAfterRuns);
+  CHECK(t.mapped_pages() == kAfterRuns * kRun);
+  CHECK_FALSE(t.any_mapped(kBase, kRuns * kRun));
+  CHECK(t.any_mapped(kBase, kBase + 1));
+}

@@ -228,3 +228,47 @@ TEST_CASE(
   s.run();
   CHECK(take(log) == Log{"locked 2"});
 }
+
+TEST_CASE("a sleep that has ended is not cancelled: a scheduler keeps nothing for it",
+          "[driver][coro]") {
+  // A cancel of a timer that already ran used to be remembered by the simulator's scheduler
+  // until the end of the run: every sleep of a long run (an eviction worker's, a poll loop's)
+  // left one behind, and memory grew with simulated time.
+  struct Counting : Scheduler {
+    std::vector<std::function<void()>> due;
+    std::size_t cancels_of_fired = 0, cancels_of_pending = 0;
+    Time now() const override { return Time(); }
+    TimerId call_at(Time, std::function<void()> fn) override {
+      due.push_back(std::move(fn));
+      return due.size();
+    }
+    void cancel(TimerId id) override {
+      (due[id - 1] ? cancels_of_pending : cancels_of_fired)++;
+      due[id - 1] = nullptr;
+    }
+    void run() {
+      for (std::size_t i = 0; i < due.size(); ++i)
+        if (auto fn = std::exchange(due[i], nullptr)) fn();
+    }
+  } s;
+  struct Sleeper {
+    static Task<void> run(Scheduler& s, int& woke) {
+      for (int i = 0; i < 10; ++i) {
+        co_await Sleep(s, Time::ns(5));
+        ++woke;
+      }
+    }
+  };
+  int woke = 0;
+  TaskRunner runner;
+  runner.run(Sleeper::run(s, woke));
+  s.run();
+  CHECK(woke == 10);
+  CHECK(s.cancels_of_fired == 0);
+  // A frame destroyed while asleep still cancels its timer.
+  runner.run(Sleeper::run(s, woke));
+  runner.cancel_all();
+  CHECK(s.cancels_of_pending == 1);
+  s.run();
+  CHECK(woke == 10);
+}

@@ -385,14 +385,24 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   stats["ok"] = pod.ok();
   stats["stats"] = collect_stats_json();
 
+  // A failed run's CSVs begin with a line saying so, before the header: a tool that reads
+  // them as a table of results trips over it instead of taking them for the configured run's.
+  std::string failed_mark;
+  if (!pod.ok())
+    failed_mark = fmt::format(
+        "{}this run FAILED (finished: {}, {} failure(s), {} invariant violation(s): see "
+        "run.json); these rows are not the results of the run as configured\n",
+        kFailedCsvMark, pod.finished() ? "yes" : "no", pod.failures().size(),
+        pod.invariants().violations().size());
   try {
     write_file(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
     write_file(out_dir / "stats.json", config::to_pretty_json(stats));
-    write_file(out_dir / "latency.csv", latency_csv(pod.summary().latency_paths()));
+    write_file(out_dir / "latency.csv", failed_mark + latency_csv(pod.summary().latency_paths()));
     write_file(out_dir / "latency_histogram.csv",
-               latency_histogram_csv(pod.summary().latency_paths()));
-    write_file(out_dir / "breakdown.csv", breakdown_csv(pod.summary().remote_breakdown()));
-    write_file(out_dir / "timeseries.csv", timeseries_csv(pod.summary().series()));
+               failed_mark + latency_histogram_csv(pod.summary().latency_paths()));
+    write_file(out_dir / "breakdown.csv",
+               failed_mark + breakdown_csv(pod.summary().remote_breakdown()));
+    write_file(out_dir / "timeseries.csv", failed_mark + timeseries_csv(pod.summary().series()));
     if (opt.access_log) write_file(*opt.access_log, format_trace(pod.access_log()));
     if (opt.state_digest) write_file(*opt.state_digest, config::to_pretty_json(digest_doc));
     if (timeline) {

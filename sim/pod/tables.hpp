@@ -16,6 +16,8 @@ namespace podsim {
 
 using LatencyPaths = std::vector<std::pair<std::string, const Distribution*>>;
 
+// The first line of each CSV of a run that failed (before the header), and its start.
+inline constexpr const char* kFailedCsvMark = "# podsim: ";
 std::string latency_csv(const LatencyPaths& paths);
 std::string latency_histogram_csv(const LatencyPaths& paths);
 std::string breakdown_csv(const Breakdown& b);

@@ -15,6 +15,7 @@ inline std::vector<CsvRow> parse_csv(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> head;
   for (std::string line; std::getline(in, line);) {
+    if (head.empty() && line.rfind("# ", 0) == 0) continue;  // a failed run's mark
     std::vector<std::string> cells;
     std::istringstream l(line);
     for (std::string c; std::getline(l, c, ',');)

@@ -132,12 +132,17 @@ class Csv {
     std::size_t line_no = 0;
     for (std::string line; std::getline(in, line);) {
       ++line_no;
+      if (line_no == 1 && line.rfind("# podsim: ", 0) == 0) {  // a failed run's CSV
+        failed_ = true;
+        ++header_line_;
+        continue;
+      }
       std::vector<std::string> cells;
       std::istringstream l(line);
       for (std::string c; std::getline(l, c, ',');)
         cells.push_back(c);
       if (!line.empty() && line.back() == ',') cells.emplace_back();
-      if (line_no == 1) {
+      if (line_no == header_line_) {
         head_ = std::move(cells);
         continue;
       }
@@ -148,15 +153,18 @@ class Csv {
       rows_.push_back(std::move(cells));
       lines_.push_back(line_no);
     }
-    if (line_no == 0) throw ReportError(file_ + ": empty (no header line)");
+    if (line_no < header_line_) throw ReportError(file_ + ": empty (no header line)");
   }
+  // The file says its run failed (its first line).
+  bool failed() const { return failed_; }
   std::size_t size() const { return rows_.size(); }
   const std::vector<std::string>& head() const { return head_; }
   // The column's index; an error if the header lacks it (and there are rows to read).
   std::size_t col(const std::string& name) const {
     const auto it = std::find(head_.begin(), head_.end(), name);
     if (it == head_.end())
-      throw ReportError(fmt::format("{}:1: no column \"{}\" in the header", file_, name));
+      throw ReportError(
+          fmt::format("{}:{}: no column \"{}\" in the header", file_, header_line_, name));
     return static_cast<std::size_t>(it - head_.begin());
   }
   const std::string& text(std::size_t row, std::size_t col) const { return rows_[row][col]; }
@@ -180,6 +188,8 @@ class Csv {
   std::vector<std::string> head_;
   std::vector<std::vector<std::string>> rows_;
   std::vector<std::size_t> lines_;
+  std::size_t header_line_ = 1;
+  bool failed_ = false;
 };
 
 std::optional<double> to_double(const std::string& s) {
@@ -286,6 +296,11 @@ std::string run_report(const fs::path& dir, std::string& title) {
     failed = failed || !ok;
     meta.push_back({"completed as configured", ok ? "yes" : "no"});
   }
+  for (const char* f : {"latency.csv", "latency_histogram.csv", "breakdown.csv", "timeseries.csv"})
+    if (fs::exists(dir / f) && Csv(dir / f).failed()) {
+      failed = true;
+      meta.push_back({f, "marked: from a failed run"});
+    }
   if (failed)
     body +=
         "<p class=note><b>This run failed</b> (see the table below and run.json): its "

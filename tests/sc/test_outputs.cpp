@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "tests/support/run_podsim.hpp"
@@ -234,4 +235,44 @@ TEST_CASE("stats.json says whether its run completed as configured", "[outputs]"
   CHECK(bad.exit_code == 1);
   REQUIRE(bad.stats);
   CHECK_FALSE(bad.stats->at("ok").as_bool());
+}
+
+TEST_CASE("a failed run's CSVs say so on their first line, a good run's begin with the header",
+          "[outputs]") {
+  const char* csvs[] = {"latency.csv", "latency_histogram.csv", "breakdown.csv", "timeseries.csv"};
+  auto good = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=10"});
+  REQUIRE(good.exit_code == 0);
+  for (const char* f : csvs) {
+    INFO(f);
+    const std::string text = podsim::test::slurp(good.out_dir + "/" + f);
+    CHECK(text.rfind("# ", 0) == std::string::npos);
+    CHECK_FALSE(read_csv(good.out_dir + "/" + f).empty());
+  }
+  // Stopped at sim.max_time in the middle of the access phase: latencies exist, but not the
+  // configured run's.
+  auto bad = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=100000", "--set",
+                         "sim.max_time=1100us"});
+  REQUIRE(bad.exit_code == 1);
+  for (const char* f : csvs) {
+    INFO(f);
+    const std::string text = podsim::test::slurp(bad.out_dir + "/" + f);
+    CHECK(text.rfind("# podsim: this run FAILED (finished: no, 0 failure(s), 0 invariant "
+                     "violation(s): see run.json)",
+                     0) == 0);
+    // The line after it is the header, as in a good run.
+    const std::string good_text = podsim::test::slurp(good.out_dir + "/" + f);
+    CHECK(text.substr(text.find('\n') + 1, good_text.find('\n')) ==
+          good_text.substr(0, good_text.find('\n')));
+  }
+  CHECK_FALSE(read_csv(bad.out_dir + "/latency.csv").empty());
+  // The report says the run failed, even with stats.json and run.json saying nothing.
+  fs::remove(fs::path(bad.out_dir) / "run.json");
+  const std::string stats = podsim::test::slurp(bad.out_dir + "/stats.json");
+  std::ofstream(fs::path(bad.out_dir) / "stats.json")
+      << std::regex_replace(stats, std::regex("\"ok\": false,?"), "");
+  auto report = run_podsim({"report", bad.out_dir}, false);
+  REQUIRE(report.exit_code == 0);
+  const std::string html = podsim::test::slurp(bad.out_dir + "/report.html");
+  CHECK_THAT(html,
+             Catch::Contains("This run failed") && Catch::Contains("marked: from a failed run"));
 }

@@ -141,6 +141,25 @@ std::string campaign_scenario(std::uint64_t seed) {
     }
     step(std::move(f));
   }
+  // Drawn from a stream of their own, so that every seed's scenario above stays what it was
+  // (seeds that found something are kept in tests/campaign): link error rates over four
+  // decades, and rings that fill (a few slots, a receiver's firmware stalling meanwhile).
+  Rng more = Rng::for_component(seed, "campaign.links_rings");
+  if (cfg.contains("fabric")) {
+    static const double kRates[] = {1e-4, 1e-3, 1e-2, 5e-2};
+    cfg["fabric"].as_object()["link"].as_object()["flit_error_rate"] = kRates[more.below(4)];
+  } else if (more.uniform() < 0.1) {
+    static const double kBer[] = {1e-8, 1e-6};
+    cfg["fabric"] = json::object{{"link", json::object{{"bit_error_rate", kBer[more.below(2)]}}}};
+  }
+  if (more.uniform() < 0.25) {
+    cfg["gpu"].as_object()["mailbox"] = json::object{{"ring_slots", 2 + more.below(3)}};
+    steps.push_back(json::object{{"op", "fault"},
+                                 {"gpu", more.below(gpus)},
+                                 {"at", us(50 + more.below(1500))},
+                                 {"fault", "firmware_stall"},
+                                 {"for", us(100 + more.below(1900))}});
+  }
   cfg["workload"] =
       json::object{{"kind", "scenario"}, {"on_failure", "continue"}, {"steps", std::move(steps)}};
   return config::to_pretty_json(cfg);

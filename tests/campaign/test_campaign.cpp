@@ -1,9 +1,13 @@
 // The fault campaign (podsim campaign): generated scenarios mixing resets, revokes under
-// traffic, flit errors and firmware, pin, map, allocation and ring faults, each run judged.
+// traffic, flit and bit errors, rings that fill, and firmware, pin, map, allocation and ring
+// faults, each run judged.
 // CI runs a few hundred seeds; README "Reliability" has the command for thousands.
 #include <catch2/catch.hpp>
 
+#include <boost/json.hpp>
 #include <filesystem>
+#include <set>
+#include <string>
 
 #include "tests/support/run_podsim.hpp"
 
@@ -69,5 +73,39 @@ TEST_CASE("seeds that found something stay as they were left", "[campaign]") {
   CHECK(flaw.exit_code == 1);
   CHECK_THAT(flaw.out,
              Catch::Contains("seed 710: ") && Catch::Contains("after gpu0 had released it"));
+  fs::remove_all(out);
+}
+
+TEST_CASE("the campaign's scenarios vary link error rates and fill rings", "[campaign]") {
+  std::set<std::string> rates;
+  int small_rings = 0, bit_errors = 0;
+  for (int seed = 1; seed <= 80; ++seed) {
+    auto p = run_podsim({"campaign", "--print", std::to_string(seed)}, false);
+    REQUIRE(p.exit_code == 0);
+    const auto cfg = boost::json::parse(p.out).as_object();
+    if (const auto* f = cfg.if_contains("fabric")) {
+      const auto& link = f->at("link").as_object();
+      if (const auto* r = link.if_contains("flit_error_rate"))
+        rates.insert(boost::json::serialize(*r));
+      bit_errors += link.contains("bit_error_rate");
+    }
+    if (const auto* m = cfg.at("gpu").as_object().if_contains("mailbox")) {
+      const auto slots = m->at("ring_slots").to_number<int>();
+      CHECK((slots >= 2 && slots <= 4));
+      ++small_rings;
+    }
+  }
+  CHECK(rates.size() >= 3);
+  CHECK(bit_errors > 0);
+  CHECK(small_rings > 5);
+  // A seed whose rings fill: a send finds no free slot (ENOSPC), and the run still ends
+  // cleanly (exit 1: steps failing as the faults make them, no finding).
+  const std::string out = fresh("podsim-campaign-enospc");
+  auto r =
+      run_podsim({"campaign", "--first", "1158", "--seeds", "1", "--keep", "-q", "-o", out}, false);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("; 0 finding(s)"));
+  CHECK_THAT(slurp(out + "/seed-1158/out/run.json"), Catch::Contains("\"result\": \"ENOSPC\""));
   fs::remove_all(out);
 }

@@ -41,3 +41,17 @@ TEST_CASE("every shipped config is valid", "[configs]") {
     CHECK(r.exit_code == 0);
   }
 }
+
+TEST_CASE("node-reset runs clean with every after_reset mitigation", "[configs]") {
+  // Announce makes the re-import quicker than lazy: the second access phases must still wait
+  // for the first ones (they did not: "the GPU's compute agent is already running an access
+  // phase", exit 1).
+  for (const char* mode : {"lazy", "quarantine", "announce"}) {
+    INFO(mode);
+    auto r = run_podsim({"run", source_path("configs/node-reset.json"), "--quiet", "--set",
+                         std::string("gpu.driver.after_reset=") + mode});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.stat("pod.summary.invariant_violations") == 0);
+  }
+}

@@ -1,5 +1,7 @@
 #include "fabric/egress.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace podsim {
@@ -7,7 +9,8 @@ namespace podsim {
 Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig& link,
                Time tx_delay, Bytes queue_capacity, Dispatcher& events,
                const std::string& wake_name, Rng rng)
-    : port_(port),
+    : name_(name),
+      port_(port),
       costs_(port),
       tx_delay_(tx_delay),
       capacity_(queue_capacity.count()),
@@ -49,6 +52,7 @@ void Egress::enqueue(tlm::tlm_generic_payload& gp) {
 void Egress::enqueue(tlm::tlm_generic_payload& gp, TrafficClass cls, std::uint64_t tl) {
   const auto tc = static_cast<std::size_t>(cls);
   occupancy_.record(queued_);
+  if (queued_ == 0) waiting_since_ = sim_now();
   queues_[tc].push_back(Queued{&gp, tl, sim_now()});
   ++queued_;
   queued_bytes_[tc] += tl;
@@ -75,6 +79,10 @@ void Egress::pump() {
   const Time now = sim_now();
   if (now < free_at_) {
     wake_.at(free_at_);
+    return;
+  }
+  if (link_ && link_->stalled_until() > now) [[unlikely]] {
+    if (link_->stalled_until() != Time::max()) wake_.at(link_->stalled_until());
     return;
   }
   absorb_credits(now);
@@ -110,6 +118,7 @@ void Egress::commit(std::size_t tc, Time now) {
   const Queued q = queues_[tc].front();
   queues_[tc].pop_front();
   --queued_;
+  waiting_since_ = now;
   queued_bytes_[tc] -= q.tl;
   credits_[tc] -= static_cast<std::int64_t>(q.tl);
 
@@ -143,6 +152,27 @@ void Egress::commit(std::size_t tc, Time now) {
 
   link_->send(side_, *q.gp, now + tx_delay_ + penalty);
   if (on_space_) on_space_();
+}
+
+std::string Egress::why_waiting() const {
+  const Time now = sim_now();
+  if (link_ && link_->stalled_until() > now)
+    return link_->stalled_until() == Time::max()
+               ? std::string("its link is stalled for good")
+               : fmt::format("its link is stalled until {}", pretty(link_->stalled_until()));
+  std::string why;
+  for (std::size_t tc = 0; tc < kTrafficClasses; ++tc) {
+    if (queues_[tc].empty()) continue;
+    std::int64_t c = credits_[tc];
+    for (std::size_t i = 0; i < pending_credits_.size(); ++i)
+      if (pending_credits_[i].tc == tc && pending_credits_[i].at <= now)
+        c += static_cast<std::int64_t>(pending_credits_[i].tl);
+    if (c >= static_cast<std::int64_t>(queues_[tc].front().tl)) continue;
+    why += fmt::format("{}class {}: {} B of credits, its first packet needs {} B",
+                       why.empty() ? "" : "; ", tc, c, queues_[tc].front().tl);
+  }
+  return why.empty() ? std::string("the link is busy")
+                     : "the receiver gives no credits (" + why + ")";
 }
 
 }  // namespace podsim

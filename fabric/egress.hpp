@@ -49,6 +49,10 @@ class Egress {
   Egress(const Egress&) = delete;
   Egress& operator=(const Egress&) = delete;
 
+  // A fault: the link stops carrying anything until `until` (Link::stall_until).
+  void stall_link(Time until) {
+    if (link_) link_->stall_until(until);
+  }
   // The receiver's buffer per class, in TL bytes: the credits we start with.
   void set_peer_buffer(Bytes per_class);
   bool has_space(TrafficClass tc, std::uint64_t tl) const;
@@ -70,6 +74,12 @@ class Egress {
 
   const StatGroup& stats() const { return stats_; }
   std::uint64_t queued_packets() const { return queued_; }
+  // Since when it has had packets queued and sent none (Time::max() when none is queued).
+  Time waiting_since() const { return queued_ > 0 ? waiting_since_ : Time::max(); }
+  // Why its queued packets are not leaving, in words (the link stalled, or which classes
+  // lack the credits their first packet needs).
+  std::string why_waiting() const;
+  const std::string& name() const { return name_; }
   const WireCosts& costs() const { return costs_; }
   std::uint64_t wire_bytes_sent() const { return wire_bytes_.value(); }
   std::uint64_t payload_bytes_sent() const { return payload_bytes_.value(); }
@@ -92,6 +102,7 @@ class Egress {
   void absorb_credits(Time now);
   void commit(std::size_t tc, Time now);
 
+  std::string name_;
   PortConfig port_;
   WireCosts costs_;
   Time tx_delay_;
@@ -113,6 +124,7 @@ class Egress {
   Time free_at_;
   Time busy_;
   Time stalled_since_ = Time::max();
+  Time waiting_since_;               // the last send, or the arrival that ended an empty spell
   std::uint64_t tl_sent_ = 0;        // for DL flit boundaries
   std::size_t next_data_class_ = 1;  // round robin: the data class whose turn it is
   Timer wake_;

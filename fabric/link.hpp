@@ -54,6 +54,10 @@ class Link final : public sc_core::sc_module, public HasStats {
   // End `from` freed buffer space for `tl` TL bytes of class `tc` at `at`: the credits go to
   // the other end in a data-link flit (credit_delay later).
   void return_credits(Side from, TrafficClass tc, std::uint64_t tl, Time at) {
+    if (stalled_until_ > at) {  // they ride the first flit after the stall
+      if (stalled_until_ == Time::max()) return;
+      at = stalled_until_;
+    }
     const End& to = ends_[1 - from];
     if (remote_[1 - from]) [[unlikely]]
       return cut_->credits(id_, static_cast<std::uint8_t>(1 - from), tc, tl, at + credit_delay_);
@@ -76,6 +80,11 @@ class Link final : public sc_core::sc_module, public HasStats {
     ends_[to].end->credits(ends_[to].port, tc, tl, at);
   }
 
+  // A fault: the link carries nothing, either way, until `until` (Time::max(): for good).
+  // Senders hold their packets (nothing is lost); credit returns wait for the link too.
+  void stall_until(Time until) { stalled_until_ = std::max(stalled_until_, until); }
+  Time stalled_until() const { return stalled_until_; }
+
   const StatGroup& stat_group() const override { return stats_; }
 
  private:
@@ -88,6 +97,7 @@ class Link final : public sc_core::sc_module, public HasStats {
   Time flight_;
   Time credit_delay_;
   std::array<End, 2> ends_{};
+  Time stalled_until_;
   CutSink* cut_ = nullptr;        // set with remote_
   std::array<bool, 2> remote_{};  // end simulated by another rank
   std::uint32_t id_ = 0;

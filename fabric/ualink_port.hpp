@@ -50,6 +50,8 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   }
   bool down() const { return down_; }
   const Egress& egress() const { return egress_; }
+  // A fault: this port's link carries nothing, either way, until `until`.
+  void stall_link(Time until) { egress_.stall_link(until); }
 
   const StatGroup& stat_group() const override { return stats_; }
   const PortConfig& config() const { return cfg_; }

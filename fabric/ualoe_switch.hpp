@@ -43,6 +43,7 @@ class UaloeSwitch final : public sc_core::sc_module, public HasStats, public Lin
   // The receiver on port `port` has `per_class` bytes of buffer per traffic class.
   void set_peer_buffer(std::uint32_t port, Bytes per_class);
   const Egress& output(std::uint32_t port) const { return *outputs_[port]; }
+  std::uint32_t outputs() const { return static_cast<std::uint32_t>(outputs_.size()); }
   const Distribution& output_queue_delay() const { return queue_delay_; }
   // The run is over: the all-outputs queueing delay is gathered from the outputs' own (the
   // same samples, not recorded twice on the hot path). Before stats are read; once (later

@@ -246,14 +246,22 @@ void Pod::run(const std::function<void()>& between, Time slice) {
   // The end of a run gathers per-module samples into the pod's (finalize): once.
   if (ran_) throw std::logic_error("Pod::run: a pod runs once");
   ran_ = true;
+  const Time limit = cfg_.sim.stall_limit;
+  next_stall_check_ = limit;
   if (partition_) {
     run_windows();
-  } else if (!between) {
+  } else if (!between && limit == Time{}) {
     events_.run_for(cfg_.sim.max_time);
   } else {
+    // In slices, for `between`, and ending at the watchdog's looks (every half stall_limit,
+    // the same simulated times however the run is sliced or split).
+    if (!between) slice = cfg_.sim.max_time;
     while (sc_core::sc_get_status() != sc_core::SC_STOPPED && sim_now() < cfg_.sim.max_time) {
-      events_.run_for(std::min(slice, cfg_.sim.max_time - sim_now()));
-      between();
+      Time to = std::min(cfg_.sim.max_time, sim_now() + std::min(slice, cfg_.sim.max_time));
+      if (limit > Time{}) to = std::min(to, next_stall_check_);
+      events_.run_for(to - sim_now());
+      if (between) between();
+      if (limit > Time{} && sim_now() >= next_stall_check_ && check_stuck()) break;
     }
   }
   finalize();
@@ -279,7 +287,9 @@ void Pod::run_windows() {
   // very end of the last one.
   for (;;) {
     end = std::min(end, max);
+    if (cfg_.sim.stall_limit > Time{}) end = std::min(end, next_stall_check_);  // a look is due
     events_.run_for(end - sim_now());
+    if (cfg_.sim.stall_limit > Time{} && sim_now() >= next_stall_check_ && check_stuck()) break;
     const bool stopped = sc_core::sc_get_status() == sc_core::SC_STOPPED;
     Time next = events_.next_due();
     if (sc_core::sc_pending_activity())
@@ -294,6 +304,63 @@ void Pod::run_windows() {
     // The next window starts at the earliest thing due anywhere (idle stretches are skipped).
     end = a.next >= max.as_ps() ? max : Time::ps(a.next) + step - one;
   }
+}
+
+std::vector<std::string> Pod::stuck_queues(Time limit) const {
+  std::vector<std::string> out;
+  const Time now = sim_now();
+  auto look = [&](const std::string& where, const Egress& e) {
+    const Time since = e.waiting_since();
+    if (since == Time::max() || now - since < limit) return;
+    out.push_back(fmt::format("{}: {} packet(s) queued, none sent since {}: {}", where,
+                              e.queued_packets(), pretty(since), e.why_waiting()));
+  };
+  for (std::size_t g = 0; g < gpus_.size(); ++g) {
+    if (!owned_[g]) continue;
+    for (const auto& port : gpus_[g]->ports)
+      look(std::string(port->name()) + " (transmit)", port->egress());
+  }
+  for (std::uint32_t p = 0; p < fabric_->planes(); ++p)
+    for (const auto& sw : fabric_->plane(p).switches())
+      for (std::uint32_t o = 0; o < sw->outputs(); ++o)
+        look(fmt::format("{} output {}", sw->name(), o), sw->output(o));
+  return out;
+}
+
+bool Pod::check_stuck() {
+  const Time limit = cfg_.sim.stall_limit;
+  while (next_stall_check_ <= sim_now())
+    next_stall_check_ += std::max(Time::ps(limit.as_ps() / 2), Time::ns(1));
+  std::vector<std::string> mine = stuck_queues(limit);
+  if (comm_ && ranks_ > 1) {
+    if (comm_->or_all(mine.empty() ? 0 : 1) == 0) return false;
+    std::vector<unsigned char> bytes;
+    ByteWriter w(bytes);
+    w.put(static_cast<std::uint64_t>(mine.size()));
+    for (const auto& s : mine)
+      w.str(s);
+    const auto all = comm_->gather(bytes);
+    mine.clear();
+    for (const auto& from : all) {  // rank 0 only
+      ByteReader r(from, "a rank's stuck queues");
+      for (std::uint64_t n = r.get<std::uint64_t>(); n > 0; --n)
+        mine.push_back(r.str());
+    }
+  } else if (mine.empty()) {
+    return false;
+  }
+  stuck_ = true;
+  if (!comm_ || comm_->rank() == 0) {
+    std::string what = fmt::format(
+        "stuck at {}: {} queue(s) held packets and sent none for sim.stall_limit ({}; raise "
+        "it if such a wait is expected)",
+        pretty(sim_now()), mine.size(), pretty(limit));
+    for (std::size_t i = 0; i < mine.size() && i < 16; ++i)
+      what += "\n  " + mine[i];
+    if (mine.size() > 16) what += fmt::format("\n  and {} more", mine.size() - 16);
+    own_failures_.push_back(std::move(what));
+  }
+  return true;
 }
 
 void Pod::finalize() {

@@ -52,6 +52,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // True when the workload finished, no step failed and no invariant was violated.
   bool ok() const { return finished_ && failures().empty() && invariants_.ok(); }
   bool finished() const { return finished_; }
+  // The watchdog stopped the run: something held packets and sent none for sim.stall_limit.
+  bool stuck() const { return stuck_; }
   std::vector<std::string> failures() const;
   const InvariantLog& invariants() const { return invariants_; }
   // An import still held at teardown whose exporter no longer grants it: the exporter forgot
@@ -158,6 +160,14 @@ class Pod final : public sc_core::sc_module, public HasStats {
   bool finished_ = false;
   bool ran_ = false;
   std::vector<std::string> own_failures_;
+  // The watchdog (sim.stall_limit): this rank's queues that have held packets and sent none
+  // for `limit`, described; empty when none.
+  std::vector<std::string> stuck_queues(Time limit) const;
+  // Stops the run as stuck (own_failures_ on rank 0 says what, from every rank) if any rank's
+  // queues are; true then. Every rank calls it at the same simulated times.
+  bool check_stuck();
+  Time next_stall_check_;
+  bool stuck_ = false;
   RankComm* comm_ = nullptr;
   PartitionPlan plan_;  // before partition_, which refers to it
   std::unique_ptr<Partition> partition_;

@@ -56,6 +56,7 @@ struct PodSection {
 struct SimSection {
   Time max_time = Time::ms(1000);
   Time sample_interval = Time::us(1);
+  Time stall_limit = Time::ms(1);
 
   template <class V>
   void visit(V& v) {
@@ -63,6 +64,11 @@ struct SimSection {
             "simulated-time limit; a workload still running then is reported as unfinished "
             "(at most 20 hours: packets stamp their hops in 56 bits of picoseconds)",
             between(Time::ns(1), Time::ms(72'000'000)));
+    v.field("stall_limit", stall_limit,
+            "the watchdog: a port or switch output that holds packets and sends none for this "
+            "long is stuck, and the run stops there naming every such queue and why it waits "
+            "(0s: no watchdog; the run then waits out max_time)",
+            between(Time{}, Time::ms(72'000'000)));
     v.field("sample_interval", sample_interval,
             "bin width of the bandwidth-over-time series (timeseries.csv, the report); long runs "
             "double it as often as needed to stay within 65,536 bins",

@@ -537,6 +537,13 @@ struct ScenarioRunner::StepRun {
   Errno operator()(const ActivateStep&) { return drv.call(d.activate()); }
   Errno operator()(const DeactivateStep&) { return drv.call(d.deactivate()); }
   Errno operator()(const FaultStep& f) {
+    if (f.fault == FaultKind::LinkStall) {  // on every rank: either end of a link may be here
+      const Time until =
+          f.for_ >= Time::max() - sim_now() ? Time::max() : sim_now() + f.for_;  // for good
+      for (std::size_t p = 0; p < node.ports.size(); ++p)
+        node.port(static_cast<std::uint32_t>(p)).stall_link(until);
+      return Errno::Ok;
+    }
     if (!r.owned_[s.gpu]) return Errno::Ok;  // the rank that holds the GPU does it
     switch (f.fault) {
       case FaultKind::FirmwareError: node.mailbox.answer_with_error(f.status, f.count); break;
@@ -552,6 +559,7 @@ struct ScenarioRunner::StepRun {
         d.fail_next(driver::FailPoint::ExportAlloc, f.count);
         break;
       case FaultKind::MessageDelay: node.mailbox.delay_next_send(f.for_); break;
+      case FaultKind::LinkStall: break;  // above
     }
     return Errno::Ok;
   }

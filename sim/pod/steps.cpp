@@ -62,7 +62,8 @@ StepKind kind_of(const StepConfig& s) {
     case StepOp::Deactivate: return DeactivateStep{};
     case StepOp::Fault: {
       const FaultKind f = need(s.fault, s, "fault");
-      if (f == FaultKind::FirmwareStall || f == FaultKind::MessageDelay)
+      if (f == FaultKind::FirmwareStall || f == FaultKind::MessageDelay ||
+          f == FaultKind::LinkStall)
         return FaultStep{f, 0, 1, need(s.for_, s, "for")};
       if (f == FaultKind::FirmwareError)
         return FaultStep{f, need(s.status, s, "status"), s.count.value_or(1), Time{}};

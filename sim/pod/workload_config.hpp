@@ -82,9 +82,10 @@ enum class FaultKind : std::uint8_t {
   RingCorrupt,
   MessageDelay,
   ImportAllocFailure,
-  ExportAllocFailure
+  ExportAllocFailure,
+  LinkStall
 };
-inline constexpr std::array<EnumName<FaultKind>, 9> kFaultKindNames{{
+inline constexpr std::array<EnumName<FaultKind>, 10> kFaultKindNames{{
     {"firmware_error", FaultKind::FirmwareError,
      "the next `count` commands it takes are answered with error `status`, not carried out "
      "(the sender gets ECOMM)"},
@@ -111,6 +112,10 @@ inline constexpr std::array<EnumName<FaultKind>, 9> kFaultKindNames{{
     {"export_alloc_failure", FaultKind::ExportAllocFailure,
      "its next `count` new exports fail to allocate their node and dma-buf: ENOMEM, nothing "
      "exported"},
+    {"link_stall", FaultKind::LinkStall,
+     "its links (one per plane) carry nothing, either way, for `for`: packets wait in their "
+     "senders' queues and credit returns wait too (nothing is lost); past sim.stall_limit "
+     "the run stops as stuck"},
 }};
 
 // Where an alloc step's buffer lives.
@@ -195,7 +200,8 @@ struct StepConfig {
             between<std::uint32_t>(1, 1'000'000));
     v.field("for", for_,
             "wait: how long; fault firmware_stall: how long the firmware stalls; fault "
-            "message_delay: how late the next command leaves");
+            "message_delay: how late the next command leaves; fault link_stall: how long the GPU's "
+            "links carry nothing");
     v.field("down_for", down_for, "reset_node: how long the GPU stays down");
     v.field("accesses", accesses, "access: count (default workload.traffic.accesses)");
     v.field("duration", duration, "access: issue for this long instead of a count");
@@ -248,7 +254,8 @@ struct StepConfig {
       case StepOp::Activate: want({}, {}); break;
       case StepOp::Deactivate: want({}, {}); break;
       case StepOp::Fault:
-        if (fault == FaultKind::FirmwareStall || fault == FaultKind::MessageDelay)
+        if (fault == FaultKind::FirmwareStall || fault == FaultKind::MessageDelay ||
+            fault == FaultKind::LinkStall)
           want({"fault", "for"}, {});
         else if (fault == FaultKind::FirmwareError)
           want({"fault", "status"}, {"count"});

@@ -160,6 +160,13 @@ std::string campaign_scenario(std::uint64_t seed) {
                                  {"fault", "firmware_stall"},
                                  {"for", us(100 + more.below(1900))}});
   }
+  // Links that stall (under sim.stall_limit: traffic waits, nothing is lost).
+  if (more.uniform() < 0.15)
+    steps.push_back(json::object{{"op", "fault"},
+                                 {"gpu", more.below(gpus)},
+                                 {"at", us(more.below(2000))},
+                                 {"fault", "link_stall"},
+                                 {"for", us(10 + more.below(790))}});
   cfg["workload"] =
       json::object{{"kind", "scenario"}, {"on_failure", "continue"}, {"steps", std::move(steps)}};
   return config::to_pretty_json(cfg);

@@ -230,3 +230,67 @@ TEST_CASE(
   CHECK(ident.stat("pod.gpu0.agent.remote_faults") == 50);
   CHECK(ident.stat("pod.summary.invariant_violations") == 0);
 }
+
+namespace {
+// GPU 1 loads and stores GPU 0's buffer; at 510 us GPU 0's link stops carrying anything for
+// `stall`.
+std::string link_stall(const std::string& stall) {
+  return write_temp_file("link-stall.json",
+                         R"({"pod": {"gpus": 2}, "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 1, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 1, "op": "access", "mappings": ["m"], "accesses": 20000, "at": "500us"},
+      {"op": "fault", "gpu": 0, "fault": "link_stall", "for": ")" +
+                             stall + R"(", "at": "510us"}]}})");
+}
+}  // namespace
+
+TEST_CASE("a link that stalls delays what crosses it and loses nothing", "[faults][watchdog]") {
+  auto calm = run_podsim({"run", "--quiet", link_stall("1ns")});
+  auto r = run_podsim({"run", "--quiet", link_stall("300us")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stat("pod.summary.remote_accesses") == 20000);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+  // Accesses in flight waited out the stall.
+  CHECK(r.stat("pod.summary.latency.remote", "max") > 300'000);
+  CHECK(calm.stat("pod.summary.latency.remote", "max") < 50'000);
+}
+
+TEST_CASE("the watchdog stops a run whose queues stop moving and names them",
+          "[faults][watchdog]") {
+  // Stalled for 5 ms, past sim.stall_limit (1 ms): the run stops at the first look after the
+  // limit, and says which queues held packets and why.
+  auto r = run_podsim({"run", "--quiet", link_stall("5ms")});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("stuck at 3 ms: 2 queue(s) held packets and sent none for "
+                                    "sim.stall_limit (1 ms") &&
+                        Catch::Contains("pod.gpu0.port0 (transmit): ") &&
+                        Catch::Contains("pod.fabric.plane0.switch0 output 0: ") &&
+                        Catch::Contains("its link is stalled until 6.538 ms") &&
+                        !Catch::Contains("had not finished at sim.max_time"));
+  REQUIRE(r.run);
+  CHECK_FALSE(r.run->at("finished").as_bool());
+  CHECK_THAT(std::string(r.run->at("failures").as_array().at(0).as_string()),
+             Catch::StartsWith("stuck at 3 ms"));
+  CHECK(r.run->at("simulated_time_ns").to_number<double>() == 3e6);
+  // With the watchdog off, the same run waits the stall out and completes.
+  auto patient = run_podsim({"run", "--quiet", link_stall("5ms"), "--set", "sim.stall_limit=0s"});
+  INFO(patient.err);
+  CHECK(patient.exit_code == 0);
+  CHECK(patient.stat("pod.summary.remote_accesses") == 20000);
+  // A limit past the stall: the same.
+  auto longer = run_podsim({"run", "--quiet", link_stall("5ms"), "--set", "sim.stall_limit=6ms"});
+  CHECK(longer.exit_code == 0);
+  // A stall for good, the watchdog off: the run waits out sim.max_time, unfinished.
+  auto forever = run_podsim({"run", "--quiet", link_stall("1000000s"), "--set",
+                             "sim.stall_limit=0s", "--set", "sim.max_time=20ms"});
+  CHECK(forever.exit_code == 1);
+  CHECK_THAT(forever.err, Catch::Contains("had not finished at sim.max_time (20ms)"));
+  auto bad = run_podsim({"run", "--quiet", "--set", "sim.stall_limit=-1ms"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("sim.stall_limit"));
+}

@@ -244,3 +244,23 @@ TEST_CASE("a buffer leaked at teardown (B3) is named and counted the same split 
   const PodsimRun one = run_podsim({"run", "--quiet", cfg});
   CHECK(one.stat("pod.summary.invariant_violations") == 1);
 }
+
+TEST_CASE("a run the watchdog stops split over 2 and 3 ranks gives the one-rank outputs",
+          "[partition][watchdog]") {
+  // GPU 0's link stalls past sim.stall_limit: every rank stops at the same look, and the
+  // failure names the queues of every rank.
+  const std::string cfg = podsim::test::write_temp_file("stall-split.json", R"({"pod": {"gpus": 4},
+      "workload": {"kind": "scenario", "steps": [
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 3},
+      {"gpu": 3, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 3, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 3, "op": "access", "mappings": ["m"], "accesses": 20000, "at": "500us"},
+      {"op": "fault", "gpu": 0, "fault": "link_stall", "for": "5ms", "at": "510us"}]}})");
+  same_at_every_rank_count({"run", "--quiet", cfg}, {2, 3});
+  const PodsimRun r = run_podsim_mpi(2, {"run", "--quiet", cfg});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("pod.gpu0.port0 (transmit)") &&
+                        Catch::Contains("pod.fabric.plane0.switch0 output 0"));
+}

@@ -2,13 +2,6 @@
 
 namespace podsim {
 
-namespace {
-bool same_but_frame(const Pte& a, const Pte& b) {
-  return a.target == b.target && a.writable == b.writable && a.retry == b.retry &&
-         a.fragment == b.fragment && a.tag == b.tag;
-}
-}  // namespace
-
 bool PageTable::continues(std::size_t i, std::uint64_t page, const Pte& p) const {
   const Run& r = runs_[i];
   return first_[i] + r.count == page && same_but_frame(r.base, p) &&
@@ -121,15 +114,20 @@ void PageTable::unmap(std::uint64_t page) {
   }
 }
 
+std::pair<std::size_t, std::size_t> PageTable::overlapping(std::uint64_t first,
+                                                           std::uint64_t end) const {
+  auto lo = static_cast<std::size_t>(std::upper_bound(first_.begin(), first_.end(), first) -
+                                     first_.begin());
+  if (lo > 0 && first_[lo - 1] + runs_[lo - 1].count > first) --lo;
+  const auto hi = static_cast<std::size_t>(std::lower_bound(first_.begin(), first_.end(), end) -
+                                           first_.begin());
+  return {lo, hi};
+}
+
 void PageTable::unmap(std::uint64_t first, std::uint64_t count) {
   if (count == 0) return;
   const std::uint64_t end = first + count;
-  // Runs [lo, hi) overlap the range; the first and the last may reach beyond it.
-  std::size_t lo = static_cast<std::size_t>(std::upper_bound(first_.begin(), first_.end(), first) -
-                                            first_.begin());
-  if (lo > 0 && first_[lo - 1] + runs_[lo - 1].count > first) --lo;
-  const std::size_t hi = static_cast<std::size_t>(
-      std::lower_bound(first_.begin(), first_.end(), end) - first_.begin());
+  const auto [lo, hi] = overlapping(first, end);
   if (lo >= hi) return;
   // A single run reaching beyond both ends: split it around the range.
   if (hi - lo == 1 && first_[lo] < first && first_[lo] + runs_[lo].count > end) {

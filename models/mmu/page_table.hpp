@@ -104,6 +104,14 @@ class PageTable {
   bool continues(std::size_t i, std::uint64_t page, const Pte& p) const;
   // Makes `page` (inside run i) a run of its own; returns its index.
   std::size_t isolate(std::size_t i, std::uint64_t page);
+  // PTEs equal in everything but their frame.
+  static bool same_but_frame(const Pte& a, const Pte& b) {
+    return a.target == b.target && a.writable == b.writable && a.retry == b.retry &&
+           a.fragment == b.fragment && a.tag == b.tag;
+  }
+  // The runs [lo, hi) that overlap pages [first, end) (the first and the last may reach
+  // beyond them); lo >= hi when none does.
+  std::pair<std::size_t, std::size_t> overlapping(std::uint64_t first, std::uint64_t end) const;
   // update(first, count, fn) without the template.
   template <class Fn>
   void update_runs(std::uint64_t first, std::uint64_t count, const Fn& fn);
@@ -123,11 +131,7 @@ template <class Fn>
 void PageTable::update_runs(std::uint64_t first, std::uint64_t count, const Fn& fn) {
   if (count == 0) return;
   const std::uint64_t end = first + count;
-  std::size_t lo = static_cast<std::size_t>(std::upper_bound(first_.begin(), first_.end(), first) -
-                                            first_.begin());
-  if (lo > 0 && first_[lo - 1] + runs_[lo - 1].count > first) --lo;
-  const std::size_t hi = static_cast<std::size_t>(
-      std::lower_bound(first_.begin(), first_.end(), end) - first_.begin());
+  const auto [lo, hi] = overlapping(first, end);
   if (lo >= hi) return;
   // The runs [from, to): the ones touched and a neighbour each side (they may join), rebuilt
   // in `out` and put back in one move.
@@ -139,9 +143,7 @@ void PageTable::update_runs(std::uint64_t first, std::uint64_t count, const Fn& 
     if (!out.empty()) {
       const Run& b = out.back();
       if (firsts.back() + b.count == f && b.base.frame + b.count == r.base.frame &&
-          b.base.target == r.base.target && b.base.writable == r.base.writable &&
-          b.base.retry == r.base.retry && b.base.fragment == r.base.fragment &&
-          b.base.tag == r.base.tag) {
+          same_but_frame(b.base, r.base)) {
         out.back().count += r.count;
         return;
       }

@@ -192,20 +192,15 @@ Errno Driver::map_va(ProcessId p, GemHandle gem, std::uint64_t va) {
   const std::uint64_t pages = bo->pages;
   const std::uint64_t first = va >> kPageShift;
   const bool vram = bo->domain == Domain::Vram;
-  auto frame = [&](std::uint64_t i) { return vram ? bo->vram_pages[i] : bo->npa_page + i; };
   // Where pages are contiguous and aligned in both spaces, PTEs carry a 64 KiB or 2 MiB
   // fragment so that one TLB entry covers them.
-  for (std::uint64_t i = 0; i < pages;) {
-    const std::uint8_t f = best_fragment(first, i, pages, frame);
-    for (std::uint64_t k = 0; k < (1ull << f); ++k, ++i) {
-      Pte pte;
-      pte.writable = true;
-      pte.target = vram ? PteTarget::Vram : PteTarget::Npa;
-      pte.frame = frame(i);
-      pte.fragment = f;
-      env_.gpuvm_map(p, first + i, pte);
-    }
-  }
+  Pte proto;
+  proto.writable = true;
+  proto.target = vram ? PteTarget::Vram : PteTarget::Npa;
+  proto.frame = vram ? 0 : bo->npa_page;
+  env_.gpuvm_map(
+      p, first, pages, proto,
+      vram ? std::span<const std::uint64_t>(bo->vram_pages) : std::span<const std::uint64_t>());
   bo->mappings.push_back({p, va});
   ++bo->refs;  // the mapping (bo_va) holds the buffer
   return Errno::Ok;
@@ -446,13 +441,7 @@ Task<void> Driver::map_range(const Bo& bo, std::uint64_t key_base, std::uint64_t
 }
 
 void Driver::map_npa_pages(const Bo& bo, std::uint64_t key_base, std::uint64_t tag) {
-  const std::uint64_t pages = bo.pages;
-  auto frame = [&](std::uint64_t i) { return bo.vram_pages[i]; };
-  for (std::uint64_t i = 0; i < pages;) {
-    const std::uint8_t f = best_fragment(key_base, i, pages, frame);
-    for (std::uint64_t k = 0; k < (1ull << f); ++k, ++i)
-      env_.npa_map(key_base + i, bo.vram_pages[i], tag, f);
-  }
+  env_.npa_map(key_base, std::span<const std::uint64_t>(bo.vram_pages).first(bo.pages), tag);
 }
 
 void Driver::unmap_range(std::uint64_t key_base, std::uint64_t pages) {
@@ -1137,13 +1126,12 @@ Task<void> Driver::eviction_worker() {
       // 2 MiB block (a fragment never crosses one) with fragments that hold again.
       const std::uint64_t first = page & ~((1ull << kFragment2M) - 1);
       const std::uint64_t count = std::min<std::uint64_t>(b.pages - first, 1ull << kFragment2M);
-      auto frame = [&](std::uint64_t i) { return b.vram_pages[first + i]; };
-      for (std::uint64_t base : bases)
-        for (std::uint64_t i = 0; i < count;) {
-          const std::uint8_t f = best_fragment(base + first, i, count, frame);
-          for (std::uint64_t k = 0; k < (1ull << f); ++k, ++i, ++rewritten)
-            env_.npa_map(base + first + i, frame(i), node->handle().lo, f);
-        }
+      for (std::uint64_t base : bases) {
+        env_.npa_map(base + first,
+                     std::span<const std::uint64_t>(b.vram_pages).subspan(first, count),
+                     node->handle().lo);
+        rewritten += count;
+      }
       evictions_.inc();
     } else {
       if (fresh) env_.vram_free(*fresh);

@@ -30,10 +30,12 @@ class DriverEnv : public Scheduler {
   virtual void vram_pin(std::span<const std::uint64_t> pages) = 0;
   virtual void vram_unpin(std::span<const std::uint64_t> pages) = 0;
 
-  // This GPU's NPA VM. `key` as NpaMmu::key_of gives it; `tag` names the export (handle lo)
-  // so the invariant checker can tell whose range an access used.
-  virtual void npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
-                       std::uint8_t fragment) = 0;
+  // This GPU's NPA VM: keys [first_key, first_key + vram_pages.size()) mapped to those VRAM
+  // pages, with the largest fragments that hold (best_fragment, as amdgpu_vm_update_range
+  // chooses them), replacing what was there. A key is what NpaMmu::key_of gives; `tag` names
+  // the export (handle lo) so the invariant checker can tell whose range an access used.
+  virtual void npa_map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
+                       std::uint64_t tag) = 0;
   // PTE.X = 1: accesses get a retry response instead of memory (revoke, page migration).
   virtual void npa_set_retry(std::uint64_t key, bool retry) = 0;
   // The same for [first_key, first_key + pages).
@@ -46,7 +48,10 @@ class DriverEnv : public Scheduler {
   virtual bool npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const = 0;
 
   // A process's GPUVM page table.
-  virtual void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) = 0;
+  // Pages [va_page, va_page + pages) as `proto` with frames `frames` (empty: counting up from
+  // proto.frame) and the largest fragments that hold, replacing what was there.
+  virtual void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages,
+                         const Pte& proto, std::span<const std::uint64_t> frames) = 0;
   // Unmaps [va_page, va_page + pages).
   virtual void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) = 0;
   // Invalidates `vmid`'s cached translations of [first, first + pages) (0 pages: all of

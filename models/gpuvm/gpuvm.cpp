@@ -120,6 +120,16 @@ void GpuVm::map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) 
   tables_[vmid]->map(va_page, pte);
 }
 
+void GpuVm::map(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages, const Pte& proto,
+                std::span<const std::uint64_t> frames) {
+  if (vmid >= tables_.size()) tables_.resize(vmid + 1u);
+  if (!tables_[vmid]) tables_[vmid] = std::make_unique<PageTable>();
+  auto frame = [frames, base = proto.frame](std::uint64_t i) {
+    return frames.empty() ? base + i : frames[i];
+  };
+  tables_[vmid]->map(va_page, pages, FragmentedPtes(proto, va_page, pages, frame));
+}
+
 void GpuVm::unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) {
   if (vmid < tables_.size() && tables_[vmid]) tables_[vmid]->unmap(va_page, pages);
 }

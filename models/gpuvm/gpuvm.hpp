@@ -10,6 +10,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "models/gpuvm/gpuvm_config.hpp"
@@ -44,6 +45,11 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
 
   // -- programming interface (the driver's page-table updates)
   void map_page(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte);
+  // Pages [va_page, va_page + pages) as `proto` with frames `frames` (or, when empty, counting
+  // up from proto.frame) and the largest fragments that hold (best_fragment), replacing what
+  // was there: one pass.
+  void map(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages, const Pte& proto,
+           std::span<const std::uint64_t> frames);
   void unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages);
   // Invalidates address space `vmid`'s cached translations of pages [first, first + pages)
   // (all of them when pages is 0); what it costs.

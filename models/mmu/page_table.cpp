@@ -14,6 +14,19 @@ void PageTable::insert_run(std::size_t i, std::uint64_t first, const Run& r) {
   runs_.insert(runs_.begin() + static_cast<std::ptrdiff_t>(i), r);
 }
 
+void PageTable::insert_runs(const std::vector<std::uint64_t>& firsts,
+                            const std::vector<Run>& runs) {
+  if (firsts.empty()) return;
+  const auto at = static_cast<std::size_t>(
+      std::lower_bound(first_.begin(), first_.end(), firsts.front()) - first_.begin());
+  shifted_ += first_.size() - at;
+  const auto pos = static_cast<std::ptrdiff_t>(at);
+  first_.insert(first_.begin() + pos, firsts.begin(), firsts.end());
+  runs_.insert(runs_.begin() + pos, runs.begin(), runs.end());
+  join_next(at + runs.size() - 1);
+  if (at > 0) join_next(at - 1);
+}
+
 void PageTable::erase_runs(std::size_t i, std::size_t n) {
   if (n == 0) return;
   shifted_ += first_.size() - i - n;

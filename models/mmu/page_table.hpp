@@ -21,6 +21,11 @@ class PageTable {
   // a page; a run is inserted or erased (moving the runs after it) only where one begins or
   // ends, so a buffer of any size is mapped and unmapped in time linear in its pages.
   void map(std::uint64_t page, const Pte& pte);
+  // Pages [first, first + count) mapped as `pte_of(i)` gives the i-th (what was there is
+  // replaced): the runs built apart and put in with one move, so mapping a range below many
+  // runs costs one shift of them, not one a page.
+  template <class Fn>
+  void map(std::uint64_t first, std::uint64_t count, Fn&& pte_of);
   void unmap(std::uint64_t page);
   // Pages [first, first + count) unmapped: the runs inside erased together.
   void unmap(std::uint64_t first, std::uint64_t count);
@@ -119,6 +124,9 @@ class PageTable {
   void join_next(std::size_t i);
   // Inserts run {first, r} at index i, or erases runs [i, i + n): counted in shifted_.
   void insert_run(std::size_t i, std::uint64_t first, const Run& r);
+  // Inserts the runs (firsts[k], runs[k]), ascending, over unmapped pages between the runs
+  // around them, joining them with those where they continue each other.
+  void insert_runs(const std::vector<std::uint64_t>& firsts, const std::vector<Run>& runs);
   void erase_runs(std::size_t i, std::size_t n);
 
   std::vector<std::uint64_t> first_;  // by run, ascending
@@ -126,6 +134,28 @@ class PageTable {
   std::uint64_t pages_ = 0;
   std::uint64_t shifted_ = 0;
 };
+
+template <class Fn>
+void PageTable::map(std::uint64_t first, std::uint64_t count, Fn&& pte_of) {
+  if (count == 0) return;
+  unmap(first, count);
+  std::vector<std::uint64_t> firsts;
+  std::vector<Run> runs;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const Pte p = pte_of(i);
+    if (!runs.empty()) {
+      Run& b = runs.back();
+      if (b.base.frame + b.count == p.frame && same_but_frame(b.base, p)) {
+        ++b.count;
+        continue;
+      }
+    }
+    firsts.push_back(first + i);
+    runs.push_back(Run{1, p});
+  }
+  pages_ += count;
+  insert_runs(firsts, runs);
+}
 
 template <class Fn>
 void PageTable::update_runs(std::uint64_t first, std::uint64_t count, const Fn& fn) {

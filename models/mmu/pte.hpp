@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 
 namespace podsim {
 
@@ -47,5 +48,33 @@ std::uint8_t best_fragment(std::uint64_t first_page, std::uint64_t i, std::uint6
   }
   return 0;
 }
+
+// The PTEs of pages [first_page, first_page + count) of a mapping, for PageTable::map's
+// `pte_of`, which asks for them in order: `proto` with frame(i), and the fragment
+// best_fragment gives the stretch page i begins or lies in.
+template <class FrameOf>
+class FragmentedPtes {
+ public:
+  FragmentedPtes(const Pte& proto, std::uint64_t first_page, std::uint64_t count, FrameOf frame)
+      : proto_(proto), first_(first_page), count_(count), frame_(std::move(frame)) {}
+  Pte operator()(std::uint64_t i) {
+    if (left_ == 0) {
+      fragment_ = best_fragment(first_, i, count_, frame_);
+      left_ = 1ull << fragment_;
+    }
+    --left_;
+    Pte p = proto_;
+    p.frame = frame_(i);
+    p.fragment = fragment_;
+    return p;
+  }
+
+ private:
+  Pte proto_;
+  std::uint64_t first_, count_;
+  FrameOf frame_;
+  std::uint64_t left_ = 0;
+  std::uint8_t fragment_ = 0;
+};
 
 }  // namespace podsim

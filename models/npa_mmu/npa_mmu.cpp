@@ -149,6 +149,17 @@ void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t 
   table_.map(key, pte);
 }
 
+void NpaMmu::map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
+                 std::uint64_t tag) {
+  Pte proto;
+  proto.target = PteTarget::Vram;
+  proto.writable = true;
+  proto.tag = tag;
+  auto frame = [vram_pages](std::uint64_t i) { return vram_pages[i]; };
+  table_.map(first_key, vram_pages.size(),
+             FragmentedPtes(proto, first_key, vram_pages.size(), frame));
+}
+
 void NpaMmu::set_retry(std::uint64_t key, bool retry) {
   table_.update(key, [retry](Pte& p) { p.retry = retry; });
 }

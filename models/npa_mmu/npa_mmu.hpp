@@ -14,6 +14,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <bitset>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -41,6 +42,9 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   // page (ID stripped) in source-aliasing mode, requester<<29 | window page otherwise.
   void map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
                 std::uint8_t fragment = 0);
+  // Keys [first_key, first_key + vram_pages.size()) to those VRAM pages, with the largest
+  // fragments that hold (best_fragment), replacing what was there: one pass.
+  void map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages, std::uint64_t tag);
   void set_retry(std::uint64_t key, bool retry);
   void set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry);
   void unmap_page(std::uint64_t key);

@@ -125,9 +125,9 @@ void DriverShell::vram_pin(std::span<const std::uint64_t> pages) {
 void DriverShell::vram_unpin(std::span<const std::uint64_t> pages) {
   vram_.allocator().unpin(pages);
 }
-void DriverShell::npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
-                          std::uint8_t fragment) {
-  npa_mmu_.map_page(key, vram_page, tag, fragment);
+void DriverShell::npa_map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
+                          std::uint64_t tag) {
+  npa_mmu_.map(first_key, vram_pages, tag);
 }
 void DriverShell::npa_set_retry(std::uint64_t key, bool retry) {
   npa_mmu_.set_retry(key, retry);
@@ -144,8 +144,9 @@ Time DriverShell::npa_flush_tlb() {
 bool DriverShell::npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const {
   return npa_mmu_.any_mapped(first_key, pages);
 }
-void DriverShell::gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) {
-  gpuvm_.map_page(vmid, va_page, pte);
+void DriverShell::gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages,
+                            const Pte& proto, std::span<const std::uint64_t> frames) {
+  gpuvm_.map(vmid, va_page, pages, proto, frames);
 }
 void DriverShell::gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) {
   gpuvm_.unmap(vmid, va_page, pages);

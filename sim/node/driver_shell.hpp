@@ -107,14 +107,15 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   void vram_free(std::span<const std::uint64_t> pages) override;
   void vram_pin(std::span<const std::uint64_t> pages) override;
   void vram_unpin(std::span<const std::uint64_t> pages) override;
-  void npa_map(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
-               std::uint8_t fragment) override;
+  void npa_map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
+               std::uint64_t tag) override;
   void npa_set_retry(std::uint64_t key, bool retry) override;
   void npa_set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry) override;
   void npa_unmap(std::uint64_t first_key, std::uint64_t pages) override;
   Time npa_flush_tlb() override;
   bool npa_any_mapped(std::uint64_t first_key, std::uint64_t pages) const override;
-  void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) override;
+  void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages, const Pte& proto,
+                 std::span<const std::uint64_t> frames) override;
   void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) override;
   Time gpuvm_flush_tlb(std::uint16_t vmid, std::uint64_t first, std::uint64_t pages,
                        FlushKind kind) override;

@@ -40,8 +40,10 @@ class FakeEnv final : public DriverEnv {
   void vram_pin(std::span<const std::uint64_t> pages) override { pinned += pages.size(); }
   void vram_unpin(std::span<const std::uint64_t> pages) override { pinned -= pages.size(); }
   void vram_free(std::span<const std::uint64_t> pages) override { free_pages += pages.size(); }
-  void npa_map(std::uint64_t key, std::uint64_t page, std::uint64_t tag, std::uint8_t) override {
-    npa[key] = {page, tag, false};
+  void npa_map(std::uint64_t first, std::span<const std::uint64_t> pages,
+               std::uint64_t tag) override {
+    for (std::size_t i = 0; i < pages.size(); ++i)
+      npa[first + i] = {pages[i], tag, false};
   }
   void npa_set_retry(std::uint64_t key, bool retry) override {
     if (npa.count(key)) npa[key].retry = retry;
@@ -61,8 +63,13 @@ class FakeEnv final : public DriverEnv {
     auto it = npa.lower_bound(first);
     return it != npa.end() && it->first < first + pages;
   }
-  void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, const Pte& pte) override {
-    gpuvm[{vmid, va_page}] = pte;
+  void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages, const Pte& proto,
+                 std::span<const std::uint64_t> frames) override {
+    for (std::uint64_t i = 0; i < pages; ++i) {
+      Pte p = proto;
+      p.frame = frames.empty() ? proto.frame + i : frames[i];
+      gpuvm[{vmid, va_page + i}] = p;
+    }
   }
   void gpuvm_unmap(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages) override {
     for (std::uint64_t i = 0; i < pages; ++i)

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/core/json_write.hpp"
+#include "sim/core/units.hpp"
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/tools/bench.hpp"
@@ -429,13 +430,23 @@ int dispatch(int argc, char* argv[]) {
     using podsim::tools::MpiWorld;
     // Running out of host memory is the config's size meeting the host's limit, not a fault
     // of podsim's: say so (SystemC passes a process's bad_alloc on as a report naming it).
+    // A coroutine's stack that cannot be had is the same (SystemC's E518).
+    const std::string_view text = e.what();
     const bool no_memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
-                           std::string_view(e.what()).find("std::bad_alloc") != std::string::npos;
+                           text.find("std::bad_alloc") != std::string_view::npos ||
+                           text.find("failed to allocate stack memory") != std::string_view::npos;
     std::string where;  // SystemC's report says which process ran out, and when
-    if (const auto at = std::string_view(e.what()).find("In process: ");
-        no_memory && at != std::string_view::npos) {
-      where = std::string(e.what() + at + 12);
-      where = " (in " + where.substr(0, where.find('\n')) + ")";
+    if (const auto at = text.find("In process: "); no_memory && at != std::string_view::npos) {
+      std::string_view in = text.substr(at + 12);
+      in = in.substr(0, in.find('\n'));
+      where = fmt::format(" (in {})", in);
+      if (const auto t = in.find(" @ "); t != std::string_view::npos) {
+        try {  // SystemC's time in the units podsim's output uses
+          where = fmt::format(" (in {} at {} simulated)", in.substr(0, t),
+                              podsim::to_string(podsim::parse_time(in.substr(t + 3))));
+        } catch (const std::exception&) {
+        }
+      }
     }
     const std::string what =
         no_memory ? fmt::format(

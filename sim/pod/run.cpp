@@ -394,22 +394,33 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
         "run.json); these rows are not the results of the run as configured\n",
         kFailedCsvMark, pod.finished() ? "yes" : "no", pod.failures().size(),
         pod.invariants().violations().size());
+  // What this run has written so far: if writing the rest fails (a full disk, or no memory
+  // left to format it), they go too, so that nothing half-written looks like a result.
+  std::vector<fs::path> written;
+  auto put = [&](const fs::path& path, std::string_view bytes) {
+    written.push_back(path);
+    write_file(path, bytes);
+  };
+  auto remove_written = [&] {
+    std::error_code ignored;
+    for (const fs::path& p : written)
+      fs::remove(p, ignored);
+  };
   try {
-    write_file(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
-    write_file(out_dir / "stats.json", config::to_pretty_json(stats));
-    write_file(out_dir / "latency.csv", failed_mark + latency_csv(pod.summary().latency_paths()));
-    write_file(out_dir / "latency_histogram.csv",
-               failed_mark + latency_histogram_csv(pod.summary().latency_paths()));
-    write_file(out_dir / "breakdown.csv",
-               failed_mark + breakdown_csv(pod.summary().remote_breakdown()));
-    write_file(out_dir / "timeseries.csv", failed_mark + timeseries_csv(pod.summary().series()));
-    if (opt.access_log) write_file(*opt.access_log, format_trace(pod.access_log()));
-    if (opt.state_digest) write_file(*opt.state_digest, config::to_pretty_json(digest_doc));
+    put(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
+    put(out_dir / "stats.json", config::to_pretty_json(stats));
+    put(out_dir / "latency.csv", failed_mark + latency_csv(pod.summary().latency_paths()));
+    put(out_dir / "latency_histogram.csv",
+        failed_mark + latency_histogram_csv(pod.summary().latency_paths()));
+    put(out_dir / "breakdown.csv", failed_mark + breakdown_csv(pod.summary().remote_breakdown()));
+    put(out_dir / "timeseries.csv", failed_mark + timeseries_csv(pod.summary().series()));
+    if (opt.access_log) put(*opt.access_log, failed_mark + format_trace(pod.access_log()));
+    if (opt.state_digest) put(*opt.state_digest, config::to_pretty_json(digest_doc));
     if (timeline) {
       for (const StepRecord& r : pod.scenario().records())
         timeline->span(r.gpu, Timeline::Process + r.process, r.op, r.started, r.ended,
                        fmt::format(R"({{"step": {}, "result": "{}"}})", r.index, r.result));
-      write_file(*opt.timeline, timeline->to_json(cfg.pod.gpus));
+      put(*opt.timeline, timeline->to_json(cfg.pod.gpus));
       if (timeline->dropped_accesses() && !opt.quiet)
         fmt::print(err,
                    "podsim: the timeline kept {} sampled-access events (--trace-max-events); "
@@ -421,9 +432,13 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     struct rusage usage {};
     ::getrusage(RUSAGE_SELF, &usage);
     run["host"].as_object()["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
-    write_file(out_dir / "run.json", config::to_pretty_json(run));
+    put(out_dir / "run.json", config::to_pretty_json(run));
+  } catch (const std::bad_alloc&) {
+    remove_written();
+    throw;  // said as running out of host memory, by the command line
   } catch (const std::exception& e) {
-    fmt::print(err, "podsim: {}\n", e.what());
+    remove_written();
+    fmt::print(err, "podsim: {}; none of the run's outputs were kept\n", e.what());
     return 1;
   }
 

@@ -390,14 +390,20 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     cols.push_back(json::object{{"column", c.name}, {"stat", c.stat}, {"field", c.field}});
   doc["columns"] = std::move(cols);
   doc["points"] = std::move(rows);
-  // The Markdown table: short key names, chosen columns, 4 significant digits.
+  // The Markdown table: short key names, chosen columns, 4 significant digits. When a point
+  // failed, a last column says which (its numbers are not the results of the run as
+  // configured, though a study may want them: an isolation breach is a failure).
+  std::size_t failed_points = 0;
+  for (const auto& row : doc["points"].as_array())
+    failed_points += row.at("exit_code").to_number<int>() != 0;
   std::string md = "|";
   for (const auto& v : opt.vary)
     md += " " + v.key.substr(v.key.rfind('.') + 1) + " |";
   for (const auto& t : table)
     md += " " + t + " |";
+  if (failed_points) md += " result |";
   md += "\n|";
-  for (std::size_t k = 0; k < opt.vary.size() + table.size(); ++k)
+  for (std::size_t k = 0; k < opt.vary.size() + table.size() + (failed_points ? 1 : 0); ++k)
     md += "---|";
   md += "\n";
   for (const auto& row : doc["points"].as_array()) {
@@ -412,8 +418,17 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
                              : std::string("-")) +
             " |";
     }
+    if (failed_points) {
+      const int code = row.at("exit_code").to_number<int>();
+      md += code ? fmt::format(" FAILED (exit {}) |", code) : std::string(" ok |");
+    }
     md += "\n";
   }
+  if (failed_points)
+    md += fmt::format(
+        "\n{} point(s) FAILED: their numbers are not the results of the run as configured "
+        "(their directories' run.json says why).\n",
+        failed_points);
   try {
     write_file(dir / "sweep.md", md);
     write_file(dir / "sweep.csv", csv);

@@ -112,8 +112,9 @@ TEST_CASE("study pages show what their commands print", "[regression][studies]")
     const int exit_code =
         declared == std::string::npos ? 0 : std::stoi(doc.substr(declared + 17, 3));
     REQUIRE(r.exit_code == exit_code);
-    // What it printed (the table, before the summary line) is what the page shows.
-    const std::string printed = r.out.substr(0, r.out.find("\n\n") + 1);
+    // The table it wrote (sweep.md, which it also printed) is what the page shows.
+    const std::string printed = slurp(fs::path(out) / "sweep.md");
+    CHECK(r.out.rfind(printed, 0) == 0);
     const std::string begin = "<!-- study-results: begin -->\n";
     const auto b = doc.find(begin);
     const auto e = doc.find("<!-- study-results: end -->");

@@ -237,8 +237,10 @@ TEST_CASE("stats.json says whether its run completed as configured", "[outputs]"
   CHECK_FALSE(bad.stats->at("ok").as_bool());
 }
 
-TEST_CASE("a failed run's CSVs say so on their first line, a good run's begin with the header",
-          "[outputs]") {
+TEST_CASE(
+    "a failed run's CSVs and access log say so on their first line, a good run's begin "
+    "with the header",
+    "[outputs]") {
   const char* csvs[] = {"latency.csv", "latency_histogram.csv", "breakdown.csv", "timeseries.csv"};
   auto good = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=10"});
   REQUIRE(good.exit_code == 0);
@@ -250,9 +252,16 @@ TEST_CASE("a failed run's CSVs say so on their first line, a good run's begin wi
   }
   // Stopped at sim.max_time in the middle of the access phase: latencies exist, but not the
   // configured run's.
+  const fs::path log = fs::temp_directory_path() / "podsim-failed-run-access.trace";
+  fs::remove(log);
   auto bad = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=100000", "--set",
-                         "sim.max_time=1100us"});
+                         "sim.max_time=1100us", "--access-log", log.string()});
   REQUIRE(bad.exit_code == 1);
+  // The access log too (a trace that replays, but not the configured run's accesses).
+  const std::string trace = podsim::test::slurp(log.string());
+  CHECK(trace.rfind("# podsim: this run FAILED (finished: no", 0) == 0);
+  CHECK(trace.find("\n# time_ns gpu op va size\n") != std::string::npos);
+  fs::remove(log);
   for (const char* f : csvs) {
     INFO(f);
     const std::string text = podsim::test::slurp(bad.out_dir + "/" + f);

@@ -222,3 +222,38 @@ TEST_CASE("a sweep point with no accesses has no latencies, rather than 0 ns", "
   CHECK(std::stod(rows[2][mean]) > 0);
   CHECK_THAT(slurp(fs::path(out) / "sweep.md"), Catch::Contains("| 0 | - | - |"));
 }
+
+TEST_CASE("a failed sweep point's row in sweep.md says FAILED", "[sweep]") {
+  // 3 ms of simulated time ends the 100,000-access point in its access phase (exit 1); the
+  // 20-access point finishes (at 2.2 ms).
+  const std::string out = fresh_dir("sweep-failed-point");
+  auto r = run_podsim({"sweep", "--vary", "workload.traffic.accesses=20,100000", "--set",
+                       "sim.max_time=3ms", "--out", out},
+                      false);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains("2 points, 1 failed"));
+  const std::string md = slurp(fs::path(out) / "sweep.md");
+  CHECK_THAT(md, Catch::Contains("| achieved_bandwidth_GBps | result |\n|---|---|---|---|---|\n") &&
+                     Catch::Contains(" | FAILED (exit 1) |\n") &&
+                     Catch::Contains("1 point(s) FAILED"));
+  CHECK_THAT(
+      md, Catch::Matches("(.|\n)*\\| 20 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| ok \\|\n(.|\n)*"));
+  CHECK_THAT(md, Catch::Matches("(.|\n)*\\| 100000 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| FAILED "
+                                "\\(exit 1\\) \\|\n(.|\n)*"));
+  // A sweep where every point finished has no result column.
+  const std::string ok = fresh_dir("sweep-all-ok");
+  REQUIRE(run_podsim({"sweep", "--vary", "workload.traffic.accesses=20", "--out", ok}, false)
+              .exit_code == 0);
+  CHECK_THAT(slurp(fs::path(ok) / "sweep.md"),
+             !Catch::Contains("result") && !Catch::Contains("FAILED"));
+  // sweep.csv keeps the failed point's numbers beside its exit code.
+  const auto rows = csv_rows(slurp(fs::path(out) / "sweep.csv"));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[2][0] == "100000");
+  CHECK(rows[2][1] == "1");
+  const auto mean = static_cast<std::size_t>(
+      std::find(rows[0].begin(), rows[0].end(), "remote_latency_mean_ns") - rows[0].begin());
+  REQUIRE(mean < rows[0].size());
+  CHECK_FALSE(rows[2][mean].empty());
+}

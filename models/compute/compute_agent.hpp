@@ -86,6 +86,11 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   std::uint64_t faults() const {
     return faults_.value() + remote_faults_.value() + unreachable_.value();
   }
+  // The three ways an access goes unserved: no mapping in its own GPUVM (never sent), refused
+  // by the exporter (no valid NPA mapping), or sent to a GPU that was down.
+  std::uint64_t gpuvm_faults() const { return faults_.value(); }
+  std::uint64_t remote_faults() const { return remote_faults_.value(); }
+  std::uint64_t unreachable() const { return unreachable_.value(); }
   std::uint64_t retries() const { return retries_.value(); }
 
   static std::vector<std::string> breakdown_parts();

@@ -74,6 +74,9 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
       messages_[t - 1]->inc(d.messages_sent(static_cast<driver::MsgType>(t)));
     const ComputeAgent& a = g->agent;
     faults_.inc(a.faults());
+    gpuvm_faults_.inc(a.gpuvm_faults());
+    remote_faults_.inc(a.remote_faults());
+    unreachable_.inc(a.unreachable());
     retries_.inc(a.retries());
     if (a.issued() == 0) continue;
     latency_.merge(a.remote_latency());

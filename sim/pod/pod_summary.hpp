@@ -57,6 +57,9 @@ class PodSummary {
   std::uint64_t remote_reads() const { return reads_.value(); }
   std::uint64_t remote_writes() const { return writes_.value(); }
   std::uint64_t faults() const { return faults_.value(); }
+  std::uint64_t gpuvm_faults() const { return gpuvm_faults_.value(); }
+  std::uint64_t remote_faults() const { return remote_faults_.value(); }
+  std::uint64_t unreachable() const { return unreachable_.value(); }
   std::uint64_t retries() const { return retries_.value(); }
   double achieved_bandwidth() const;  // bytes/s of remote payload in the access phases
   Time access_phase() const { return phase_end_ - phase_start_; }
@@ -80,6 +83,11 @@ class PodSummary {
   Counter writes_{stats_, "remote_writes", "count", "remote stores completed"};
   Counter faults_{stats_, "faults", "count",
                   "accesses completed without being served (faults, remote faults, unreachable)"};
+  Counter gpuvm_faults_{stats_, "gpuvm_faults", "count",
+                        "of faults: no valid mapping in the initiator's own GPUVM (never sent)"};
+  Counter remote_faults_{stats_, "remote_faults", "count",
+                         "of faults: refused by the exporter (no valid NPA mapping)"};
+  Counter unreachable_{stats_, "unreachable", "count", "of faults: sent to a GPU that was down"};
   Counter retries_{stats_, "retries", "count", "accesses re-issued after a retry answer"};
   Counter bytes_{stats_, "remote_bytes", "bytes", "payload bytes of remote accesses"};
   Distribution latency_{stats_, "remote_latency", "ns", "latency of remote accesses, all GPUs",

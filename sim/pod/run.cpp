@@ -442,7 +442,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     return 1;
   }
 
-  if (!opt.quiet) print_summary(pod, HostTiming{host_s}, out_dir.string(), out);
+  if (!opt.quiet) {
+    std::vector<std::string> files;
+    for (const fs::path& p : written)
+      files.push_back(p.parent_path() == out_dir ? p.filename().string() : p.string());
+    print_summary(pod, HostTiming{host_s}, out_dir.string(), files, out);
+  }
 
   for (const auto& f : pod.failures())
     fmt::print(err, "podsim: workload failed: {}\n", f);

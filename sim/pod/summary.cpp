@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <map>
 #include <ostream>
 
 #include "fabric/framing.hpp"
@@ -12,15 +13,15 @@
 namespace podsim {
 
 void print_summary(const Pod& pod, const HostTiming& host, const std::string& out_dir,
-                   std::ostream& out) {
+                   const std::vector<std::string>& files, std::ostream& out) {
   const PodConfig& cfg = pod.config();
   const Distribution& lat = pod.summary().remote_latency();
   const LogHistogram& h = lat.histogram();
   auto ns = [&](std::uint64_t v) { return lat.reported(static_cast<double>(v)); };
   const Time sim = sim_now();
 
-  fmt::print(out, "podsim {} | {} | {} GPUs | {} | seed {}\n", podsim_version(), cfg.name,
-             cfg.pod.gpus,
+  fmt::print(out, "podsim {} | {} | {} GPUs | {} plane{} of {} | seed {}\n", podsim_version(),
+             cfg.name, cfg.pod.gpus, cfg.fabric.planes, cfg.fabric.planes == 1 ? "" : "s",
              enum_name(std::span<const EnumName<Topology>>(kTopologyNames), cfg.fabric.topology),
              cfg.seed);
   const double rate =
@@ -32,6 +33,26 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
   fmt::print(out, "{:<18}{} ({} loads, {} stores); {} not served, {} retried\n", "remote accesses",
              pod.summary().remote_accesses(), pod.summary().remote_reads(),
              pod.summary().remote_writes(), pod.summary().faults(), pod.summary().retries());
+  // What "not served" and "retried" were, in words.
+  const PodSummary& s = pod.summary();
+  if (s.gpuvm_faults())
+    fmt::print(out,
+               "  {:<16}{} found no valid mapping in their own GPUVM, never sent (an import's "
+               "mapping invalidated by a revoke or a reset, or none made)\n",
+               "not served", s.gpuvm_faults());
+  if (s.remote_faults())
+    fmt::print(out,
+               "  {:<16}{} refused by their exporter: no valid NPA mapping (revoked, released, or "
+               "the exporter reset since the import)\n",
+               s.gpuvm_faults() ? "" : "not served", s.remote_faults());
+  if (s.unreachable())
+    fmt::print(out, "  {:<16}{} sent to a GPU that was down (reset)\n",
+               s.gpuvm_faults() || s.remote_faults() ? "" : "not served", s.unreachable());
+  if (s.retries())
+    fmt::print(out,
+               "  {:<16}{} answered \"retry\" (a revoke or page move under way: PTE.X) and "
+               "issued again\n",
+               "retried", s.retries());
   if (h.count() > 0) {
     fmt::print(out, "{:<18}mean {:.1f}  p50 {:.1f}  p99 {:.1f}  min {:.1f}  max {:.1f}\n",
                "latency (ns)", lat.reported(h.mean()), ns(h.percentile(0.5)),
@@ -100,7 +121,36 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
       fmt::print(out, "  gpu{} holds gpu{}'s export {:016x}\n", i.importer, i.exporter,
                  i.handle_lo);
   }
-  fmt::print(out, "{:<18}{}/stats.json, config.json, run.json\n", "outputs", out_dir);
+  // The scenario's steps: how many, what failed, and the resets (which explain much of the
+  // above when there are any).
+  const auto& steps = pod.step_records();
+  if (!steps.empty()) {
+    std::map<std::string, std::size_t> failed;
+    std::string resets;
+    std::size_t reset_count = 0;
+    for (const StepRecord& r : steps) {
+      if (r.result != "OK") ++failed[r.result];
+      if (r.op == "reset_node" && ++reset_count <= 8)
+        resets +=
+            fmt::format("{}gpu{} at {}", resets.empty() ? "" : ", ", r.gpu, pretty(r.started));
+    }
+    std::size_t bad = 0;
+    std::string why;
+    for (const auto& [name, n] : failed) {
+      bad += n;
+      why += fmt::format("{}{} {}", why.empty() ? "" : ", ", name, n);
+    }
+    fmt::print(
+        out, "{:<18}{} step(s), {}\n", "steps", steps.size(),
+        bad ? fmt::format("{} ended with an error ({})", bad, why) : std::string("every one OK"));
+    if (reset_count)
+      fmt::print(out, "  {:<16}{}{}\n", "node resets", resets,
+                 reset_count > 8 ? fmt::format(" and {} more", reset_count - 8) : "");
+  }
+  std::string names;
+  for (const std::string& f : files)
+    names += (names.empty() ? "" : ", ") + f;
+  fmt::print(out, "{:<18}{}: {}\n", "outputs", out_dir, names);
 }
 
 }  // namespace podsim

@@ -3,6 +3,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace podsim {
 
@@ -12,7 +13,8 @@ struct HostTiming {
   double seconds = 0;
 };
 
+// `files`: what the run wrote, in the order written (those in `out_dir` named alone).
 void print_summary(const Pod& pod, const HostTiming& host, const std::string& out_dir,
-                   std::ostream& out);
+                   const std::vector<std::string>& files, std::ostream& out);
 
 }  // namespace podsim

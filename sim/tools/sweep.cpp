@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -24,6 +25,42 @@ namespace podsim::tools {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+
+namespace {
+
+// Levenshtein distance, for suggestions.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// "; did you mean X, Y?" with the closest of `known` (up to 3, within a quarter of the
+// key's length), or nothing.
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& known) {
+  std::vector<std::pair<std::size_t, std::string>> near;
+  const std::size_t limit = std::max<std::size_t>(2, key.size() / 4);
+  for (const auto& k : known)
+    if (const std::size_t d = edit_distance(key, k); d <= limit) near.emplace_back(d, k);
+  std::sort(near.begin(), near.end());
+  if (near.empty()) return "";
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < near.size() && i < 3; ++i)
+    names.push_back(near[i].second);
+  return fmt::format("; did you mean {}?", fmt::join(names, ", "));
+}
+
+}  // namespace
 
 Vary parse_vary(const std::string& text) {
   const auto eq = text.find('=');
@@ -335,6 +372,11 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   csv += "\n";
   json::array rows;
   int rc = 0;
+  // Whether some point's stats.json has each column's stat and field (a --stat that none has
+  // is a mistake, said below), and what the points' stats.json files hold, for suggestions.
+  std::vector<bool> present(columns.size(), false);
+  std::vector<std::string> known;
+  std::map<std::string, std::vector<std::string>> fields;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const int code = results[i].exit_code;
     if (code != 0) rc = 1;
@@ -353,12 +395,21 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     const fs::path sfile = dir / "points" / fmt::format("{:03}", i) / "stats.json";
     json::value sj;
     if (fs::exists(sfile)) sj = json::parse(slurp(sfile));
-    for (const auto& c : columns) {
+    if (sj.is_object() && known.empty())
+      for (const auto& kv : sj.at("stats").as_object()) {
+        known.emplace_back(kv.key());
+        if (kv.value().is_object())
+          for (const auto& f : kv.value().as_object())
+            fields[known.back()].emplace_back(f.key());
+      }
+    for (std::size_t ci = 0; ci < columns.size(); ++ci) {
+      const Column& c = columns[ci];
       const json::value* v = nullptr;
       if (sj.is_object())
         if (const auto* s = sj.at("stats").as_object().if_contains(c.stat))
           if (s->is_object()) {
             v = s->as_object().if_contains(c.field);
+            if (v) present[ci] = true;
             // A distribution with no samples has no mean or percentile: no cell, not 0.
             const json::value* n = s->as_object().if_contains("count");
             if (v && c.field != "count" && n && n->is_number() && n->to_number<double>() == 0)
@@ -370,6 +421,24 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     row["stats"] = std::move(stats);
     csv += "\n";
     rows.push_back(std::move(row));
+  }
+  // A --stat that no point has: a typo or a field that is not there. Said like a config key's
+  // error (exit 2, the tables not written; the points' runs stay in DIR/points).
+  for (std::size_t ci = headline_stats().size(); ci < columns.size(); ++ci) {
+    if (present[ci] || known.empty()) continue;
+    const Column& c = columns[ci];
+    if (const auto f = fields.find(c.stat); f != fields.end()) {
+      fmt::print(err, "podsim sweep: --stat {}: {} has no field '{}' (it has: {})\n", c.name,
+                 c.stat, c.field, fmt::join(f->second, ", "));
+    } else {
+      fmt::print(err, "podsim sweep: --stat {}: no point's stats.json has a stat {}{}\n", c.name,
+                 c.stat, did_you_mean(c.stat, known));
+    }
+    fmt::print(err,
+               "podsim sweep: nothing written but the points' runs, in {} (their stats.json "
+               "list every stat)\n",
+               (dir / "points").string());
+    return 2;
   }
   json::object doc;
   doc["config"] = opt.config_path ? json::value(*opt.config_path) : json::value(nullptr);

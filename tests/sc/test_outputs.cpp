@@ -1,4 +1,5 @@
 // What a run writes besides stats.json: latency tables by path, histograms, the breakdown.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -284,4 +285,40 @@ TEST_CASE(
   const std::string html = podsim::test::slurp(bad.out_dir + "/report.html");
   CHECK_THAT(html,
              Catch::Contains("This run failed") && Catch::Contains("marked: from a failed run"));
+}
+
+TEST_CASE(
+    "the summary names the pod's planes, explains what was not served, lists the resets "
+    "and every file written",
+    "[outputs]") {
+  const fs::path log = fs::temp_directory_path() / "podsim-summary-access.trace";
+  auto r = run_podsim(
+      {"run", podsim::test::source_path("configs/node-reset.json"), "--access-log", log.string()});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("podsim ") &&
+                        Catch::Contains("| node-reset | 4 GPUs | 1 plane of single_switch |"));
+  // Each way an access went unserved, with its count; the counts add up to "not served".
+  const auto gpuvm = static_cast<std::uint64_t>(r.stat("pod.summary.gpuvm_faults"));
+  const auto remote = static_cast<std::uint64_t>(r.stat("pod.summary.remote_faults"));
+  const auto down = static_cast<std::uint64_t>(r.stat("pod.summary.unreachable"));
+  CHECK(gpuvm > 0);
+  CHECK(remote > 0);
+  CHECK(static_cast<double>(gpuvm + remote + down) == r.stat("pod.summary.faults"));
+  CHECK_THAT(r.out, Catch::Contains(fmt::format("; {} not served,", gpuvm + remote + down)) &&
+                        Catch::Contains(fmt::format("  not served      {} found no valid mapping "
+                                                    "in their own GPUVM",
+                                                    gpuvm)) &&
+                        Catch::Contains(fmt::format("{} refused by their exporter", remote)));
+  CHECK_THAT(r.out, Catch::Contains("steps             78 step(s), every one OK\n"
+                                    "  node resets     gpu2 at 1.928 ms\n"));
+  CHECK_THAT(r.out, Catch::Contains(fmt::format(
+                        "outputs           {}: config.json, stats.json, latency.csv, "
+                        "latency_histogram.csv, breakdown.csv, timeseries.csv, {}, run.json\n",
+                        r.out_dir, log.string())));
+  fs::remove(log);
+  // A pod of 18 planes says so.
+  auto helios = run_podsim({"run", podsim::test::source_path("configs/helios-72.json"), "--set",
+                            "workload.traffic.accesses=1"});
+  REQUIRE(helios.exit_code == 0);
+  CHECK_THAT(helios.out, Catch::Contains("| 72 GPUs | 18 planes of single_switch |"));
 }

@@ -257,3 +257,32 @@ TEST_CASE("a failed sweep point's row in sweep.md says FAILED", "[sweep]") {
   REQUIRE(mean < rows[0].size());
   CHECK_FALSE(rows[2][mean].empty());
 }
+
+TEST_CASE("a --stat that no point has is an error naming it, with the nearest stats: exit 2",
+          "[sweep]") {
+  const std::string out = fresh_dir("sweep-bad-stat");
+  auto typo = run_podsim({"sweep", "--vary", "workload.traffic.accesses=10", "--stat",
+                          "pod.summary.remote_latncy", "--out", out},
+                         false);
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("--stat pod.summary.remote_latncy: no point's stats.json "
+                                       "has a stat pod.summary.remote_latncy; did you mean "
+                                       "pod.summary.remote_latency"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "sweep.csv"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "sweep.md"));
+  auto field = run_podsim({"sweep", "--vary", "workload.traffic.accesses=10", "--stat",
+                           "pod.summary.remote_latency:p77", "--out", out},
+                          false);
+  CHECK(field.exit_code == 2);
+  CHECK_THAT(field.err,
+             Catch::Contains("pod.summary.remote_latency has no field 'p77' (it has: ") &&
+                 Catch::Contains("p99"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "sweep.csv"));
+  // A stat that exists, even empty in every point, is a column.
+  auto good = run_podsim(
+      {"sweep", "--vary", "workload.traffic.accesses=10", "--stat", "pod.summary.revoke_time:mean",
+       "--stat", "pod.gpu0.agent.remote_faults", "--out", out},
+      false);
+  CHECK(good.exit_code == 0);
+  CHECK(fs::exists(fs::path(out) / "sweep.csv"));
+}

@@ -311,3 +311,20 @@ TEST_CASE(
       {"gpu": 0, "op": "access", "mappings": ["m"], "accesses": 4, "access_size": "128B"}]}})");
   CHECK_THAT(std::string(step.what()), Catch::Contains("at least 144B"));
 }
+
+TEST_CASE("a --set written with a space, or an array without brackets, says how to write it",
+          "[config]") {
+  // `--set fabric.switch.latency 200ns`: the value lands where the config file goes.
+  CHECK_THROWS_WITH(load_pod_config(std::string("200ns"), {"fabric.switch.latency"}),
+                    Catch::Contains("--set fabric.switch.latency: expected key.path=value: did "
+                                    "you mean --set fabric.switch.latency=200ns? (after a space, "
+                                    "200ns was taken as the config file)"));
+  CHECK_THROWS_WITH(load_pod_config(std::nullopt, {"fabric.switch.latency"}),
+                    Catch::Contains("expected key.path=value") && !Catch::Contains("did you mean"));
+  CHECK_THROWS_WITH(
+      load_pod_config(std::nullopt, {"workload.initiators=0,1"}),
+      Catch::Contains("expected an array") && Catch::Contains("(an array is written in brackets: "
+                                                              "workload.initiators=[0,1])"));
+  CHECK(load_pod_config(std::nullopt, {"workload.initiators=[0,1]"}).workload.initiators.size() ==
+        2);
+}

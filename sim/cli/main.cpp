@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/crash_guard.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/units.hpp"
 #include "sim/pod/pod_config_io.hpp"
@@ -470,6 +471,7 @@ int dispatch(int argc, char* argv[]) {
 
 int sc_main(int argc, char* argv[]) {
   using podsim::tools::MpiWorld;
+  podsim::install_crash_guard();
   MpiWorld::init(&argc, &argv);
   // Under mpirun, rank 0 speaks for all (the others would print every message again); a rank's
   // own internal error still reaches the terminal (dispatch prints it to the saved stream).

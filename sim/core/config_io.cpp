@@ -79,7 +79,12 @@ std::optional<Duplicate> find_duplicate_key(std::string_view text) {
       ++i;
       if (!stack.empty() && stack.back().object && stack.back().expect_key) {
         Frame& f = stack.back();
-        const std::string key(text.substr(start + 1, i - start - 2));
+        // The key as JSON reads it (with its escapes undone), as spelt if it does not read.
+        std::string key(text.substr(start + 1, i - start - 2));
+        json::error_code ec;
+        if (const json::value v = json::parse(text.substr(start, i - start), ec);
+            !ec && v.is_string())
+          key = std::string(v.as_string());
         const auto [it, fresh] = f.keys.emplace(key, start);
         if (!fresh) return Duplicate{key, it->second, start};
         f.expect_key = false;

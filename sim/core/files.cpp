@@ -9,6 +9,24 @@
 namespace podsim {
 
 void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  // Something other than a regular file there (a symlink, /dev/stdout or /dev/full, a FIFO):
+  // written through, never replaced by one.
+  std::error_code st;
+  const auto kind = std::filesystem::symlink_status(path, st).type();
+  if (!st && kind != std::filesystem::file_type::regular &&
+      kind != std::filesystem::file_type::not_found &&
+      kind != std::filesystem::file_type::directory) {
+    errno = 0;
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (f) f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (f) f.flush();
+    if (!f) {
+      const int e = errno;
+      throw std::runtime_error("cannot write " + path.string() +
+                               (e ? ": " + std::string(std::strerror(e)) : ""));
+    }
+    return;
+  }
   std::filesystem::path tmp = path;
   tmp += ".tmp";
   auto fail = [&](const std::filesystem::path& p) {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "sim/core/crash_guard.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/timeline.hpp"
@@ -130,20 +131,6 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     }
   }
 
-  // 2. Build. (sc_stop's "simulation stopped by user" is not news.) A pod that cannot be
-  // split as asked is refused alike on every rank, before anything is written.
-  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
-                                          sc_core::SC_DO_NOTHING);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Pod> built;
-  try {
-    built = std::make_unique<Pod>("pod", cfg, nullptr, ranks);
-  } catch (const PartitionError& e) {
-    fmt::print(err, "podsim: cannot split the pod across {} ranks: {}\n", ranks->ranks(), e.what());
-    return 2;
-  }
-  Pod& pod = *built;
-
   // The files asked for beside the directory's (--access-log, --trace, --state-digest): none
   // may be one of the run's own outputs or another's (checked before anything is written),
   // and each must be writable, found before the run rather than after it. (A split run
@@ -173,6 +160,33 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     }
   }
 
+  // 2. Build. (sc_stop's "simulation stopped by user" is not news.) A pod that cannot be
+  // split as asked is refused alike on every rank, before anything is written.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Pod> built;
+  // A build that fails otherwise (out of memory, even where SystemC crashes on it) leaves no
+  // earlier run's outputs behind to pass for this one's.
+  std::vector<std::string> earlier;
+  if (writer)
+    for (const char* f : kRunOutputs)
+      earlier.push_back((fs::path(opt.out_dir) / f).string());
+  remove_on_crash(earlier);
+  try {
+    built = std::make_unique<Pod>("pod", cfg, nullptr, ranks);
+  } catch (const PartitionError& e) {
+    remove_on_crash({});
+    fmt::print(err, "podsim: cannot split the pod across {} ranks: {}\n", ranks->ranks(), e.what());
+    return 2;
+  } catch (...) {
+    std::error_code ignored;
+    for (const std::string& f : earlier)
+      if (fs::symlink_status(f, ignored).type() == fs::file_type::regular) fs::remove(f, ignored);
+    throw;
+  }
+  Pod& pod = *built;
+
   // 3. The output directory (rank 0's; every rank hears whether it could be made).
   const fs::path out_dir(opt.out_dir);
   std::error_code ec;
@@ -193,9 +207,19 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   if (ranks) no_dir = ranks->or_all(no_dir ? 1 : 0) != 0;
   if (no_dir) return 2;
   // Each extra file writable: its temporary file (what write_file renames into place) can
-  // be made.
+  // be made; or, where something other than a regular file is there (a symlink, a device, a
+  // FIFO: written through), it may be written.
   if (writer)
     for (const auto& [option, path] : extra) {
+      const auto kind = fs::symlink_status(path, ec).type();
+      if (kind != fs::file_type::not_found && kind != fs::file_type::regular) {
+        if (::access(path.c_str(), W_OK) != 0) {
+          fmt::print(err, "podsim: {} {}: cannot write there: {}\n", option, path.string(),
+                     std::strerror(errno));
+          return 2;
+        }
+        continue;
+      }
       const fs::path probe = fs::path(path.string() + ".tmp");
       const bool existed = fs::exists(probe, ec);
       if (!std::ofstream(probe, std::ios::app)) {
@@ -401,10 +425,10 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     written.push_back(path);
     write_file(path, bytes);
   };
-  auto remove_written = [&] {
+  auto remove_written = [&] {  // regular files only: never a device, a FIFO or a symlink
     std::error_code ignored;
     for (const fs::path& p : written)
-      fs::remove(p, ignored);
+      if (fs::symlink_status(p, ignored).type() == fs::file_type::regular) fs::remove(p, ignored);
   };
   try {
     put(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
@@ -433,6 +457,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     ::getrusage(RUSAGE_SELF, &usage);
     run["host"].as_object()["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
     put(out_dir / "run.json", config::to_pretty_json(run));
+    remove_on_crash({});  // complete: nothing to take back from here on
   } catch (const std::bad_alloc&) {
     remove_written();
     throw;  // said as running out of host memory, by the command line

@@ -25,16 +25,35 @@ bool parse_u64(std::string_view s, std::uint64_t& out) {
   return e == std::errc() && p == s.data() + s.size();
 }
 
-}  // namespace
+// A line of a trace is short: longer ones are not a trace (a binary file, /dev/zero), and
+// are refused without being read whole.
+constexpr std::size_t kMaxLineBytes = 4096;
 
-std::vector<TraceEntry> parse_trace(const std::string& text, const std::string& name,
-                                    std::uint32_t gpus) {
+// The next line of `in` without its end (LF or CRLF); false at the end of the input. A line
+// too long, or with a NUL byte in it, is an error naming it.
+bool next_line(std::streambuf& in, std::string& line, std::size_t n, const std::string& name) {
+  line.clear();
+  int c = in.sbumpc();
+  if (c == std::char_traits<char>::eof()) return false;
+  for (; c != std::char_traits<char>::eof() && c != '\n'; c = in.sbumpc()) {
+    if (c == 0) throw TraceError(name, n, "a NUL byte: not a text trace");
+    if (line.size() == kMaxLineBytes)
+      throw TraceError(name, n,
+                       fmt::format("a line longer than {} bytes: not a trace", kMaxLineBytes));
+    line.push_back(static_cast<char>(c));
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 BOM
+  return true;
+}
+
+std::vector<TraceEntry> parse_stream(std::streambuf& in, const std::string& name,
+                                     std::uint32_t gpus) {
   std::vector<TraceEntry> out;
   std::vector<Time> last;  // per GPU
-  std::istringstream in(text);
   std::string line;
   std::size_t n = 0;
-  while (std::getline(in, line)) {
+  while (next_line(in, line, n + 1, name)) {
     ++n;
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream fields(line);
@@ -81,16 +100,22 @@ std::vector<TraceEntry> parse_trace(const std::string& text, const std::string& 
   return out;
 }
 
+}  // namespace
+
+std::vector<TraceEntry> parse_trace(const std::string& text, const std::string& name,
+                                    std::uint32_t gpus) {
+  std::istringstream in(text);
+  return parse_stream(*in.rdbuf(), name, gpus);
+}
+
 std::vector<TraceEntry> load_trace(const std::string& path, std::uint32_t gpus) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw TraceError(path, 0, "is a directory, not a trace file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw TraceError(path, 0, "cannot open the trace file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::vector<TraceEntry> out = parse_stream(*in.rdbuf(), path, gpus);
   if (in.bad()) throw TraceError(path, 0, "cannot read the trace file");
-  std::vector<TraceEntry> out = parse_trace(ss.str(), path, gpus);
   // A trace replaces generated traffic: one with no access would run nothing.
   if (out.empty()) throw TraceError(path, 0, "no accesses in it (only comments or nothing)");
   return out;

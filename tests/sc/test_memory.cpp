@@ -1,12 +1,15 @@
 // The GPU memory system: TLBs and walks, channel interleaving and bandwidth, clear-on-free.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include <set>
 
 #include "tests/support/in_process_pod.hpp"
 #include "tests/support/run_podsim.hpp"
 
 using namespace podsim;
+namespace fs = std::filesystem;
 using podsim::test::config_with;
 using podsim::test::counter;
 using podsim::test::kLocalVa;
@@ -358,5 +361,26 @@ TEST_CASE("host memory does not grow with simulated time: half a second of page 
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.stat("pod.gpu0.driver.evictions") > 10'000);
+#endif
+}
+
+TEST_CASE("a run that runs out of memory while the pod is built leaves no earlier outputs",
+          "[memory][host]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("not under AddressSanitizer (ulimit -v)");
+  return;
+#else
+  const auto first = test::run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=5"});
+  REQUIRE(first.exit_code == 0);
+  REQUIRE(fs::exists(fs::path(first.out_dir) / "run.json"));
+  const auto r =
+      test::run_podsim_limited(200'000,
+                               {"run", test::source_path("configs/pod-1024.json"), "--set",
+                                "workload.traffic.accesses=1", "--out", first.out_dir},
+                               false);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("podsim: out of host memory"));
+  for (const char* f : {"run.json", "stats.json", "config.json", "latency.csv"})
+    CHECK_FALSE(fs::exists(fs::path(first.out_dir) / f));
 #endif
 }

@@ -322,3 +322,33 @@ TEST_CASE(
   REQUIRE(helios.exit_code == 0);
   CHECK_THAT(helios.out, Catch::Contains("| 72 GPUs | 18 planes of single_switch |"));
 }
+
+TEST_CASE("a file asked for through a symlink or at a device is written through, never replaced",
+          "[outputs]") {
+  const fs::path base = fs::temp_directory_path() / "podsim-write-through";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path target = base / "target.trace", link = base / "link.trace";
+  std::ofstream(target) << "old\n";
+  fs::create_symlink(target, link);
+  auto r = run_podsim({"run", "--quiet", "--set", "pod.gpus=2", "--set",
+                       "workload.traffic.accesses=20", "--access-log", link.string()});
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::is_symlink(link));
+  CHECK(podsim::test::slurp(target.string()).rfind("# time_ns gpu op va size\n", 0) == 0);
+  CHECK_FALSE(fs::exists(base / "link.trace.tmp"));
+  fs::remove_all(base);
+  // A full device: the run says it could not write, keeps none of its outputs, and the device
+  // is still a device.
+  if (fs::is_character_file("/dev/full")) {
+    auto full = run_podsim({"run", "--quiet", "--set", "pod.gpus=2", "--set",
+                            "workload.traffic.accesses=20", "--access-log", "/dev/full"});
+    CHECK(full.exit_code == 1);
+    CHECK_THAT(full.err, Catch::Contains("cannot write /dev/full: No space left on device") &&
+                             Catch::Contains("none of the run's outputs were kept"));
+    CHECK_FALSE(full.stats.has_value());
+    CHECK_FALSE(fs::exists(fs::path(full.out_dir) / "latency.csv"));
+    CHECK(fs::is_character_file("/dev/full"));
+    CHECK_FALSE(fs::exists("/dev/full.tmp"));
+  }
+}

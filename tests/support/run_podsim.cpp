@@ -81,8 +81,9 @@ PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out) {
   return run_command("", args, add_out);
 }
 
-PodsimRun run_podsim_limited(unsigned long kib, const std::vector<std::string>& args) {
-  return run_command("ulimit -v " + std::to_string(kib) + "; ", args, true);
+PodsimRun run_podsim_limited(unsigned long kib, const std::vector<std::string>& args,
+                             bool add_out) {
+  return run_command("ulimit -v " + std::to_string(kib) + "; ", args, add_out);
 }
 
 PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out) {

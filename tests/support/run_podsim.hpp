@@ -24,7 +24,8 @@ struct PodsimRun {
 // `args` after the binary name; "--out <fresh dir>" is added for `run`.
 PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out = true);
 // The same with the address space limited to `kib` KiB (ulimit -v): running out of memory.
-PodsimRun run_podsim_limited(unsigned long kib, const std::vector<std::string>& args);
+PodsimRun run_podsim_limited(unsigned long kib, const std::vector<std::string>& args,
+                             bool add_out = true);
 // The same under `mpirun --oversubscribe -n RANKS` (allowed to run as root, as CI does).
 PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out = true);
 

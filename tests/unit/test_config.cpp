@@ -271,6 +271,9 @@ TEST_CASE("a key given twice in one object is an error naming both places", "[co
   CHECK_NOTHROW(read(R"({"pod": {"gpus": 4}, "fabric": {"switch": {"ports": 64}},
     // "gpus" in a comment, "pod" in a string: "name": "pod"
     "name": "a \"pod\" of \"pod\"s"})"));
+  // Spelt with an escape, it is the same key.
+  CHECK_THAT(std::string(error_of(R"({"pod": {"gpus": "5 parsecs", "gpu\u0073": 4}})").what()),
+             Catch::Contains("\"gpus\" appears twice"));
   const ConfigError set = error_of("{}", {R"(pod={"gpus": 2, "gpus": 3})"});
   CHECK_THAT(std::string(set.what()),
              Catch::Contains("--set") && Catch::Contains("\"gpus\" appears twice"));

@@ -69,3 +69,26 @@ TEST_CASE("a missing trace file is an error naming it", "[trace]") {
   CHECK_THROWS_WITH(load_trace("/nonexistent/x.trace"),
                     Catch::Contains("/nonexistent/x.trace") && Catch::Contains("cannot open"));
 }
+
+TEST_CASE("a trace line too long or with a NUL byte is refused, CRLF and a BOM are read",
+          "[trace]") {
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_trace(text, "t.trace", 8);
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // /dev/zero, /dev/urandom: refused at the first line, not read whole.
+  CHECK(error_of(std::string(1'000'000, '\0')) == "t.trace:1: a NUL byte: not a text trace");
+  CHECK(error_of("0 0 R 0x0 64\n" + std::string(5000, 'x')) ==
+        "t.trace:2: a line longer than 4096 bytes: not a trace");
+  CHECK(error_of(std::string("0 0 R 0x0 6") + '\0' + "4\n") ==
+        "t.trace:1: a NUL byte: not a text trace");
+  // Windows line ends and a UTF-8 byte-order mark are read as a plain trace.
+  const auto t = parse_trace("\xEF\xBB\xBF# t\r\n10 1 W 0x40 64\r\n", "t.trace", 8);
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].gpu == 1);
+  CHECK(t[0].size == 64);
+}

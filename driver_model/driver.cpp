@@ -198,6 +198,7 @@ Errno Driver::map_va(ProcessId p, GemHandle gem, std::uint64_t va) {
   proto.writable = true;
   proto.target = vram ? PteTarget::Vram : PteTarget::Npa;
   proto.frame = vram ? 0 : bo->npa_page;
+  proto.tag = vram ? 0 : bo->grant;
   env_.gpuvm_map(
       p, first, pages, proto,
       vram ? std::span<const std::uint64_t>(bo->vram_pages) : std::span<const std::uint64_t>());
@@ -825,6 +826,7 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
 Fd Driver::finish_import(ProcessId p, ImportNode& node) {
   const std::uint64_t bo = new_bo(Domain::Npa, node.size_pages());
   bos_[bo].npa_page = node.npa_page();
+  bos_[bo].grant = node.handle().lo;
   imports_.ready(node, bo);
   ++bos_[bo].refs;  // the node's reference
   return new_fd(p, bo);

@@ -260,6 +260,7 @@ class Driver {
     std::uint64_t pages = 0;
     std::vector<std::uint64_t> vram_pages;  // VRAM: scattered pages
     std::uint64_t npa_page = 0;             // NPA: first NPA page (exporter ID at bits 38:29)
+    std::uint64_t grant = 0;         // NPA: the export's handle lo (its PTEs' tag, for tag checks)
     std::uint32_t refs = 0;          // handles, fds, VA mappings, export/import nodes, dma-buf
     std::uint32_t handle_count = 0;  // user GEM handles
     std::uint32_t pins = 0;

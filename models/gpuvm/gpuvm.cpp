@@ -106,6 +106,7 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
   } else {
     remote_.inc();
     a.npa = (t.pte->frame << kPageShift) | offset;
+    a.grant = t.pte->tag;
     a.dst = npa_accel(a.npa);
     a.route_to = a.dst;
     a.plane = plane_of(a.npa);

@@ -82,6 +82,12 @@ bool NpaMmu::resolve(Access& a, tlm::tlm_generic_payload& gp, Time at, Time& don
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return false;
   }
+  if (cfg_.check_grant_tags && pte.tag != 0 && a.grant != pte.tag) {  // a stale mapping
+    tag_mismatches_.inc();
+    a.status = AccessStatus::RemoteFault;
+    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return false;
+  }
   check_granted(a, pte, at);
   a.pa = (pte.frame << kPageShift) | (a.npa & (kPageSize - 1));
   gp.set_address(a.pa);

@@ -112,6 +112,9 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   Counter tlb_hits_{stats_, "tlb_hits", "count", "translations that hit in a TLB"};
   Counter tlb_misses_{stats_, "tlb_misses", "count", "translations that needed a walk"};
   Counter faults_{stats_, "faults", "count", "incoming accesses with no valid NPA mapping"};
+  Counter tag_mismatches_{stats_, "tag_mismatches", "count",
+                          "incoming accesses refused for a grant tag not their PTE's "
+                          "(check_grant_tags: stale mappings)"};
   Counter disabled_{stats_, "refused_disabled", "count",
                     "incoming accesses refused because NPA translation was off (not activated)"};
   Counter retries_{stats_, "retries", "count",

@@ -32,6 +32,7 @@ void Access::reset_for_use() {
   vaddr = npa = pa = 0;
   plane = 0;
   tag = 0;
+  grant = 0;
   issued = Time{};
   hop_count = 0;
   hops_dropped = 0;

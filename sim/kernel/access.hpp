@@ -87,6 +87,9 @@ class Access final : public tlm::tlm_extension<Access> {
   std::uint32_t plane = 0;  // fabric plane / port index chosen by the requester
   std::uint32_t tag = 0;    // requester-private slot (the agent's outstanding entry)
   Time issued;
+  // The export (handle lo) the requester's GPUVM mapping was made for: what an NPA MMU that
+  // checks grant tags compares with its PTE's (gpu.npa_mmu.check_grant_tags).
+  std::uint64_t grant = 0;
 
   // -- the per-hop timestamp trail
   void stamp(HopKind k, Time at) {

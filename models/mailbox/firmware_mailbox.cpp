@@ -48,18 +48,19 @@ FirmwareMailbox::RingState& FirmwareMailbox::ring_state(PeerRings& v, AccelId pe
 }
 
 std::uint32_t FirmwareMailbox::in_flight(AccelId dst, unsigned ring) const {
-  return tx_[dst] ? (*tx_[dst])[ring].in_flight : 0;
+  if (!tx_[dst]) return 0;
+  const RingState& r = (*tx_[dst])[ring];
+  return r.next_seq - r.acked;
 }
 
 std::optional<std::uint32_t> FirmwareMailbox::send(AccelId dst, const FwCommand& cmd) {
   const unsigned ring = cmd.kind == FwCommandKind::TlbInv ? 1 : 0;
   RingState& r = ring_state(tx_, dst, ring);
-  if (r.in_flight + 1 >= cfg_.ring_slots) {
+  if (r.next_seq - r.acked + 1 >= cfg_.ring_slots) {
     ring_full_.inc();
     return std::nullopt;
   }
   const std::uint32_t seq = r.next_seq++;
-  ++r.in_flight;
   if (r.sent_at.empty()) r.sent_at.resize(cfg_.ring_slots);
   r.sent_at[seq % cfg_.ring_slots] = sim_now();
   sent_.inc();
@@ -198,7 +199,8 @@ void FirmwareMailbox::handle(const Part& p) {
       return;
     }
     RingState& r = ring_state(tx_, p.from, p.ring);
-    if (r.in_flight > 0) --r.in_flight;
+    // The read pointer moves past it, and so past any command before it that was lost.
+    if (p.seq < r.next_seq && p.seq + 1 > r.acked) r.acked = p.seq + 1;
     if (!r.sent_at.empty()) round_trip_.record(sim_now() - r.sent_at[p.seq % cfg_.ring_slots]);
     if (on_writeback_) on_writeback_(p.from, p.ring, p.seq, p.status);
     return;
@@ -347,7 +349,7 @@ void FirmwareMailbox::digest(Digest& d) const {
         std::uint64_t pending = 0;
         for (bool f : r.filled)
           pending += f;
-        d.add(peer).add(ring).add(r.in_flight).add(pending);
+        d.add(peer).add(ring).add(r.next_seq - r.acked).add(pending);
       }
     }
     d.add(UINT64_MAX);
@@ -360,7 +362,7 @@ void FirmwareMailbox::direct_ring(AccelId peer, unsigned ring, bool sender,
   r.started = true;
   if (sender) {
     r.next_seq = commands;
-    r.in_flight = 0;
+    r.acked = commands;
   } else {
     start_receiving(r, 0);  // direct setup comes before any reset: generation 0
     r.started = true;

@@ -17,7 +17,9 @@
 // receiver's firmware take up the ring from that command (every write carries the sender's
 // generation, so what an earlier one left in flight is ignored); a receiver that (re)started
 // takes up each sender's ring from the first command it sees. So rings survive either side's
-// reset.
+// reset, as long as one command still gets through: the sender counts what is in flight from
+// the write-back read pointer, which a consumed command moves past every one before it (63
+// lost in a row fill the ring for good, as in the snapshot).
 #pragma once
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
@@ -97,13 +99,17 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
     if (!halted_ && sim_now() < ready_at_) ready_at_ = std::max(ready_at_, until);  // loading
   }
   // The next `count` commands this firmware takes are lost: neither carried out nor
-  // reported consumed (their senders poll until ETIME; their ring slots stay in flight).
+  // reported consumed (their senders poll until ETIME; their ring slots stay in flight until
+  // a later command's write-back moves the read pointer past them).
   void drop_next(std::uint32_t count) { drops_left_ = count; }
   // The next `count` commands written into this GPU's rings land corrupted: the firmware
   // reads a bad command, and answers it with status 2 (bad command), not carried out.
   void corrupt_next(std::uint32_t count) { corrupt_left_ = count; }
   // The next command this GPU sends leaves `by` late (its three writes together).
   void delay_next_send(Time by) { send_delay_ = by; }
+  // Commands written into `dst`'s ring and not yet behind its write-back read pointer (a
+  // write-back reports a command consumed, and with it every one before it, as the driver
+  // reads it: reference §8). A ring holds at most ring_slots - 1.
   std::uint32_t in_flight(AccelId dst, unsigned ring) const;
   // Which rings are set up on each side, and what is in them. Not their sequence numbers: those
   // count the commands a ring has carried (handshake retries included), which decides nothing
@@ -130,7 +136,8 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   };
   struct RingState {               // one ring of one peer, on the sending or the receiving side
     std::uint32_t next_seq = 0;    // sender: next sequence number
-    std::uint32_t in_flight = 0;   // sender: written, not yet reported consumed
+    std::uint32_t acked = 0;       // sender: the write-back read pointer (commands before it
+                                   // consumed); next_seq - acked are in flight
     std::vector<Time> sent_at;     // sender: when each slot's command was sent
     bool started = false;          // sender: UPDATE_WB sent; receiver: read pointer set
     bool known = false;            // receiver: a generation of this sender seen

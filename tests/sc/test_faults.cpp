@@ -1,7 +1,11 @@
 // Fault steps on the control path, run as a user runs them (scenario configs, checked through
 // stats.json and run.json): what the pod does when a ring slot lands corrupted or a message
 // leaves late.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
+
+#include <utility>
+#include <vector>
 
 #include "tests/support/run_podsim.hpp"
 
@@ -293,4 +297,62 @@ TEST_CASE("the watchdog stops a run whose queues stop moving and names them",
   auto bad = run_podsim({"run", "--quiet", "--set", "sim.stall_limit=-1ms"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("sim.stall_limit"));
+}
+
+namespace {
+// GPU 1 imports GPU 0's buffers while GPU 0's firmware loses commands: for each batch, a
+// buffer of its own, a firmware_drop of `lost` commands at `at_us`, then `lost` imports (each
+// one message, lost: ETIME) and one more import expecting `then`.
+std::string lossy_imports(const std::vector<std::pair<int, int>>& batches, const char* then) {
+  std::string steps;
+  for (std::size_t k = 0; k < batches.size(); ++k)
+    steps += fmt::format(
+        R"({{"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b{0}"}},
+        {{"gpu": 0, "op": "export", "buffer": "b{0}", "name": "h{0}"}},
+        {{"gpu": 0, "op": "send_handle", "handle": "h{0}", "to": 1}}, )",
+        k);
+  int process = 1;
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    const auto [at_us, lost] = batches[k];
+    steps += fmt::format(
+        R"({{"op": "fault", "gpu": 0, "fault": "firmware_drop", "count": {}, "at": "{}us"}})", lost,
+        at_us);
+    for (int i = 0; i < lost; ++i)
+      steps += fmt::format(
+          R"(, {{"gpu": 1, "process": {}, "op": "import", "handle": "h{}", "name": "x{}_{}", )"
+          R"("expect": "ETIME"{}}})",
+          process, k, k, i, i == 0 ? fmt::format(R"(, "at": "{}us")", at_us + 10) : "");
+    steps += fmt::format(
+        R"(, {{"gpu": 1, "process": {}, "op": "import", "handle": "h{}", "name": "ok{}", )"
+        R"("expect": "{}", "at": "{}us"}}{})",
+        process + 1, k, k, then, at_us + 500 + lost * 200,  // after the lost ones
+        k + 1 < batches.size() ? ", " : "");
+    process += 2;
+  }
+  return R"({"pod": {"gpus": 2}, "gpu": {"driver": {"writeback_timeout": "100us"}},
+    "workload": {"kind": "scenario", "on_failure": "continue", "teardown": false,
+    "steps": [)" +
+         steps + "]}}";
+}
+}  // namespace
+
+TEST_CASE(
+    "commands a receiver's firmware lost free their ring slots once a later one gets through, "
+    "so outages never add up to a full ring, while 63 lost in a row fill it for good",
+    "[protocol][faults][enospc]") {
+  // Two outages of 40 lost commands each, an import that gets through after each: 80 lost in
+  // all, more than a ring holds, yet every import after an outage works (it moved the
+  // write-back read pointer past the lost ones).
+  auto twice = run_podsim(
+      {"run", write_temp_file("lossy.json", lossy_imports({{0, 40}, {20'000, 40}}, "OK"))});
+  INFO(twice.err);
+  CHECK(twice.exit_code == 0);
+  CHECK(twice.stat("pod.gpu1.mailbox.ring_full") == 0);
+  // 63 lost in a row: the ring is full and nothing can move its read pointer again (the
+  // snapshot has no other way back, and neither has podsim): ENOSPC to that peer.
+  auto full =
+      run_podsim({"run", write_temp_file("lossy-full.json", lossy_imports({{0, 63}}, "ENOSPC"))});
+  INFO(full.err);
+  CHECK(full.exit_code == 0);
+  CHECK(full.stat("pod.gpu1.mailbox.ring_full") >= 1);
 }

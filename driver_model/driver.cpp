@@ -462,9 +462,15 @@ void Driver::free_range(AccelId importer, std::uint64_t window_page, std::uint64
 
 void Driver::signal(ProcessId p) {
   auto it = processes_.find(p);
-  if (it == processes_.end() || !it->second.waiting) return;
-  it->second.signalled = true;
-  it->second.waiting->answered().wake_all();
+  if (it == processes_.end()) return;
+  Process& proc = it->second;
+  if (proc.waiting) {
+    proc.signalled = true;
+    proc.waiting->answered().wake_all();
+  } else if (proc.handshake) {
+    proc.signalled = true;
+    proc.handshake->wake_all();
+  }
 }
 
 void Driver::fail_next(FailPoint point, std::uint32_t count) {
@@ -783,7 +789,7 @@ Task<Result<Fd>> Driver::import_handle(ProcessId p, UalinkHandle h) {
     return failed(e);
   };
 
-  Errno e = co_await setup(r, true);
+  Errno e = co_await setup(r, true, p);
   if (e != Errno::Ok) co_return abandon(e);
   const std::uint32_t gen = conns_.generation(r);
   imports_.sent(*node, gen);
@@ -891,7 +897,7 @@ Task<void> Driver::on_npa_revoke(AccelId from, const Message& m) {
 
 // ---- connections -----------------------------------------------------------------------------
 
-Task<Errno> Driver::setup(AccelId peer, bool wait) {
+Task<Errno> Driver::setup(AccelId peer, bool wait, std::optional<ProcessId> caller) {
   switch (conns_.state(peer)) {
     case ConnState::Established: co_return Errno::Ok;
     case ConnState::InProgress:
@@ -909,12 +915,27 @@ Task<Errno> Driver::setup(AccelId peer, bool wait) {
     co_return e;
   }
   if (!wait) co_return Errno::Again;
-  // Wait while the handshake is ours and under way (a deactivation meanwhile dropped it).
-  if (conns_.state(peer) == ConnState::InProgress) {
-    const bool woken = co_await conns_.changed(peer).wait(env_, cfg_.response_timeout);
-    if (!woken && conns_.state(peer) == ConnState::InProgress) {
-      conns_.time_out(peer);
-      co_return Errno::TimedOut;
+  // Wait while the handshake is ours and under way (a deactivation meanwhile dropped it), up
+  // to response_timeout; a signal to the calling process ends the wait.
+  const Time deadline = env_.now() + cfg_.response_timeout;
+  while (conns_.state(peer) == ConnState::InProgress) {
+    const Time left = deadline - env_.now();
+    if (caller) process(*caller).handshake = &conns_.changed(peer);
+    const bool woken = left > Time{} && co_await conns_.changed(peer).wait(env_, left);
+    if (caller) {
+      Process& proc = process(*caller);
+      proc.handshake = nullptr;
+      if (std::exchange(proc.signalled, false)) {
+        conns_.give_up(peer);  // IN_PROGRESS -> NOT_READY, others waiting woken
+        co_return Errno::RestartSys;
+      }
+    }
+    if (!woken) {
+      if (conns_.state(peer) == ConnState::InProgress) {
+        conns_.time_out(peer);
+        co_return Errno::TimedOut;
+      }
+      break;
     }
   }
   if (conns_.established(peer)) co_return Errno::Ok;

@@ -275,8 +275,9 @@ class Driver {
     std::map<Fd, std::uint64_t> fds;
     GemHandle next_gem = 1;
     Fd next_fd = 3;
-    ImportPtr waiting;       // the import whose answer it waits for (interruptibly), if any
-    bool signalled = false;  // a signal ended that wait
+    ImportPtr waiting;               // the import whose answer it waits for (interruptibly), if any
+    WaitQueue* handshake = nullptr;  // or the handshake it waits for (interruptibly)
+    bool signalled = false;          // a signal ended that wait
   };
   struct Interrupt {  // a protocol message as firmware delivered it
     AccelId from;
@@ -300,7 +301,10 @@ class Driver {
  private:
   std::size_t workers() const;  // the tasks that always run
   // connections
-  Task<Errno> setup(AccelId peer, bool wait);
+  // `caller`: the process whose call waits for the handshake, interruptibly (a signal ends
+  // the wait with ERESTARTSYS, the connection back to NOT_READY: reference §3); none for the
+  // driver's own setups.
+  Task<Errno> setup(AccelId peer, bool wait, std::optional<ProcessId> caller = std::nullopt);
   void established(AccelId peer);
   // A connection just (re-)established at a new generation: anything imported from the peer
   // on an older one is a violation (it outlived its connection).

@@ -364,6 +364,41 @@ TEST_CASE(
   CHECK(r.stat("pod.summary.invariant_violations") == 0);
 }
 
+TEST_CASE(
+    "a signal ends an import waiting for its HELLO handshake with ERESTARTSYS, the connection "
+    "back to NOT_READY",
+    "[protocol][faults]") {
+  // GPU 0's answers leave 500 us late (message_delay), so GPU 1's import waits for the
+  // HELLO_ACK when its process is signalled at 200 us (reference §3: setup's 5 s wait is
+  // interruptible; ERESTARTSYS -> NOT_READY). Asked again later, the handshake is made anew.
+  const std::string cfg = write_temp_file("signal-setup.json", R"({
+    "pod": {"gpus": 2},
+    "workload": {"kind": "scenario", "steps": [
+      {"op": "fault", "gpu": 0, "fault": "message_delay", "for": "500us"},
+      {"op": "signal", "gpu": 1, "to_process": 1, "at": "200us"},
+      {"gpu": 0, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 0, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 0, "op": "send_handle", "handle": "h", "to": 1},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "expect": "ERESTARTSYS"},
+      {"gpu": 1, "op": "import", "handle": "h", "name": "f", "at": "1ms"},
+      {"gpu": 1, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 1, "op": "access", "mappings": ["m"], "accesses": 20}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(step_result(r, 5) == "ERESTARTSYS");
+  const auto& steps = r.run->at("steps").as_array();
+  CHECK(steps[5].at("ended_ns").to_number<double>() ==
+        r.run->at("workload_start_ns").to_number<double>() + 200e3);
+  CHECK(step_result(r, 6) == "OK");
+  // No NPA_REQ was sent before the signal; the second import sent one HELLO of its own.
+  CHECK(r.stat("pod.gpu0.driver.received.NPA_REQ") == 1);
+  CHECK(r.stat("pod.gpu1.driver.sent.HELLO") == 2);
+  CHECK(r.stat("pod.gpu1.agent.remote_reads") + r.stat("pod.gpu1.agent.remote_writes") == 20);
+  CHECK(r.stat("pod.summary.invariant_violations") == 0);
+}
+
 TEST_CASE("a signal ends an import waiting for its answer with ERESTARTSYS, with no reset",
           "[protocol][faults]") {
   // GPU 0 maps a 256 MiB export's NPA range for about 1.3 ms (65,536 PTEs at 20 ns) before it

@@ -416,3 +416,21 @@ TEST_CASE(
   REQUIRE(tb.results.size() == tb.cfg.ring_slots + 5);
   CHECK(tb.results.back().has_value());
 }
+
+TEST_CASE("a firmware told to answer with an error status writes that status back, not 0",
+          "[models][mailbox]") {
+  Bench tb;
+  for (std::uint32_t status = 1; status <= 9; ++status) {
+    INFO("status " << status);
+    const Time t = Time::us(40 * (status - 1) + 1);
+    tb.b.answer_with_error(status, 1);
+    tb.send_at(t, message(status));
+    tb.send_at(t + Time::us(1), message(100 + status));
+    tb.events.run_for(Time::us(40));
+    REQUIRE(tb.writebacks.size() == 2 * status);
+    CHECK(tb.writebacks[2 * status - 2].status == status);  // the sender's driver: ECOMM
+    CHECK(tb.writebacks[2 * status - 1].status == 0);       // the next carried out
+    REQUIRE(tb.interrupts.size() == status);                // the first was not
+    CHECK(tb.interrupts.back().cmd.dw[0] == 100 + status);
+  }
+}

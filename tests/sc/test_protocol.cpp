@@ -53,12 +53,23 @@ TEST_CASE("import across the switch: HELLO, NPA_REQ and NPA_RSP cross the fabric
   CHECK(r.stat("pod.gpu1.driver.imports_repeated") == 1);
   CHECK(r.stat("pod.summary.import_time", "count") == 1);
   CHECK(r.stat("pod.summary.import_repeat_time", "count") == 1);
-  // Every control message crossed the switch: a command write and a doorbell each, and a
-  // write-back coming back.
+  // Every control message crossed the switch as the driver sends it (the default transport,
+  // npa_writes): a ring-slot write, a write-pointer write and a doorbell, and a write-back
+  // coming back, four packets a command beside the 100 accesses' requests and responses; the
+  // slot, pointer and write-back writes each landed in VRAM through an NPA MMU.
   const double commands = sum_over(r, 2, "mailbox.commands_sent");
   CHECK(commands == sum_over(r, 2, "mailbox.commands_received"));
   CHECK(r.stat("pod.fabric.plane0.switch0.packets") == sum_over(r, 2, "port0.tx.packets"));
-  CHECK(sum_over(r, 2, "port0.tx.packets") >= 3 * commands + 2 * 100);
+  CHECK(sum_over(r, 2, "port0.tx.packets") == 4 * commands + 2 * 100);
+  CHECK(sum_over(r, 2, "mailbox.writes_landed") == 3 * commands);
+  // The what-if control class: the command, its doorbell and the write-back, straight to the
+  // firmware: three packets a command, nothing through VRAM.
+  auto cls = run_podsim({"run", cfg, "--set", "gpu.mailbox.transport=control_class"});
+  REQUIRE(cls.exit_code == 0);
+  const double cls_commands = sum_over(cls, 2, "mailbox.commands_sent");
+  CHECK(cls_commands == commands);
+  CHECK(sum_over(cls, 2, "port0.tx.packets") == 3 * cls_commands + 2 * 100);
+  CHECK(sum_over(cls, 2, "mailbox.writes_landed") == 0);
   CHECK(r.stat("pod.summary.remote_accesses") == 100);
   // The import cost at least two fabric round trips plus firmware and interrupt time.
   CHECK(r.stat("pod.summary.import_time", "min") > 2 * (1000.0 + 2000.0));

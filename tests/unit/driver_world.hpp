@@ -120,6 +120,8 @@ class FakeEnv final : public DriverEnv {
   // consumed (a later poll of the write-back page); World::kConsumed for the others.
   std::map<AccelId, Time> consumed_after;
   std::uint64_t sent = 0;
+  // Every protocol message sent (the interrupt ring's commands), with its receiver.
+  std::vector<std::pair<AccelId, Dwords>> messages;
 
  private:
   World& world_;
@@ -271,6 +273,7 @@ inline Task<Errno> FakeEnv::send(AccelId dst, Ring ring, Dwords command) {
     co_return Errno::Time;
   }
   ++sent;
+  if (ring == Ring::Interrupt) messages.emplace_back(dst, command);
   World& w = world_;
   const AccelId from = self_;
   w.call_at(now() + World::kDeliver, [&w, dst, from, ring, command] {

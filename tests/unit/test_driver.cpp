@@ -1028,3 +1028,29 @@ TEST_CASE(
     CHECK(w.d(0).holdings().imports == (b1 ? 1u : 0u));
   }
 }
+
+TEST_CASE(
+    "export: a pin or a mapping that fails on the exporter answers NPA_FAIL with reason ERROR, "
+    "and the importer's call fails with EINVAL",
+    "[driver][import][faults]") {
+  for (FailPoint point : {FailPoint::Pin, FailPoint::Map}) {
+    INFO((point == FailPoint::Pin ? "pin" : "map"));
+    World w(2);
+    const UalinkHandle h = w.exported(1);
+    w.d(1).fail_next(point, 1);
+    CHECK(w.import(0, h).err == Errno::Inval);
+    // The exporter's last message to GPU 0: NPA_FAIL, ERROR, for this handle.
+    REQUIRE_FALSE(w.env(1).messages.empty());
+    const auto& [to, dw] = w.env(1).messages.back();
+    CHECK(to == 0);
+    Message m;
+    REQUIRE(decode(dw, 1, 0, m));
+    CHECK(m.type == MsgType::NpaFail);
+    CHECK(m.reason == FailReason::Error);
+    CHECK(m.handle.lo == h.lo);
+    // Everything undone: nothing pinned, and the next import is granted.
+    CHECK(w.env(1).pinned == 0);
+    CHECK(w.import(0, h).ok());
+    CHECK(w.env(1).pinned > 0);
+  }
+}

@@ -8,6 +8,7 @@
 #include <fmt/ostream.h>
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <new>
@@ -53,10 +54,10 @@ template <class T, std::uint64_t Min>
 void validate_count(boost::any& v, const std::vector<std::string>& values) {
   po::validators::check_first_occurrence(v);
   const std::string& s = po::validators::get_single_string(values);
+  // Any 64-bit whole number (from_chars refuses signs, blanks, fractions and overflow).
   std::uint64_t n = 0;
-  bool ok = !s.empty() && s.size() <= 19 &&
-            std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (ok) n = std::stoull(s);
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  const bool ok = !s.empty() && s.front() != '+' && ec == std::errc() && end == s.data() + s.size();
   if (!ok || n < Min)
     throw po::error_with_option_name(fmt::format(
         "the argument '{}' for option '%canonical_option%' is not a whole number of at least {}", s,

@@ -93,6 +93,7 @@ std::string Timeline::to_json(std::uint32_t gpus) const {
       const std::string n = t == Driver         ? "driver"
                             : t == MessagesSent ? "messages sent"
                             : t == Accesses     ? "accesses (sampled)"
+                            : t == Process      ? "pod (resets, faults, signals)"
                                                 : fmt::format("process {}", t - Process);
       emit(fmt::format(
           R"({{"ph": "M", "pid": {}, "tid": {}, "name": "thread_name", "args": {{"name": {}}}}})",

@@ -365,6 +365,7 @@ bool Pod::check_stuck() {
 
 void Pod::finalize() {
   fabric_->finalize();
+  if (!finished_) scenario_->record_unfinished();  // before a split run's ranks gather them
   if (!partition_) {
     summary_.gather(gpus_, invariants_);
     return;

@@ -380,7 +380,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   run["faults"] = std::move(faults);
   // The pod's bring-up ends here; steps' `at` count from it.
   run["workload_start_ns"] = pod.scenario().workload_start().as_ns();
-  boost::json::array steps;
+  boost::json::array steps, unfinished;
   for (const StepRecord& r : pod.step_records()) {
     boost::json::object o;
     o["step"] = r.index;
@@ -391,8 +391,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     o["ended_ns"] = r.ended.as_ns();
     o["result"] = r.result;
     if (r.retries) o["retries"] = r.retries;
+    if (r.result == "UNFINISHED") unfinished.push_back(o);
     steps.push_back(std::move(o));
   }
+  // The steps still under way when the run ended unfinished (sim.max_time, the watchdog),
+  // whatever the workload.
+  run["unfinished_steps"] = std::move(unfinished);
   // Every step of a scenario; for the generated all_to_all, how many there were.
   if (cfg.workload.kind == WorkloadKind::Scenario)
     run["steps"] = std::move(steps);
@@ -478,9 +482,21 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     fmt::print(err, "podsim: workload failed: {}\n", f);
   for (const auto& v : pod.invariants().violations())
     fmt::print(err, "podsim: invariant violated at {}: {}\n", pretty(v.at), v.what);
-  if (!pod.finished() && pod.failures().empty())
-    fmt::print(err, "podsim: the workload had not finished at sim.max_time ({})\n",
-               to_string(cfg.sim.max_time));
+  if (!pod.finished() && pod.failures().empty()) {
+    // What was still under way, by name.
+    std::string running;
+    std::size_t n = 0;
+    for (const StepRecord& r : pod.step_records())
+      if (r.result == "UNFINISHED" && ++n <= 8)
+        running +=
+            fmt::format("{}step {} ({} on gpu{} process {}, since {})", running.empty() ? "" : ", ",
+                        r.index, r.op, r.gpu, r.process, pretty(r.started));
+    fmt::print(err, "podsim: the workload had not finished at sim.max_time ({}){}\n",
+               to_string(cfg.sim.max_time),
+               n ? fmt::format(": {}{} still under way", running,
+                               n > 8 ? fmt::format(" and {} more", n - 8) : "")
+                 : "");
+  }
   return pod.ok() ? 0 : 1;
 }
 

@@ -272,9 +272,10 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
     StepRecord rec;
     rec.index = i;
     rec.gpu = s.gpu;
-    rec.process = s.process;
+    rec.process = pod_group ? 0 : s.process;  // the pod's own steps: no process of a GPU
     rec.op = std::string(op_name(step.op()));
     rec.started = sim_now();
+    if (reports) running_[i] = rec;
     std::string detail;
     Errno e = run_step(step, ps, detail);
     while ((e == Errno::Again || e == Errno::Busy) && rec.retries < s.retries) {
@@ -285,20 +286,22 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
     }
     rec.ended = sim_now();
     rec.result = std::string(driver::errno_name(e));
+    running_.erase(i);
     if (reports) records_.push_back(rec);
     const bool go_on = cfg_.workload.on_failure == OnFailure::Continue;
+    const std::string who = pod_group
+                                ? fmt::format("{} of gpu{}", rec.op, s.gpu)
+                                : fmt::format("{} on gpu{} process {}", rec.op, s.gpu, s.process);
     if (!detail.empty()) {
       if (reports)
-        fail(i, fmt::format("step {} ({} on gpu{} process {}) at {}: {}", i, rec.op, s.gpu,
-                            s.process, pretty(rec.started), detail));
+        fail(i, fmt::format("step {} ({}) at {}: {}", i, who, pretty(rec.started), detail));
       if (go_on) continue;
       return;
     }
     if (e != s.expect) {
       if (reports)
-        fail(i, fmt::format("step {} ({} on gpu{} process {}) at {}: returned {}, expected {}", i,
-                            rec.op, s.gpu, s.process, pretty(rec.started), rec.result,
-                            driver::errno_name(s.expect)));
+        fail(i, fmt::format("step {} ({}) at {}: returned {}, expected {}", i, who,
+                            pretty(rec.started), rec.result, driver::errno_name(s.expect)));
       if (go_on) continue;
       return;
     }
@@ -730,6 +733,15 @@ std::vector<Step> ScenarioRunner::direct_setup(const std::vector<Step>& steps) {
     gpus_[pair.second]->mailbox.direct_ring(static_cast<AccelId>(pair.first), 0, false, n);
   }
   return rest;
+}
+
+void ScenarioRunner::record_unfinished() {
+  for (auto& [index, rec] : running_) {
+    rec.ended = sim_now();
+    rec.result = "UNFINISHED";
+    records_.push_back(rec);
+  }
+  running_.clear();
 }
 
 }  // namespace podsim

@@ -61,6 +61,9 @@ class ScenarioRunner {
   Time workload_start() const { return start_; }
   // The steps run here, in the order they ended.
   const std::vector<StepRecord>& records() const { return records_; }
+  // The run ended (sim.max_time, the watchdog) with steps under way: each is recorded as it
+  // stands, result "UNFINISHED", ended now. Once, at the end.
+  void record_unfinished();
   // The (gpu, process) pairs that ran steps (on every rank).
   std::vector<std::pair<std::uint32_t, std::uint32_t>> processes() const;
   // Called once, when the first access phase is about to start (before any access).
@@ -127,6 +130,7 @@ class ScenarioRunner {
   std::vector<std::pair<Time, std::size_t>> failed_at_;
   std::size_t setup_failures_ = 0;  // a direct setup's, listed first
   std::vector<StepRecord> records_;
+  std::map<std::size_t, StepRecord> running_;  // steps under way here, by index
   std::function<void()> on_first_access_;
 };
 

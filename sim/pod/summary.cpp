@@ -127,9 +127,12 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
   if (!steps.empty()) {
     std::map<std::string, std::size_t> failed;
     std::string resets;
-    std::size_t reset_count = 0;
+    std::size_t reset_count = 0, under_way = 0;
     for (const StepRecord& r : steps) {
-      if (r.result != "OK") ++failed[r.result];
+      if (r.result == "UNFINISHED")
+        ++under_way;
+      else if (r.result != "OK")
+        ++failed[r.result];
       if (r.op == "reset_node" && ++reset_count <= 8)
         resets +=
             fmt::format("{}gpu{} at {}", resets.empty() ? "" : ", ", r.gpu, pretty(r.started));
@@ -140,9 +143,10 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
       bad += n;
       why += fmt::format("{}{} {}", why.empty() ? "" : ", ", name, n);
     }
-    fmt::print(
-        out, "{:<18}{} step(s), {}\n", "steps", steps.size(),
-        bad ? fmt::format("{} ended with an error ({})", bad, why) : std::string("every one OK"));
+    fmt::print(out, "{:<18}{} step(s), {}{}\n", "steps", steps.size(),
+               bad ? fmt::format("{} ended with an error ({})", bad, why)
+                   : std::string(under_way ? "none ended with an error" : "every one OK"),
+               under_way ? fmt::format(", {} still under way when the run ended", under_way) : "");
     if (reset_count)
       fmt::print(out, "  {:<16}{}{}\n", "node resets", resets,
                  reset_count > 8 ? fmt::format(" and {} more", reset_count - 8) : "");

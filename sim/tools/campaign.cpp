@@ -196,8 +196,15 @@ Verdict judge(const ChildResult& r, const fs::path& dir, const fs::path& err_fil
   const json::value run = json::parse(slurp(dir / "run.json"), ec);
   if (ec || !run.is_object()) return {"run.json is not valid JSON"};
   const json::object& o = run.as_object();
-  if (!o.contains("finished") || !o.at("finished").as_bool())
+  if (!o.contains("finished") || !o.at("finished").as_bool()) {
+    // Stopped by the watchdog (a failure naming what was stuck), or at sim.max_time.
+    if (const auto* f = o.if_contains("failures"); f && f->is_array())
+      for (const auto& x : f->as_array())
+        if (x.is_string() && x.as_string().starts_with("stuck at "))
+          return {fmt::format("stopped by the watchdog: {}",
+                              std::string(x.as_string()).substr(0, 200))};
     return {"unfinished at sim.max_time (a hang?)"};
+  }
   if (const auto& v = o.at("invariant_violations").as_array(); !v.empty())
     return {fmt::format("{} invariant violation(s), the first: {}", v.size(),
                         std::string(v[0].at("what").as_string()))};

@@ -167,10 +167,22 @@ TEST_CASE(
         std::vector<std::string>{"run", "--trace-max-events", "-1"},
         std::vector<std::string>{"run", "--trace-sample", "0"},
         std::vector<std::string>{"run", "--seed", "1e3"},
+        std::vector<std::string>{"run", "--seed", "18446744073709551616"},  // 2^64
+        std::vector<std::string>{"run", "--seed", "+5"},
         std::vector<std::string>{"sweep", "--vary", "pod.gpus=2,4", "-j", "0"}}) {
     INFO(args[1] << " " << args.back());
     auto r = run_podsim(args, false);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains("is not a whole number of at least"));
   }
+  // The largest seed, as --seed and as --set seed: the same run.
+  auto flag = run_podsim(
+      {"run", "--quiet", "--seed", "18446744073709551615", "--set", "workload.traffic.accesses=5"});
+  auto set = run_podsim({"run", "--quiet", "--set", "seed=18446744073709551615", "--set",
+                         "workload.traffic.accesses=5"});
+  REQUIRE(flag.exit_code == 0);
+  REQUIRE(set.exit_code == 0);
+  CHECK(flag.stats->at("seed") == set.stats->at("seed"));
+  CHECK(podsim::test::slurp(flag.out_dir + "/stats.json") ==
+        podsim::test::slurp(set.out_dir + "/stats.json"));
 }

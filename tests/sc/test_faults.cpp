@@ -293,7 +293,14 @@ TEST_CASE("the watchdog stops a run whose queues stop moving and names them",
   auto forever = run_podsim({"run", "--quiet", link_stall("1000000s"), "--set",
                              "sim.stall_limit=0s", "--set", "sim.max_time=20ms"});
   CHECK(forever.exit_code == 1);
-  CHECK_THAT(forever.err, Catch::Contains("had not finished at sim.max_time (20ms)"));
+  CHECK_THAT(forever.err, Catch::Contains("had not finished at sim.max_time (20ms): step ") &&
+                              Catch::Contains("still under way"));
+  // run.json lists the steps under way as they stood.
+  REQUIRE(forever.run);
+  const auto& unfinished = forever.run->at("unfinished_steps").as_array();
+  REQUIRE_FALSE(unfinished.empty());
+  CHECK(unfinished[0].at("result").as_string() == "UNFINISHED");
+  CHECK(unfinished[0].at("ended_ns").to_number<double>() == 20e6);
   auto bad = run_podsim({"run", "--quiet", "--set", "sim.stall_limit=-1ms"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("sim.stall_limit"));

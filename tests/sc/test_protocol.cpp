@@ -807,6 +807,9 @@ TEST_CASE("the pod's own steps run at the times they name, whatever their order 
   CHECK(at.at(1) == Approx(84e3));
   CHECK(at.at(2) == Approx(84e3));  // no `at`: the time of the step before it in the list
   CHECK(at.at(0) == Approx(356e3));
+  // They are no process's steps: run.json lists them with process 0, the wait with its own.
+  for (const auto& s : r.run->at("steps").as_array())
+    CHECK(s.at("process").to_number<int>() == (s.at("op").as_string() == "wait" ? 1 : 0));
 }
 
 TEST_CASE(

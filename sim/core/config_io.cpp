@@ -49,13 +49,33 @@ std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t 
   return {line, col};
 }
 
-// The first key that appears twice in one object of `text` (valid JSON, with comments and
-// trailing commas allowed), with both places: JSON parsers keep the last, which would hide
-// the first (and a mistyped value in it). Keys compare as written (escapes not decoded).
-struct Duplicate {
-  std::string key;
-  std::size_t first, second;  // byte offsets
-};
+
+// A key or a string with a NUL in it (JSON's \u0000): it would cut the text short wherever it
+// is used as a C string (a file path), so it is refused, with the key path.
+void refuse_nul(const json::value& v, const std::string& path, const std::string& source) {
+  auto has_nul = [](std::string_view s) { return s.find('\0') != std::string_view::npos; };
+  if (v.is_string() && has_nul(v.get_string()))
+    throw ConfigError(source, path, "contains a NUL character (\\u0000)");
+  if (v.is_object())
+    for (const auto& [k, e] : v.get_object()) {
+      if (has_nul(k)) {
+        std::string shown;
+        for (char ch : std::string_view(k))
+          shown += ch == '\0' ? std::string("\\u0000") : std::string(1, ch);
+        throw ConfigError(source, path,
+                          fmt::format("a key contains a NUL character: \"{}\"", shown));
+      }
+      refuse_nul(e, join_path(path, k), source);
+    }
+  if (v.is_array()) {
+    std::size_t n = 0;
+    for (const auto& e : v.get_array())
+      refuse_nul(e, fmt::format("{}[{}]", path, n++), source);
+  }
+}
+
+}  // namespace
+
 std::optional<Duplicate> find_duplicate_key(std::string_view text) {
   struct Frame {
     bool object;
@@ -103,32 +123,6 @@ std::optional<Duplicate> find_duplicate_key(std::string_view text) {
   }
   return std::nullopt;
 }
-
-// A key or a string with a NUL in it (JSON's \u0000): it would cut the text short wherever it
-// is used as a C string (a file path), so it is refused, with the key path.
-void refuse_nul(const json::value& v, const std::string& path, const std::string& source) {
-  auto has_nul = [](std::string_view s) { return s.find('\0') != std::string_view::npos; };
-  if (v.is_string() && has_nul(v.get_string()))
-    throw ConfigError(source, path, "contains a NUL character (\\u0000)");
-  if (v.is_object())
-    for (const auto& [k, e] : v.get_object()) {
-      if (has_nul(k)) {
-        std::string shown;
-        for (char ch : std::string_view(k))
-          shown += ch == '\0' ? std::string("\\u0000") : std::string(1, ch);
-        throw ConfigError(source, path,
-                          fmt::format("a key contains a NUL character: \"{}\"", shown));
-      }
-      refuse_nul(e, join_path(path, k), source);
-    }
-  if (v.is_array()) {
-    std::size_t n = 0;
-    for (const auto& e : v.get_array())
-      refuse_nul(e, fmt::format("{}[{}]", path, n++), source);
-  }
-}
-
-}  // namespace
 
 ConfigDoc ConfigDoc::from_text(std::string_view text, std::string source_name) {
   json::stream_parser p({}, lenient_syntax());

@@ -32,6 +32,15 @@ class ConfigError : public std::runtime_error {
   std::string source_, path_, message_;
 };
 
+// The first key that appears twice in one object of `text` (valid JSON, with comments and
+// trailing commas allowed), with both places: JSON parsers keep the last, which would hide
+// the first (and a mistyped value in it). Keys compare as JSON reads them (escapes undone).
+struct Duplicate {
+  std::string key;
+  std::size_t first, second;  // byte offsets
+};
+std::optional<Duplicate> find_duplicate_key(std::string_view text);
+
 // A JSON config document with where it came from and which key paths --set changed.
 class ConfigDoc {
  public:

@@ -1,5 +1,7 @@
 #include "sim/tools/report.hpp"
 
+#include "sim/core/config_io.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -28,12 +30,21 @@ struct ReportError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A file podsim wrote, whole; a directory, or a NUL byte (never in what podsim writes), is an
+// error naming it.
 std::string slurp(const fs::path& p) {
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw ReportError(p.string() + ": is a directory, not a file");
   std::ifstream in(p, std::ios::binary);
   if (!in) throw ReportError("cannot read " + p.string());
   std::stringstream ss;
   ss << in.rdbuf();
-  return ss.str();
+  std::string text = ss.str();
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw ReportError(fmt::format(
+        "{}:{}: a NUL byte: not a file podsim wrote", p.string(),
+        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n')));
+  return text;
 }
 
 // A JSON document podsim wrote, read with every lookup checked: what is missing or of the
@@ -66,6 +77,7 @@ class J {
     return out;
   }
   bool is_number() const { return v_->is_number(); }
+  bool is_null() const { return v_->is_null(); }
   bool is_string() const { return v_->is_string(); }
   double num() const {
     if (!v_->is_number()) fail("is not a number");
@@ -118,6 +130,15 @@ JsonFile read_json(const fs::path& p) {
                        '\n');
     throw ReportError(fmt::format("{}:{}: not valid JSON: {}", p.string(), line, ec.message()));
   }
+  if (const auto d = config::find_duplicate_key(text)) {  // the parser would keep the last
+    const auto line = [&](std::size_t at) {
+      return 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    };
+    throw ReportError(
+        fmt::format("{}:{}: the key \"{}\" appears twice in one object (first at "
+                    "line {})",
+                    p.string(), line(d->second), d->key, line(d->first)));
+  }
   return {parser.release(), std::make_shared<const std::string>(p.string())};
 }
 
@@ -132,7 +153,8 @@ class Csv {
     std::size_t line_no = 0;
     for (std::string line; std::getline(in, line);) {
       ++line_no;
-      if (line_no == 1 && line.rfind("# podsim: ", 0) == 0) {  // a failed run's CSV
+      if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF, as a spreadsheet saves
+      if (line_no == 1 && line.rfind("# podsim: ", 0) == 0) {     // a failed run's CSV
         failed_ = true;
         ++header_line_;
         continue;
@@ -509,8 +531,17 @@ std::string sweep_report(const fs::path& dir, std::string& title) {
 
   // A failed point's stats are not results: left out of the plots, marked in the table.
   std::vector<bool> ok;
-  for (const J& p : points)
+  for (const J& p : points) {
     ok.push_back(p.at("exit_code").num() == 0);
+    // Every stat of every point is what podsim writes there: a number of at least 0, or
+    // nothing (no samples).
+    for (const std::string& col : column_names) {
+      const J v = p.at("stats").at(col);
+      if (!v.is_null() && v.num() < 0)
+        throw ReportError(fmt::format("{}: point {}: stat {} is {}: not a value podsim writes",
+                                      *file.name, p.at("point").num(), col, v.num()));
+    }
+  }
   const auto failed = static_cast<std::size_t>(std::count(ok.begin(), ok.end(), false));
   if (failed)
     body += fmt::format(

@@ -180,6 +180,59 @@ TEST_CASE(
   auto empty = damage("timeseries.csv", [](const std::string&) { return std::string(); });
   CHECK(empty.exit_code == 2);
   CHECK_THAT(empty.err, Catch::Contains("timeseries.csv: empty (no header line)"));
+  // A key twice (the parser would keep the last), a NUL byte, a directory in a file's place.
+  auto twice = damage("stats.json",
+                      [](std::string s) { return "{\"seed\": 5,\n" + s.substr(s.find('{') + 1); });
+  CHECK(twice.exit_code == 2);
+  CHECK_THAT(twice.err, Catch::Contains("stats.json:") &&
+                            Catch::Contains("the key \"seed\" appears twice in one object"));
+  auto nul =
+      damage("timeseries.csv", [](std::string s) { return s.insert(s.find('\n') + 3, 1, '\0'); });
+  CHECK(nul.exit_code == 2);
+  CHECK_THAT(nul.err, Catch::Contains("timeseries.csv:2: a NUL byte: not a file podsim wrote"));
+  // Saved by a spreadsheet with CRLF line ends: read as it was.
+  {
+    const std::string name = (dir / "timeseries.csv").string();
+    const std::string before = slurp(name);
+    std::string crlf;
+    for (char c : before)
+      crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    std::ofstream(name, std::ios::binary) << crlf;
+    CHECK(run_podsim({"report", dir.string()}, false).exit_code == 0);
+    std::ofstream(name, std::ios::binary) << before;
+  }
+  const std::string saved = slurp((dir / "run.json").string());
+  fs::remove(dir / "run.json");
+  fs::create_directory(dir / "run.json");
+  auto folder = run_podsim({"report", dir.string()}, false);
+  CHECK(folder.exit_code == 2);
+  CHECK_THAT(folder.err, Catch::Contains("run.json: is a directory, not a file"));
+  fs::remove(dir / "run.json");
+  std::ofstream(dir / "run.json") << saved;
+}
+
+TEST_CASE("report: a sweep.json whose stat is not a number podsim writes is an error naming it",
+          "[report]") {
+  const std::string out = fs::path(write_temp_file("x", "")).parent_path().string() + "/sw";
+  auto sweep = run_podsim(
+      {"sweep", "--quiet", "--vary", "workload.traffic.accesses=10,20", "--out", out}, false);
+  REQUIRE(sweep.exit_code == 0);
+  const std::string name = out + "/sweep.json";
+  const std::string good = slurp(name);
+  for (const char* bad : {"\"abc\"", "-1e308", "true"}) {
+    INFO(bad);
+    std::string s = good;
+    const auto key = s.find("\"remote_latency_mean_ns\"", s.find("\"points\""));
+    REQUIRE(key != std::string::npos);
+    const auto colon = s.find(':', key);
+    s = s.substr(0, colon + 1) + " " + bad + s.substr(s.find_first_of(",\n}", colon + 2));
+    std::ofstream(name, std::ios::binary) << s;
+    auto r = run_podsim({"report", out}, false);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("sweep.json") && Catch::Contains("remote_latency_mean_ns"));
+  }
+  std::ofstream(name, std::ios::binary) << good;
+  CHECK(run_podsim({"report", out}, false).exit_code == 0);
 }
 
 TEST_CASE("report: a bandwidth axis spanning a few units at 1e17 is drawn, not a hang",

@@ -36,6 +36,8 @@ class Scheduler {
   virtual TimerId call_at(Time at, std::function<void()> fn) = 0;
   // A cancelled callback does not run. Cancelling one that ran or was cancelled is harmless.
   virtual void cancel(TimerId id) = 0;
+  // How long a thread woken from a wait takes to run (the host kernel's scheduling latency).
+  virtual Time wake_latency() const { return Time{}; }
 };
 
 namespace detail {
@@ -252,7 +254,7 @@ class WaitQueue {
       woken_ = true;
       if (timeout_timer_) sched_.cancel(timeout_timer_);
       timeout_timer_ = 0;
-      wake_timer_ = sched_.call_at(sched_.now(), [this] {
+      wake_timer_ = sched_.call_at(sched_.now() + sched_.wake_latency(), [this] {
         wake_timer_ = 0;
         h_.resume();
       });

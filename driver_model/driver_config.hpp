@@ -110,6 +110,7 @@ struct DriverConfig {
   Time export_alloc_latency = Time();
   Time irq_handler_latency = Time::us(1);
   Time pte_update_latency = Time::ns(20);
+  Time wake_latency{};  // a woken driver thread's scheduling latency
   Time response_timeout = Time::ms(5000);
   Time release_timeout = Time::ms(5000);
   Time poll_interval_min = Time::us(10);
@@ -142,6 +143,12 @@ struct DriverConfig {
             "driver time to take one protocol message from the interrupt ring and dispatch it");
     v.field("pte_update_latency", pte_update_latency,
             "CPU time to write one 4 KiB PTE (GPUVM or NPA VM)");
+    v.field("wake_latency", wake_latency,
+            "how long a driver thread woken from a wait (an import's answer, a handshake, a "
+            "revoke's releases) takes to run: the host kernel's scheduling latency; messages "
+            "the interrupt worker handles meanwhile come first (with B5 put back, an NPA_FAIL "
+            "that overwrites a granted import's reason then fails it)",
+            between(Time{}, Time::ms(1000)));
     v.field("response_timeout", response_timeout,
             "how long a driver waits for HELLO_ACK or NPA_RSP (snapshot: 5 s)",
             at_least(Time::ns(1)));

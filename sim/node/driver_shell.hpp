@@ -100,6 +100,7 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
  private:
   // Scheduler
   Time now() const override { return sim_now(); }
+  Time wake_latency() const override { return cfg_.wake_latency; }
   TimerId call_at(Time at, std::function<void()> fn) override;
   void cancel(TimerId id) override;
   // DriverEnv

@@ -26,6 +26,7 @@ class FakeEnv final : public DriverEnv {
   FakeEnv(World& w, AccelId self) : world_(w), self_(self) {}
 
   Time now() const override;
+  Time wake_latency() const override { return wake; }
   TimerId call_at(Time at, std::function<void()> fn) override;
   void cancel(TimerId id) override;
 
@@ -120,6 +121,7 @@ class FakeEnv final : public DriverEnv {
   // consumed (a later poll of the write-back page); World::kConsumed for the others.
   std::map<AccelId, Time> consumed_after;
   std::uint64_t sent = 0;
+  Time wake{};  // the driver config's wake_latency
   // Every protocol message sent (the interrupt ring's commands), with its receiver.
   std::vector<std::pair<AccelId, Dwords>> messages;
 
@@ -144,6 +146,7 @@ class World : public Scheduler {
       vpod.members[i] = true;
     for (int i = 0; i < n; ++i) {
       envs.push_back(std::make_unique<FakeEnv>(*this, static_cast<AccelId>(i)));
+      envs.back()->wake = c.wake_latency;
       drivers.push_back(std::make_unique<Driver>(c, static_cast<AccelId>(i), vpod, mode,
                                                  Rng::for_component(seed, "d" + std::to_string(i)),
                                                  *envs.back()));

@@ -1054,3 +1054,41 @@ TEST_CASE(
     CHECK(w.env(1).pinned > 0);
   }
 }
+
+TEST_CASE(
+    "import: B5 reintroduced, an NPA_FAIL handled before the woken importer runs fails a "
+    "granted import (the harmful form), with the fix it stands",
+    "[driver][import][bugs]") {
+  // As above, with the importer's thread slow to run once woken (wake_latency 10 us): the
+  // NPA_RSP wakes the second import, and the unsolicited NPA_FAIL DUPLICATE (2 us later) is
+  // handled by the interrupt worker before that import looks at its answer.
+  for (bool b5 : {false, true}) {
+    INFO("B5 " << b5);
+    DriverConfig cfg = with_bug(b5, "B5");
+    cfg.pte_update_latency = Time::us(1);
+    cfg.wake_latency = Time::us(10);
+    World w(2, NpaAddrMode::SourceIdentification, 1, cfg);
+    UalinkHandle h = w.exported(1);
+    std::optional<Result<Fd>> first, second;
+    w.start(w.d(0).import_handle(1, h), first);
+    w.step(Time::us(100));
+    w.d(0).signal(1);
+    w.step(Time::us(20));
+    REQUIRE(first);
+    CHECK(first->err == Errno::RestartSys);
+    w.start(w.d(0).import_handle(1, h), second);
+    w.run();
+    REQUIRE(second);
+    CHECK(w.d(1).messages_sent(MsgType::NpaRsp) == 1);
+    CHECK(w.d(1).messages_sent(MsgType::NpaFail) == 1);
+    CHECK(counter(w.d(1), "pins") == 1);  // the exporter granted it either way
+    if (b5) {
+      // The overwritten reason fails an import the exporter granted: EINVAL, and the grant
+      // (a pin and a range) stays at the exporter until a revoke finds it.
+      CHECK(second->err == Errno::Inval);
+    } else {
+      CHECK(second->ok());
+      CHECK(w.d(0).import_state(h) == ImportState::Ready);
+    }
+  }
+}

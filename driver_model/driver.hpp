@@ -1,7 +1,7 @@
 // The amdgpu UALink driver of one GPU, as plain C++ coroutines: GEM objects and buffer
 // objects, the export and import tables, one connection per peer, the NPA range allocator,
 // revoke and release, connection reset, device reset — following
-// ../shared/reference/amdgpu-ualink-protocol.md, with the snapshot's apparent bugs fixed
+// docs/reference/amdgpu-ualink-protocol.md, with the snapshot's apparent bugs fixed
 // unless DriverConfig::reintroduce_bugs puts them back.
 //
 // Contexts, as in the kernel: user calls (ioctls) run in the calling process's context; a

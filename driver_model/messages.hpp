@@ -1,5 +1,5 @@
 // The driver-to-driver protocol messages, encoded exactly as the amdgpu UALink code does
-// (../shared/reference/amdgpu-ualink-protocol.md §3): four dwords, the type in dw0 bits 9:0,
+// (docs/reference/amdgpu-ualink-protocol.md §3): four dwords, the type in dw0 bits 9:0,
 // where the exporter-ID bits of handle_lo would be.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Configuration of the UALoE fabric: the GPUs' UALink ports, the links and the switches, and
-// how they are wired. Defaults come from ../shared/reference/ualink-facts.md.
+// how they are wired. Defaults come from docs/reference/ualink-facts.md.
 #pragma once
 
 #include <array>

@@ -16,7 +16,7 @@ inline constexpr std::array<EnumName<VramAllocation>, 2> kVramAllocationNames{{
 }};
 
 // Defaults: an MI400-class GPU of the AMD Helios rack, 432 GB HBM4 at 19.6 TB/s
-// (../shared/reference/ualink-facts.md): 12 stacks of 16 channels at 102.08 GB/s each.
+// (docs/reference/ualink-facts.md): 12 stacks of 16 channels at 102.08 GB/s each.
 struct VramConfig {
   Bytes capacity = Bytes(432'000'000'000ull);
   std::uint32_t stacks = 12;

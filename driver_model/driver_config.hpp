@@ -185,7 +185,8 @@ struct DriverConfig {
     v.choice("exported_memory", exported_memory, "whether exported memory is pinned",
              std::span<const EnumName<ExportedMemory>>(kExportedMemoryNames));
     v.choice("after_reset", after_reset,
-             "what an exporter does, once reset, about former importers never told of it",
+             "what an exporter does, once reset or deactivated, about former importers never told "
+             "of it",
              std::span<const EnumName<AfterReset>>(kAfterResetNames));
     v.section("migration", migration, "page migration of the unpinned design");
     v.field("reintroduce_bugs", reintroduce_bugs,

@@ -60,6 +60,10 @@ void on_fatal(int sig) {
 }  // namespace
 
 void install_crash_guard() {
+  // A write past `ulimit -f`, or into a pipe or FIFO whose reader has gone, fails (EFBIG,
+  // EPIPE) instead of killing the process: the run then says so and removes what it wrote.
+  ::signal(SIGXFSZ, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
 #if !defined(__SANITIZE_ADDRESS__)  // AddressSanitizer reports crashes itself (and no run
                                     // there is under ulimit -v)
   stack_t st{};

@@ -11,7 +11,8 @@
 
 namespace podsim {
 
-// Installs the handlers (on an alternate stack). Once, at start.
+// Installs the handlers (on an alternate stack), and ignores SIGXFSZ and SIGPIPE so that a
+// write that cannot be made fails as an error the caller handles. Once, at start.
 void install_crash_guard();
 // The files to remove if the process crashes from now on (replaces the list; empty: none).
 void remove_on_crash(const std::vector<std::string>& paths);

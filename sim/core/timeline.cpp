@@ -66,8 +66,9 @@ void Timeline::access(std::uint32_t gpu, std::string name, Time start, Time end,
         Event{'b', gpu, Accesses, id, h.start, h.end - h.start, std::string(h.name), "access", {}});
 }
 
-std::string Timeline::to_json(std::uint32_t gpus) const {
+std::string Timeline::to_json(std::uint32_t gpus, const std::string& failed) const {
   std::string out = "{\"displayTimeUnit\": \"ns\",\n\"otherData\": {";
+  if (!failed.empty()) out += fmt::format("\"run_failed\": {}, ", quoted(failed));
   out += fmt::format(
       "\"sample_every\": {}, \"max_access_events\": {}, \"access_events\": {}, "
       "\"dropped_sampled_accesses\": {}",

@@ -50,7 +50,9 @@ class Timeline {
   std::uint64_t dropped_accesses() const { return dropped_; }
 
   // The whole trace; `gpus` names the processes gpu0..gpuN-1.
-  std::string to_json(std::uint32_t gpus) const;
+  // `failed`: the run's failure line (kFailedCsvMark's text) when it failed, written into
+  // otherData as "run_failed"; empty for a run that completed as configured.
+  std::string to_json(std::uint32_t gpus, const std::string& failed = {}) const;
 
  private:
   struct Event {

@@ -124,12 +124,16 @@ struct PodConfig {
       for (const auto& s : workload.steps)
         if (s.access_size) largest = std::max<std::uint64_t>(largest, s.access_size->count());
       const std::uint64_t need = tl_bytes(largest, fabric.port);
-      if (fabric.port.rx_buffer.count() < need)
-        c.fail("fabric.port.rx_buffer",
-               "must hold the largest packet this workload sends (" + std::to_string(largest) +
-                   " B of data, " + std::to_string(need) +
-                   " B with its header in whole granules): at least " + std::to_string(need) +
-                   "B, got " + std::to_string(fabric.port.rx_buffer.count()) + "B");
+      // A GPU port's receive buffer, and a switch input's: each packet passes both.
+      const std::pair<const char*, Bytes> buffers[] = {
+          {"fabric.port.rx_buffer", fabric.port.rx_buffer},
+          {"fabric.switch.input_buffer", fabric.switch_.input_buffer}};
+      for (const auto& [key, size] : buffers)
+        if (size.count() < need)
+          c.fail(key, "must hold the largest packet this workload sends (" +
+                          std::to_string(largest) + " B of data, " + std::to_string(need) +
+                          " B with its header in whole granules): at least " +
+                          std::to_string(need) + "B, got " + std::to_string(size.count()) + "B");
     }
     if (const std::uint64_t first = alias_first_range_page(gpu.driver.accel_max);
         pod.addr_mode == NpaAddrMode::SourceAliasing &&

@@ -443,12 +443,18 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     put(out_dir / "breakdown.csv", failed_mark + breakdown_csv(pod.summary().remote_breakdown()));
     put(out_dir / "timeseries.csv", failed_mark + timeseries_csv(pod.summary().series()));
     if (opt.access_log) put(*opt.access_log, failed_mark + format_trace(pod.access_log()));
+    // The JSON files say so too (their readers compare digests, or open a timeline).
+    const std::size_t mark = std::string_view(kFailedCsvMark).size();
+    const std::string failed_text = failed_mark.empty()
+                                        ? std::string()
+                                        : failed_mark.substr(mark, failed_mark.size() - mark - 1);
+    if (!failed_text.empty()) digest_doc["run_failed"] = failed_text;
     if (opt.state_digest) put(*opt.state_digest, config::to_pretty_json(digest_doc));
     if (timeline) {
       for (const StepRecord& r : pod.scenario().records())
         timeline->span(r.gpu, Timeline::Process + r.process, r.op, r.started, r.ended,
                        fmt::format(R"({{"step": {}, "result": "{}"}})", r.index, r.result));
-      put(*opt.timeline, timeline->to_json(cfg.pod.gpus));
+      put(*opt.timeline, timeline->to_json(cfg.pod.gpus, failed_text));
       if (timeline->dropped_accesses() && !opt.quiet)
         fmt::print(err,
                    "podsim: the timeline kept {} sampled-access events (--trace-max-events); "

@@ -79,9 +79,12 @@ class J {
   bool is_number() const { return v_->is_number(); }
   bool is_null() const { return v_->is_null(); }
   bool is_string() const { return v_->is_string(); }
+  // Every number podsim writes is finite and at least 0.
   double num() const {
     if (!v_->is_number()) fail("is not a number");
-    return v_->to_number<double>();
+    const double d = v_->to_number<double>();
+    if (!std::isfinite(d) || d < 0) fail(fmt::format("is {}: not a value podsim writes", d));
+    return d;
   }
   std::string str() const {
     if (!v_->is_string()) fail("is not a string");
@@ -190,12 +193,14 @@ class Csv {
     return static_cast<std::size_t>(it - head_.begin());
   }
   const std::string& text(std::size_t row, std::size_t col) const { return rows_[row][col]; }
+  // A plain decimal of at least 0, as podsim writes them (no sign, blank, hex or "inf").
   double num(std::size_t row, std::size_t col) const {
     const std::string& c = rows_[row][col];
+    static const std::regex plain(R"([0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?)");
     std::size_t used = 0;
     double d = 0;
     try {
-      d = std::stod(c, &used);
+      if (std::regex_match(c, plain)) d = std::stod(c, &used);
     } catch (const std::exception&) {
       used = 0;
     }

@@ -229,6 +229,33 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     fmt::print(err, "podsim sweep: nothing to vary (give --vary key.path=v1,v2,...)\n");
     return 2;
   }
+  // A key varied twice (or inside another varied key, or also --set) would leave one of the
+  // two settings silently unused: the grid would name values no point ran with.
+  {
+    auto overlaps = [](const std::string& a, const std::string& b) {
+      return a == b ||
+             (b.size() > a.size() && b.compare(0, a.size(), a) == 0 && b[a.size()] == '.');
+    };
+    for (std::size_t a = 0; a < opt.vary.size(); ++a)
+      for (std::size_t b = a + 1; b < opt.vary.size(); ++b)
+        if (overlaps(opt.vary[a].key, opt.vary[b].key) ||
+            overlaps(opt.vary[b].key, opt.vary[a].key)) {
+          fmt::print(err, "podsim sweep: --vary {} and --vary {}: the same setting varied twice\n",
+                     opt.vary[a].key, opt.vary[b].key);
+          return 2;
+        }
+    for (const std::string& set : opt.overrides) {
+      const std::string key = set.substr(0, set.find('='));
+      for (const Vary& v : opt.vary)
+        if (overlaps(key, v.key) || overlaps(v.key, key)) {
+          fmt::print(err,
+                     "podsim sweep: --set {} and --vary {}: the same setting both fixed and "
+                     "varied\n",
+                     key, v.key);
+          return 2;
+        }
+    }
+  }
   // The grid, first --vary outermost.
   std::vector<std::vector<std::string>> points{{}};
   for (const Vary& v : opt.vary) {

@@ -352,3 +352,38 @@ TEST_CASE("a file asked for through a symlink or at a device is written through,
     CHECK_FALSE(fs::exists("/dev/full.tmp"));
   }
 }
+
+TEST_CASE("a run whose outputs hit the file-size limit says so and keeps none of them",
+          "[outputs]") {
+  // 100 blocks of 512 bytes: stats.json is larger. The kernel's SIGXFSZ would kill the process
+  // half-way through its writes; podsim takes the failed write as an error instead.
+  auto first = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=5"});
+  REQUIRE(first.exit_code == 0);
+  auto r = podsim::test::run_podsim_after(
+      "ulimit -f 100; ",
+      {"run", "--quiet", "--set", "workload.traffic.accesses=5", "--out", first.out_dir}, false);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot write") && Catch::Contains("File too large") &&
+                        Catch::Contains("none of the run's outputs were kept"));
+  for (const auto& e : fs::directory_iterator(first.out_dir))
+    FAIL_CHECK("left in the output directory: " << e.path().filename().string());
+}
+
+TEST_CASE("a failed run's state digest and timeline say it failed", "[outputs]") {
+  const fs::path base = fs::temp_directory_path() / "podsim-failed-json";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const std::string dig = (base / "f.dig").string(), tl = (base / "f.json").string();
+  auto bad = run_podsim(
+      {"run", "--quiet", "--set", "sim.max_time=1200us", "--state-digest", dig, "--trace", tl});
+  REQUIRE(bad.exit_code == 1);
+  CHECK_THAT(podsim::test::slurp(dig), Catch::Contains("\"run_failed\": \"this run FAILED"));
+  CHECK_THAT(podsim::test::slurp(tl),
+             Catch::Contains("\"otherData\": {\"run_failed\": \"this run FAILED"));
+  auto good = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=5",
+                          "--state-digest", dig, "--trace", tl});
+  REQUIRE(good.exit_code == 0);
+  CHECK_THAT(podsim::test::slurp(dig), !Catch::Contains("run_failed"));
+  CHECK_THAT(podsim::test::slurp(tl), !Catch::Contains("run_failed"));
+  fs::remove_all(base);
+}

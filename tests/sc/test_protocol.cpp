@@ -985,3 +985,41 @@ TEST_CASE(
             off.stat("pod.summary.remote_latency", "mean"));
     }
 }
+
+TEST_CASE(
+    "quarantine and announce cover a deactivation as they cover a reset: the stale importer "
+    "never reaches the buffer exported after it",
+    "[protocol][invariants][isolation]") {
+  // GPU 0 imports and maps GPU 1's buffer; GPU 1 is deactivated and activated again (GPU 0 is
+  // not told), exports a new buffer, GPU 2 imports it; GPU 0 then uses its old mapping.
+  const std::string cfg = write_temp_file("deactivate-isolation.json", R"({
+    "pod": {"gpus": 3},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 1, "op": "send_handle", "handle": "h", "to": 0},
+      {"gpu": 0, "op": "import", "handle": "h", "name": "f"},
+      {"gpu": 0, "op": "map", "fd": "f", "name": "m"},
+      {"gpu": 1, "process": 3, "op": "deactivate", "at": "200us"},
+      {"gpu": 1, "process": 3, "op": "activate"},
+      {"gpu": 1, "process": 2, "op": "alloc", "size": "64KiB", "name": "b2", "at": "1500us"},
+      {"gpu": 1, "process": 2, "op": "export", "buffer": "b2", "name": "h2"},
+      {"gpu": 1, "process": 2, "op": "send_handle", "handle": "h2", "to": 2},
+      {"gpu": 2, "op": "import", "handle": "h2", "name": "f2"},
+      {"gpu": 0, "op": "access", "mappings": ["m"], "accesses": 50, "at": "2500us"}
+    ]}})");
+  auto lazy = run_podsim({"run", cfg});
+  CHECK(lazy.exit_code == 1);  // the driver's behaviour: GPU 2's buffer served to GPU 0
+  CHECK(lazy.stat("pod.summary.invariant_violations") == 50);
+  auto q = run_podsim({"run", cfg, "--set", "gpu.driver.after_reset=quarantine"});
+  INFO(q.err);
+  CHECK(q.exit_code == 0);
+  CHECK(q.stat("pod.summary.invariant_violations") == 0);
+  CHECK(q.stat("pod.gpu0.agent.remote_faults") == 50);  // the old range is kept out of use
+  auto a = run_podsim({"run", cfg, "--set", "gpu.driver.after_reset=announce"});
+  INFO(a.err);
+  CHECK(a.exit_code == 0);
+  CHECK(a.stat("pod.summary.invariant_violations") == 0);
+  CHECK(a.stat("pod.gpu0.agent.faults") == 50);  // GPU 0 was told: its mapping is gone
+  CHECK(a.stat("pod.summary.messages.HELLO") == 3);
+}

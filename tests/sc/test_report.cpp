@@ -180,6 +180,30 @@ TEST_CASE(
   auto empty = damage("timeseries.csv", [](const std::string&) { return std::string(); });
   CHECK(empty.exit_code == 2);
   CHECK_THAT(empty.err, Catch::Contains("timeseries.csv: empty (no header line)"));
+  // Numbers podsim never writes: negative, hex, with a blank.
+  auto negative = damage("latency.csv", [](std::string s) {
+    const auto line2 = s.find('\n') + 1;
+    const auto comma = s.find(',', line2);
+    return s.substr(0, comma + 1) + "-4" + s.substr(s.find(',', comma + 1));
+  });
+  CHECK(negative.exit_code == 2);
+  CHECK_THAT(negative.err,
+             Catch::Contains("latency.csv:2: column \"count\": \"-4\" is not a number"));
+  for (const char* odd : {"0x10", " 5"}) {
+    auto r2 = damage("timeseries.csv", [odd](std::string s) {
+      const auto line2 = s.find('\n') + 1;
+      return s.substr(0, line2) + odd + s.substr(s.find(',', line2));
+    });
+    CHECK(r2.exit_code == 2);
+  }
+  auto minus = damage("stats.json", [](std::string s) {
+    const auto at = s.find("\"value\"", s.find("\"pod.summary.faults\""));
+    const auto colon = s.find(':', at);
+    return s.substr(0, colon + 1) + " -3" + s.substr(s.find_first_of(",\n}", colon + 2));
+  });
+  CHECK(minus.exit_code == 2);
+  CHECK_THAT(minus.err, Catch::Contains("stats[\"pod.summary.faults\"].value is -3: not a value "
+                                        "podsim writes"));
   // A key twice (the parser would keep the last), a NUL byte, a directory in a file's place.
   auto twice = damage("stats.json",
                       [](std::string s) { return "{\"seed\": 5,\n" + s.substr(s.find('{') + 1); });

@@ -286,3 +286,21 @@ TEST_CASE("a --stat that no point has is an error naming it, with the nearest st
   CHECK(good.exit_code == 0);
   CHECK(fs::exists(fs::path(out) / "sweep.csv"));
 }
+
+TEST_CASE("a setting varied twice, or both varied and set, is an error naming both: exit 2",
+          "[sweep]") {
+  const std::string out = fresh_dir("sweep-twice");
+  auto twice =
+      run_podsim({"sweep", "--vary", "pod.gpus=2", "--vary", "pod.gpus=4", "--out", out}, false);
+  CHECK(twice.exit_code == 2);
+  CHECK_THAT(twice.err,
+             Catch::Contains("--vary pod.gpus and --vary pod.gpus: the same setting varied twice"));
+  auto inside = run_podsim(
+      {"sweep", "--vary", "pod={\"gpus\": 2}", "--vary", "pod.gpus=4", "--out", out}, false);
+  CHECK(inside.exit_code == 2);
+  auto both =
+      run_podsim({"sweep", "--set", "pod.gpus=2", "--vary", "pod.gpus=4,8", "--out", out}, false);
+  CHECK(both.exit_code == 2);
+  CHECK_THAT(both.err, Catch::Contains("--set pod.gpus and --vary pod.gpus"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "sweep.csv"));
+}

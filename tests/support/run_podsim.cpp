@@ -86,6 +86,11 @@ PodsimRun run_podsim_limited(unsigned long kib, const std::vector<std::string>& 
   return run_command("ulimit -v " + std::to_string(kib) + "; ", args, add_out);
 }
 
+PodsimRun run_podsim_after(const std::string& shell_prefix, const std::vector<std::string>& args,
+                           bool add_out) {
+  return run_command(shell_prefix, args, add_out);
+}
+
 PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out) {
 #if defined(__SANITIZE_ADDRESS__)
   // Open MPI's own allocations outlive MPI_Finalize, in plugins it has unloaded by the time

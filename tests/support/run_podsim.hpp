@@ -26,6 +26,9 @@ PodsimRun run_podsim(const std::vector<std::string>& args, bool add_out = true);
 // The same with the address space limited to `kib` KiB (ulimit -v): running out of memory.
 PodsimRun run_podsim_limited(unsigned long kib, const std::vector<std::string>& args,
                              bool add_out = true);
+// The same after `shell_prefix` (shell commands, e.g. "ulimit -f 100; ").
+PodsimRun run_podsim_after(const std::string& shell_prefix, const std::vector<std::string>& args,
+                           bool add_out = true);
 // The same under `mpirun --oversubscribe -n RANKS` (allowed to run as root, as CI does).
 PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out = true);
 

@@ -331,3 +331,14 @@ TEST_CASE("a --set written with a space, or an array without brackets, says how 
   CHECK(load_pod_config(std::nullopt, {"workload.initiators=[0,1]"}).workload.initiators.size() ==
         2);
 }
+
+TEST_CASE("a switch input buffer smaller than the largest packet is a config error naming it",
+          "[config]") {
+  CHECK_THROWS_WITH(
+      read("{}", {"fabric.switch.input_buffer=79B"}),
+      Catch::Contains("fabric.switch.input_buffer") && Catch::Contains("at least 80B, got 79B"));
+  CHECK_THROWS_WITH(
+      read("{}", {"fabric.switch.input_buffer=271B", "workload.traffic.access_size=256B"}),
+      Catch::Contains("at least 272B, got 271B"));
+  CHECK_NOTHROW(read("{}", {"fabric.switch.input_buffer=80B"}));
+}

@@ -49,7 +49,6 @@ std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t 
   return {line, col};
 }
 
-
 // A key or a string with a NUL in it (JSON's \u0000): it would cut the text short wherever it
 // is used as a C string (a file path), so it is refused, with the key path.
 void refuse_nul(const json::value& v, const std::string& path, const std::string& source) {
@@ -125,6 +124,7 @@ std::optional<Duplicate> find_duplicate_key(std::string_view text) {
 }
 
 ConfigDoc ConfigDoc::from_text(std::string_view text, std::string source_name) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte-order mark
   json::stream_parser p({}, lenient_syntax());
   json::error_code ec;
   std::size_t used = p.write_some(text.data(), text.size(), ec);

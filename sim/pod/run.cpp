@@ -202,6 +202,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       // not finish (a killed process, a failed rank), never an old result passing as new.
       for (const char* f : kRunOutputs)
         fs::remove(out_dir / f, ec);
+      fs::remove(out_dir / "report.html", ec);  // drawn from the earlier run's results
     }
   }
   if (ranks) no_dir = ranks->or_all(no_dir ? 1 : 0) != 0;

@@ -523,7 +523,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   if (failed_points)
     md += fmt::format(
         "\n{} point(s) FAILED: their numbers are not the results of the run as configured "
-        "(their directories' run.json says why).\n",
+        "(points/NNN/run.json says why, or points/NNN.stderr where the run wrote none).\n",
         failed_points);
   try {
     write_file(dir / "sweep.md", md);

@@ -387,3 +387,14 @@ TEST_CASE("a failed run's state digest and timeline say it failed", "[outputs]")
   CHECK_THAT(podsim::test::slurp(tl), !Catch::Contains("run_failed"));
   fs::remove_all(base);
 }
+
+TEST_CASE("a run removes the report drawn from an earlier run in its directory", "[outputs]") {
+  auto first = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=5"});
+  REQUIRE(first.exit_code == 0);
+  REQUIRE(run_podsim({"report", first.out_dir}, false).exit_code == 0);
+  REQUIRE(fs::exists(fs::path(first.out_dir) / "report.html"));
+  auto again =
+      run_podsim({"run", "--quiet", "--set", "sim.max_time=1us", "--out", first.out_dir}, false);
+  CHECK(again.exit_code == 1);
+  CHECK_FALSE(fs::exists(fs::path(first.out_dir) / "report.html"));
+}

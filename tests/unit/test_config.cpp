@@ -342,3 +342,7 @@ TEST_CASE("a switch input buffer smaller than the largest packet is a config err
       Catch::Contains("at least 272B, got 271B"));
   CHECK_NOTHROW(read("{}", {"fabric.switch.input_buffer=80B"}));
 }
+
+TEST_CASE("a config saved with a UTF-8 byte-order mark reads as without it", "[config]") {
+  CHECK(read("\xEF\xBB\xBF{\"pod\": {\"gpus\": 4}}").pod.gpus == 4);
+}

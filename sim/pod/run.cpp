@@ -392,7 +392,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     o["ended_ns"] = r.ended.as_ns();
     o["result"] = r.result;
     if (r.retries) o["retries"] = r.retries;
-    if (r.result == "UNFINISHED") unfinished.push_back(o);
+    if (r.result == "UNFINISHED" || r.result == "NOT_STARTED") unfinished.push_back(o);
     steps.push_back(std::move(o));
   }
   // The steps still under way when the run ended unfinished (sim.max_time, the watchdog),
@@ -494,15 +494,16 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     std::string running;
     std::size_t n = 0;
     for (const StepRecord& r : pod.step_records())
-      if (r.result == "UNFINISHED" && ++n <= 8)
-        running +=
-            fmt::format("{}step {} ({} on gpu{} process {}, since {})", running.empty() ? "" : ", ",
-                        r.index, r.op, r.gpu, r.process, pretty(r.started));
-    fmt::print(err, "podsim: the workload had not finished at sim.max_time ({}){}\n",
-               to_string(cfg.sim.max_time),
-               n ? fmt::format(": {}{} still under way", running,
-                               n > 8 ? fmt::format(" and {} more", n - 8) : "")
-                 : "");
+      if ((r.result == "UNFINISHED" || r.result == "NOT_STARTED") && ++n <= 8)
+        running += fmt::format("{}step {} ({} on gpu{} process {}, {} {})",
+                               running.empty() ? "" : ", ", r.index, r.op, r.gpu, r.process,
+                               r.result == "UNFINISHED" ? "under way since" : "waiting since",
+                               pretty(r.started));
+    fmt::print(
+        err, "podsim: the workload had not finished at sim.max_time ({}){}\n",
+        to_string(cfg.sim.max_time),
+        n ? fmt::format(": {}{} not done", running, n > 8 ? fmt::format(" and {} more", n - 8) : "")
+          : "");
   }
   return pod.ok() ? 0 : 1;
 }

@@ -268,6 +268,16 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
     const Step& step = steps_[i];
     const StepCommon& s = step.common;
     const bool reports = !pod_group || owned_[s.gpu];
+    if (reports) {  // its process's next step, not begun yet (its `at` not come)
+      StepRecord next;
+      next.index = i;
+      next.gpu = s.gpu;
+      next.process = pod_group ? 0 : s.process;
+      next.op = std::string(op_name(step.op()));
+      next.started = sim_now();
+      next.result = "NOT_STARTED";
+      running_[i] = next;
+    }
     if (s.at && start_ + *s.at > sim_now()) sc_core::wait(to_sc(start_ + *s.at - sim_now()));
     StepRecord rec;
     rec.index = i;
@@ -275,7 +285,7 @@ void ScenarioRunner::run_group(Key key, std::vector<std::size_t> steps) {
     rec.process = pod_group ? 0 : s.process;  // the pod's own steps: no process of a GPU
     rec.op = std::string(op_name(step.op()));
     rec.started = sim_now();
-    if (reports) running_[i] = rec;
+    if (reports) running_[i] = rec;  // under way (no result yet)
     std::string detail;
     Errno e = run_step(step, ps, detail);
     while ((e == Errno::Again || e == Errno::Busy) && rec.retries < s.retries) {
@@ -738,7 +748,7 @@ std::vector<Step> ScenarioRunner::direct_setup(const std::vector<Step>& steps) {
 void ScenarioRunner::record_unfinished() {
   for (auto& [index, rec] : running_) {
     rec.ended = sim_now();
-    rec.result = "UNFINISHED";
+    if (rec.result.empty()) rec.result = "UNFINISHED";  // else NOT_STARTED: its `at` to come
     records_.push_back(rec);
   }
   running_.clear();

@@ -62,7 +62,8 @@ class ScenarioRunner {
   // The steps run here, in the order they ended.
   const std::vector<StepRecord>& records() const { return records_; }
   // The run ended (sim.max_time, the watchdog) with steps under way: each is recorded as it
-  // stands, result "UNFINISHED", ended now. Once, at the end.
+  // stands, result "UNFINISHED" (or "NOT_STARTED": the next step of its process, waiting for
+  // its `at`), ended now. Once, at the end.
   void record_unfinished();
   // The (gpu, process) pairs that ran steps (on every rank).
   std::vector<std::pair<std::uint32_t, std::uint32_t>> processes() const;

@@ -129,7 +129,7 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
     std::string resets;
     std::size_t reset_count = 0, under_way = 0;
     for (const StepRecord& r : steps) {
-      if (r.result == "UNFINISHED")
+      if (r.result == "UNFINISHED" || r.result == "NOT_STARTED")
         ++under_way;
       else if (r.result != "OK")
         ++failed[r.result];
@@ -146,7 +146,9 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
     fmt::print(out, "{:<18}{} step(s), {}{}\n", "steps", steps.size(),
                bad ? fmt::format("{} ended with an error ({})", bad, why)
                    : std::string(under_way ? "none ended with an error" : "every one OK"),
-               under_way ? fmt::format(", {} still under way when the run ended", under_way) : "");
+               under_way
+                   ? fmt::format(", {} under way or waiting to begin when the run ended", under_way)
+                   : "");
     if (reset_count)
       fmt::print(out, "  {:<16}{}{}\n", "node resets", resets,
                  reset_count > 8 ? fmt::format(" and {} more", reset_count - 8) : "");

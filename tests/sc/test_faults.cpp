@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -294,7 +295,7 @@ TEST_CASE("the watchdog stops a run whose queues stop moving and names them",
                              "sim.stall_limit=0s", "--set", "sim.max_time=20ms"});
   CHECK(forever.exit_code == 1);
   CHECK_THAT(forever.err, Catch::Contains("had not finished at sim.max_time (20ms): step ") &&
-                              Catch::Contains("still under way"));
+                              Catch::Contains(" not done"));
   // run.json lists the steps under way as they stood.
   REQUIRE(forever.run);
   const auto& unfinished = forever.run->at("unfinished_steps").as_array();
@@ -362,4 +363,30 @@ TEST_CASE(
   INFO(full.err);
   CHECK(full.exit_code == 0);
   CHECK(full.stat("pod.gpu1.mailbox.ring_full") >= 1);
+}
+
+TEST_CASE("a run ending at sim.max_time names the steps under way and those waiting to begin",
+          "[faults]") {
+  // GPU 1 is down from 100 us for 5 ms; GPU 0's import of its buffer is under way at the end
+  // (2 ms), and GPU 1's second process has not begun its alloc.
+  const std::string cfg = write_temp_file("max-time.json", R"({
+    "pod": {"gpus": 2}, "sim": {"max_time": "2ms"},
+    "workload": {"kind": "scenario", "steps": [
+      {"gpu": 1, "op": "alloc", "size": "64KiB", "name": "b"},
+      {"gpu": 1, "op": "export", "buffer": "b", "name": "h"},
+      {"gpu": 1, "op": "send_handle", "handle": "h", "to": 0},
+      {"op": "reset_node", "gpu": 1, "at": "100us", "down_for": "5ms"},
+      {"gpu": 0, "op": "import", "handle": "h", "name": "f", "at": "200us", "expect": "ETIME"},
+      {"gpu": 1, "process": 2, "op": "alloc", "size": "64KiB", "name": "c", "at": "1500us"}
+    ]}})");
+  auto r = run_podsim({"run", cfg});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("step 4 (import on gpu0 process 1, under way since") &&
+                        Catch::Contains("step 5 (alloc on gpu1 process 2, waiting since"));
+  REQUIRE(r.run);
+  std::map<std::size_t, std::string> results;
+  for (const auto& s : r.run->at("unfinished_steps").as_array())
+    results[s.at("step").to_number<std::size_t>()] = std::string(s.at("result").as_string());
+  CHECK(results == std::map<std::size_t, std::string>{{4, "UNFINISHED"}, {5, "NOT_STARTED"}});
+  CHECK_THAT(r.out, Catch::Contains("2 under way or waiting to begin when the run ended"));
 }

@@ -282,8 +282,25 @@ std::string table(const std::vector<std::string>& head,
   return t + "</table>\n";
 }
 
+// As people read numbers: whole ones in full (1267310, never 1.26731e+06), others to six
+// significant digits, without an exponent between 1e-3 and 1e15.
 std::string fmt_num(double v) {
+  const double a = std::fabs(v);
+  if (a < 1e15 && v == std::floor(v)) return fmt::format("{:.0f}", v);
+  if (a >= 1e-3 && a < 1e15) {
+    std::string s = fmt::format("{:.6g}", v);
+    if (s.find('e') == std::string::npos) return s;
+    return fmt::format("{:.1f}", v);
+  }
   return fmt::format("{:.6g}", v);
+}
+
+// A time in ns in a fitting unit: "2.301 ms", "812.4 ns".
+std::string fmt_ns(double ns) {
+  if (ns >= 1e9) return fmt::format("{:.4g} s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.4g} ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.4g} us", ns / 1e3);
+  return fmt::format("{:.4g} ns", ns);
 }
 
 // ---- a run -------------------------------------------------------------------------------
@@ -302,7 +319,7 @@ std::string run_report(const fs::path& dir, std::string& title) {
   // Identity and headline numbers.
   std::vector<std::vector<std::string>> meta = {
       {"seed", fmt_num(stats_doc.at("seed").num())},
-      {"simulated time", fmt::format("{} ns", fmt_num(stats_doc.at("simulated_time_ns").num()))},
+      {"simulated time", fmt_ns(stats_doc.at("simulated_time_ns").num())},
       {"podsim", stats_doc.at("podsim_version").str()}};
   bool failed = false;
   if (run_file) {

@@ -91,6 +91,12 @@ TEST_CASE("the report of a run draws its latency CDF, breakdown, bandwidth and s
   for (const char* id : {"latency-cdf", "breakdown", "bandwidth", "switch-utilisation"})
     CHECK_THAT(text, Catch::Contains(std::string("id=\"") + id + "\""));
   CHECK_THAT(text, Catch::Contains("remote_via_3_switches"));
+  // Numbers as people read them: no exponents, the simulated time in a fitting unit.
+  CHECK_THAT(text, !Catch::Contains("e+0") && !Catch::Contains("e+1"));
+  const auto sim_at = text.find("simulated time");
+  REQUIRE(sim_at != std::string::npos);
+  const std::string sim_row = text.substr(sim_at, text.find("</tr>", sim_at) - sim_at);
+  CHECK_THAT(sim_row, Catch::Contains(" ms<") || Catch::Contains(" us<"));
 
   const fs::path png = fs::current_path() / "artifacts" / "report-run.png";
   const std::string dom = render(html, png);

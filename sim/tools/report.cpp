@@ -579,6 +579,7 @@ std::string sweep_report(const fs::path& dir, std::string& title) {
   for (const auto& x : xs)
     numeric_x = numeric_x && to_double(x).has_value();
   std::size_t plots = 0;
+  std::vector<std::string> near_constant;
   for (const std::string& col : column_names) {
     std::map<std::string, svg::Line> lines;
     std::vector<std::string> line_order;
@@ -589,7 +590,7 @@ std::string sweep_report(const fs::path& dir, std::string& title) {
       if (!ok[i] || !v.is_number()) continue;
       std::string others;
       for (std::size_t k = 1; k < keys.size(); ++k)
-        others += (others.empty() ? "" : ", ") + keys[k].substr(keys[k].rfind('.') + 1) + "=" +
+        others += (others.empty() ? "" : ", ") + keys[k] + "=" +  // the whole key: a setting
                   p.at("values").at(keys[k]).str();
       if (others.empty()) others = col;
       const std::string xv = p.at("values").at(keys[0]).str();
@@ -603,6 +604,12 @@ std::string sweep_report(const fs::path& dir, std::string& title) {
       distinct.insert(v.num());
     }
     if (distinct.size() < 2) continue;  // the same at every point: nothing to draw
+    // Within 0.1% of itself at every point: a line in the table, not a flat chart.
+    const double lo = *distinct.begin(), hi = *distinct.rbegin();
+    if (hi - lo <= 1e-3 * std::max(std::fabs(lo), std::fabs(hi))) {
+      near_constant.push_back(fmt::format("{} ({} to {})", col, fmt_num(lo), fmt_num(hi)));
+      continue;
+    }
     std::vector<svg::Line> ls;
     for (const auto& n : line_order)
       ls.push_back(lines[n]);
@@ -611,6 +618,9 @@ std::string sweep_report(const fs::path& dir, std::string& title) {
                             {keys[0], numeric_x ? std::vector<std::string>{} : xs}, {col, {}}, ls);
     ++plots;
   }
+  if (!near_constant.empty())
+    body += fmt::format("<p class=note>Within 0.1% at every point, not drawn: {}.</p>\n",
+                        svg::escape(fmt::format("{}", fmt::join(near_constant, "; "))));
   if (plots == 0) body += "<p class=note>No stat varied across the points that ran.</p>\n";
 
   // The points.

@@ -116,7 +116,8 @@ TEST_CASE("the report of a sweep draws each varying stat against the varied key"
   const std::string text = slurp(out + "/sweep.html");
   CHECK_THAT(text, Catch::Contains("id=\"sweep-remote_latency_mean_ns\"") &&
                        Catch::Contains("id=\"sweep-achieved_bandwidth_GBps\"") &&
-                       Catch::Contains("latency=100ns") && Catch::Contains("latency=300ns"));
+                       Catch::Contains("fabric.switch.latency=100ns") &&
+                       Catch::Contains("fabric.switch.latency=300ns"));
   // Stats that do not vary (faults: 0 everywhere) get no plot.
   CHECK_THAT(text, !Catch::Contains("id=\"sweep-faults\""));
   int plots = 0;

@@ -339,7 +339,9 @@ TEST_CASE("a file asked for through a symlink or at a device is written through,
   CHECK_FALSE(fs::exists(base / "link.trace.tmp"));
   fs::remove_all(base);
   // A full device: the run says it could not write, keeps none of its outputs, and the device
-  // is still a device.
+  // is still a device. (Not under AddressSanitizer: an exception thrown after SystemC has
+  // switched stacks makes it report false stack errors, google/sanitizers#189.)
+#if !defined(__SANITIZE_ADDRESS__)
   if (fs::is_character_file("/dev/full")) {
     auto full = run_podsim({"run", "--quiet", "--set", "pod.gpus=2", "--set",
                             "workload.traffic.accesses=20", "--access-log", "/dev/full"});
@@ -351,10 +353,17 @@ TEST_CASE("a file asked for through a symlink or at a device is written through,
     CHECK(fs::is_character_file("/dev/full"));
     CHECK_FALSE(fs::exists("/dev/full.tmp"));
   }
+#endif
 }
 
 TEST_CASE("a run whose outputs hit the file-size limit says so and keeps none of them",
           "[outputs]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN(
+      "not under AddressSanitizer: the failed write's exception, thrown after SystemC has "
+      "switched stacks, makes it report false stack errors (google/sanitizers#189)");
+  return;
+#endif
   // 100 blocks of 512 bytes: stats.json is larger. The kernel's SIGXFSZ would kill the process
   // half-way through its writes; podsim takes the failed write as an error instead.
   auto first = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=5"});

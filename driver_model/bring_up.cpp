@@ -264,18 +264,12 @@ Task<void> Driver::deactivate_now() {
   env_.firmware_halt();
   drop_connections();
   // Its peers are not told, as after a reset: with after_reset = quarantine or announce the
-  // ranges granted so far stay out of use until every former importer has connected again.
-  // (Who they were and the ranges are taken before the connection resets free them; the
-  // ranges are kept out of use once freed.)
-  const std::size_t quarantined = quarantine_.ranges.size();
+  // ranges granted so far stay out of use (once the connection resets below free them) until
+  // every former importer has connected again.
   if (cfg_.after_reset != AfterReset::Lazy) quarantine_on_reset();
   for (AccelId peer = 0; peer < cfg_.accel_max; ++peer)
     if (conns_.established(peer))
       co_await reset_connection(peer, ConnState::NotReady, conns_.generation(peer));
-  for (std::size_t i = quarantined; i < quarantine_.ranges.size(); ++i) {
-    const Quarantine::Range& r = quarantine_.ranges[i];
-    if (auto w = windows_.find(r.window); w != windows_.end()) w->second.reserve(r.start, r.pages);
-  }
   co_await sleep(cfg_.psp_latency);
   env_.npa_enable(false);
   env_.rings_map(false);

@@ -962,9 +962,13 @@ void Driver::quarantine_on_reset() {
       ++quarantine_.left;
     }
   if (quarantine_.left == 0) return;
-  for (const auto& [key, w] : windows_)
-    for (const auto& [start, pages] : w.allocated())
+  // Kept out of use in the windows there are (a deactivation keeps them; a reset drops them,
+  // and window() reserves the ranges again in the new ones).
+  for (auto& [key, w] : windows_)
+    for (const auto& [start, pages] : w.allocated()) {
       quarantine_.ranges.push_back({key, start, pages});
+      w.reserve(start, pages);
+    }
 }
 
 // A connection established with a former importer: on its side, the handshake reset what it

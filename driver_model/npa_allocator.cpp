@@ -7,12 +7,14 @@
 
 namespace podsim::driver {
 
-// Free pages as right-open intervals [start, end); the set merges touching ones itself. And
-// the pages reserved: neither free nor given out.
+// Free pages as right-open intervals [start, end); the set merges touching ones itself. The
+// pages a reservation covers (`blocked`), and those of them that are free but may not be
+// given out (`reserved`): a range given out and freed inside a reservation lands there.
 struct NpaRangeAllocator::Free {
   using Interval = boost::icl::right_open_interval<std::uint64_t>;
   using Set = boost::icl::interval_set<std::uint64_t, std::less, Interval>;
   Set set;
+  Set blocked;
   Set reserved;
 };
 
@@ -48,11 +50,18 @@ void NpaRangeAllocator::free(std::uint64_t start, std::uint64_t pages) {
     throw std::logic_error("NPA range at page " + std::to_string(start) + " (" +
                            std::to_string(pages) + " pages) was not allocated");
   allocated_.erase(a);
-  free_pages_ += pages;
-  free_->set += Free::Interval(start, start + pages);
+  // Under a reservation: not given out again.
+  const Free::Set kept = free_->blocked & Free::Interval(start, start + pages);
+  Free::Set back;
+  back += Free::Interval(start, start + pages);
+  back -= kept;
+  free_->reserved += kept;
+  free_->set += back;
+  free_pages_ += boost::icl::cardinality(back);
 }
 
 void NpaRangeAllocator::reserve(std::uint64_t start, std::uint64_t pages) {
+  free_->blocked += Free::Interval(start, start + pages);
   Free::Set taken = free_->set & Free::Interval(start, start + pages);
   free_->set -= taken;
   free_->reserved += taken;
@@ -60,6 +69,7 @@ void NpaRangeAllocator::reserve(std::uint64_t start, std::uint64_t pages) {
 }
 
 void NpaRangeAllocator::unreserve(std::uint64_t start, std::uint64_t pages) {
+  free_->blocked -= Free::Interval(start, start + pages);
   Free::Set back = free_->reserved & Free::Interval(start, start + pages);
   free_->reserved -= back;
   free_->set += back;

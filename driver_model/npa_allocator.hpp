@@ -36,7 +36,8 @@ class NpaRangeAllocator {
   // The ranges given out: start -> length.
   const std::map<std::uint64_t, std::uint64_t>& allocated() const { return allocated_; }
   // Takes pages [start, start + pages) out of (or puts them back into) what allocate() may
-  // hand out, whether free or not: a quarantine (Driver, after_reset). Not a range given out.
+  // hand out, whether free or not (a range given out there and freed later stays out): a
+  // quarantine (Driver, after_reset).
   void reserve(std::uint64_t start, std::uint64_t pages);
   void unreserve(std::uint64_t start, std::uint64_t pages);
   // The free extents (each once, merged with its neighbours), then the ranges given out.

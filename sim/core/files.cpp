@@ -9,6 +9,15 @@
 namespace podsim {
 
 void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  auto fail = [&](const std::filesystem::path& p) {
+    const int e = errno;
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw std::runtime_error("cannot write " + p.string() +
+                             (e ? ": " + std::string(std::strerror(e)) : ""));
+  };
   // Something other than a regular file there (a symlink, /dev/stdout or /dev/full, a FIFO):
   // written through, never replaced by one.
   std::error_code st;
@@ -20,22 +29,9 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     if (f) f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (f) f.flush();
-    if (!f) {
-      const int e = errno;
-      throw std::runtime_error("cannot write " + path.string() +
-                               (e ? ": " + std::string(std::strerror(e)) : ""));
-    }
+    if (!f) fail(path);
     return;
   }
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  auto fail = [&](const std::filesystem::path& p) {
-    const int e = errno;
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw std::runtime_error("cannot write " + p.string() +
-                             (e ? ": " + std::string(std::strerror(e)) : ""));
-  };
   {
     errno = 0;
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
@@ -50,6 +46,12 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
     errno = ec.value();
     fail(path);
   }
+}
+
+void remove_if_regular(const std::filesystem::path& path) {
+  std::error_code ignored;
+  if (std::filesystem::symlink_status(path, ignored).type() == std::filesystem::file_type::regular)
+    std::filesystem::remove(path, ignored);
 }
 
 }  // namespace podsim

@@ -9,5 +9,8 @@ namespace podsim {
 
 // Writes `bytes` to `path`; throws std::runtime_error naming the file and the reason.
 void write_file(const std::filesystem::path& path, std::string_view bytes);
+// Removes `path` if it is a regular file: never a device, a FIFO or a symlink someone named
+// as an output (write_file writes through those). Quietly.
+void remove_if_regular(const std::filesystem::path& path);
 
 }  // namespace podsim

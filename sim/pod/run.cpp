@@ -180,9 +180,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     fmt::print(err, "podsim: cannot split the pod across {} ranks: {}\n", ranks->ranks(), e.what());
     return 2;
   } catch (...) {
-    std::error_code ignored;
     for (const std::string& f : earlier)
-      if (fs::symlink_status(f, ignored).type() == fs::file_type::regular) fs::remove(f, ignored);
+      remove_if_regular(f);
     throw;
   }
   Pod& pod = *built;
@@ -392,7 +391,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     o["ended_ns"] = r.ended.as_ns();
     o["result"] = r.result;
     if (r.retries) o["retries"] = r.retries;
-    if (r.result == "UNFINISHED" || r.result == "NOT_STARTED") unfinished.push_back(o);
+    if (r.unfinished()) unfinished.push_back(o);
     steps.push_back(std::move(o));
   }
   // The steps still under way when the run ended unfinished (sim.max_time, the watchdog),
@@ -416,13 +415,15 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
 
   // A failed run's CSVs begin with a line saying so, before the header: a tool that reads
   // them as a table of results trips over it instead of taking them for the configured run's.
-  std::string failed_mark;
-  if (!pod.ok())
-    failed_mark = fmt::format(
-        "{}this run FAILED (finished: {}, {} failure(s), {} invariant violation(s): see "
-        "run.json); these rows are not the results of the run as configured\n",
-        kFailedCsvMark, pod.finished() ? "yes" : "no", pod.failures().size(),
-        pod.invariants().violations().size());
+  // The JSON outputs (state digest, timeline) carry the same words as "run_failed".
+  std::string failed_text, failed_mark;
+  if (!pod.ok()) {
+    failed_text = fmt::format(
+        "this run FAILED (finished: {}, {} failure(s), {} invariant violation(s): see "
+        "run.json); these rows are not the results of the run as configured",
+        pod.finished() ? "yes" : "no", pod.failures().size(), pod.invariants().violations().size());
+    failed_mark = fmt::format("{}{}\n", kFailedCsvMark, failed_text);
+  }
   // What this run has written so far: if writing the rest fails (a full disk, or no memory
   // left to format it), they go too, so that nothing half-written looks like a result.
   std::vector<fs::path> written;
@@ -430,10 +431,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     written.push_back(path);
     write_file(path, bytes);
   };
-  auto remove_written = [&] {  // regular files only: never a device, a FIFO or a symlink
-    std::error_code ignored;
+  auto remove_written = [&] {
     for (const fs::path& p : written)
-      if (fs::symlink_status(p, ignored).type() == fs::file_type::regular) fs::remove(p, ignored);
+      remove_if_regular(p);
   };
   try {
     put(out_dir / "config.json", config::to_pretty_json(write_pod_config(cfg)));
@@ -444,11 +444,6 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     put(out_dir / "breakdown.csv", failed_mark + breakdown_csv(pod.summary().remote_breakdown()));
     put(out_dir / "timeseries.csv", failed_mark + timeseries_csv(pod.summary().series()));
     if (opt.access_log) put(*opt.access_log, failed_mark + format_trace(pod.access_log()));
-    // The JSON files say so too (their readers compare digests, or open a timeline).
-    const std::size_t mark = std::string_view(kFailedCsvMark).size();
-    const std::string failed_text = failed_mark.empty()
-                                        ? std::string()
-                                        : failed_mark.substr(mark, failed_mark.size() - mark - 1);
     if (!failed_text.empty()) digest_doc["run_failed"] = failed_text;
     if (opt.state_digest) put(*opt.state_digest, config::to_pretty_json(digest_doc));
     if (timeline) {
@@ -494,7 +489,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     std::string running;
     std::size_t n = 0;
     for (const StepRecord& r : pod.step_records())
-      if ((r.result == "UNFINISHED" || r.result == "NOT_STARTED") && ++n <= 8)
+      if (r.unfinished() && ++n <= 8)
         running += fmt::format("{}step {} ({} on gpu{} process {}, {} {})",
                                running.empty() ? "" : ", ", r.index, r.op, r.gpu, r.process,
                                r.result == "UNFINISHED" ? "under way since" : "waiting since",

@@ -26,6 +26,8 @@ struct StepRecord {
   Time started, ended;
   std::string result;  // errno name
   std::uint32_t retries = 0;
+  // The run ended with it under way, or before it began (record_unfinished).
+  bool unfinished() const { return result == "UNFINISHED" || result == "NOT_STARTED"; }
 };
 
 class ScenarioRunner {

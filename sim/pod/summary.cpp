@@ -129,7 +129,7 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
     std::string resets;
     std::size_t reset_count = 0, under_way = 0;
     for (const StepRecord& r : steps) {
-      if (r.result == "UNFINISHED" || r.result == "NOT_STARTED")
+      if (r.unfinished())
         ++under_way;
       else if (r.result != "OK")
         ++failed[r.result];

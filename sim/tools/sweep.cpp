@@ -232,14 +232,15 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   // A key varied twice (or inside another varied key, or also --set) would leave one of the
   // two settings silently unused: the grid would name values no point ran with.
   {
-    auto overlaps = [](const std::string& a, const std::string& b) {
-      return a == b ||
-             (b.size() > a.size() && b.compare(0, a.size(), a) == 0 && b[a.size()] == '.');
+    auto overlaps = [](const std::string& a, const std::string& b) {  // equal, or one inside
+      const std::string& shorter = a.size() <= b.size() ? a : b;
+      const std::string& longer = a.size() <= b.size() ? b : a;
+      return shorter == longer ||
+             (longer.compare(0, shorter.size(), shorter) == 0 && longer[shorter.size()] == '.');
     };
     for (std::size_t a = 0; a < opt.vary.size(); ++a)
       for (std::size_t b = a + 1; b < opt.vary.size(); ++b)
-        if (overlaps(opt.vary[a].key, opt.vary[b].key) ||
-            overlaps(opt.vary[b].key, opt.vary[a].key)) {
+        if (overlaps(opt.vary[a].key, opt.vary[b].key)) {
           fmt::print(err, "podsim sweep: --vary {} and --vary {}: the same setting varied twice\n",
                      opt.vary[a].key, opt.vary[b].key);
           return 2;
@@ -247,7 +248,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     for (const std::string& set : opt.overrides) {
       const std::string key = set.substr(0, set.find('='));
       for (const Vary& v : opt.vary)
-        if (overlaps(key, v.key) || overlaps(v.key, key)) {
+        if (overlaps(key, v.key)) {
           fmt::print(err,
                      "podsim sweep: --set {} and --vary {}: the same setting both fixed and "
                      "varied\n",
@@ -398,7 +399,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     csv += "," + csv_cell(c.name);
   csv += "\n";
   json::array rows;
-  int rc = 0;
+  std::size_t failed_points = 0;
   // Whether some point's stats.json has each column's stat and field (a --stat that none has
   // is a mistake, said below), and what the points' stats.json files hold, for suggestions.
   std::vector<bool> present(columns.size(), false);
@@ -406,7 +407,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   std::map<std::string, std::vector<std::string>> fields;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const int code = results[i].exit_code;
-    if (code != 0) rc = 1;
+    failed_points += code != 0;
     json::object row;
     row["point"] = i;
     row["dir"] = fmt::format("points/{:03}", i);
@@ -489,9 +490,6 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   // The Markdown table: short key names, chosen columns, 4 significant digits. When a point
   // failed, a last column says which (its numbers are not the results of the run as
   // configured, though a study may want them: an isolation breach is a failure).
-  std::size_t failed_points = 0;
-  for (const auto& row : doc["points"].as_array())
-    failed_points += row.at("exit_code").to_number<int>() != 0;
   std::string md = "|";
   for (const auto& v : opt.vary)
     md += " " + v.key.substr(v.key.rfind('.') + 1) + " |";
@@ -544,7 +542,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
                (dir / "sweep.csv").string(), (dir / "sweep.json").string(),
                (dir / "sweep.md").string());
   }
-  return rc;
+  return failed_points ? 1 : 0;
 }
 
 }  // namespace podsim::tools

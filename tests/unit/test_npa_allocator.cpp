@@ -50,3 +50,15 @@ TEST_CASE("reserved pages are neither handed out nor given out, and come back wh
   CHECK(*a.allocate(36) == 512);
   CHECK(a.allocated().at(552) == 10);
 }
+
+TEST_CASE("a range given out inside a reservation and freed stays out until unreserved", "[npa]") {
+  NpaRangeAllocator a(512, 512 + 100);
+  REQUIRE(*a.allocate(10) == 512);
+  a.reserve(512, 10);  // a quarantine of a range still given out (a deactivation's)
+  a.free(512, 10);     // its connection reset frees it: it is not handed out again
+  CHECK(a.free_pages() == 90);
+  CHECK(*a.allocate(10) == 522);
+  a.unreserve(512, 10);
+  CHECK(a.free_pages() == 90);
+  CHECK(*a.allocate(10) == 512);
+}

@@ -199,6 +199,7 @@ Errno Driver::map_va(ProcessId p, GemHandle gem, std::uint64_t va) {
   proto.target = vram ? PteTarget::Vram : PteTarget::Npa;
   proto.frame = vram ? 0 : bo->npa_page;
   proto.tag = vram ? 0 : bo->grant;
+  proto.fragment = cfg_.max_fragment_log2();
   env_.gpuvm_map(
       p, first, pages, proto,
       vram ? std::span<const std::uint64_t>(bo->vram_pages) : std::span<const std::uint64_t>());
@@ -442,7 +443,8 @@ Task<void> Driver::map_range(const Bo& bo, std::uint64_t key_base, std::uint64_t
 }
 
 void Driver::map_npa_pages(const Bo& bo, std::uint64_t key_base, std::uint64_t tag) {
-  env_.npa_map(key_base, std::span<const std::uint64_t>(bo.vram_pages).first(bo.pages), tag);
+  env_.npa_map(key_base, std::span<const std::uint64_t>(bo.vram_pages).first(bo.pages), tag,
+               cfg_.max_fragment_log2());
 }
 
 void Driver::unmap_range(std::uint64_t key_base, std::uint64_t pages) {
@@ -1156,7 +1158,7 @@ Task<void> Driver::eviction_worker() {
       for (std::uint64_t base : bases) {
         env_.npa_map(base + first,
                      std::span<const std::uint64_t>(b.vram_pages).subspan(first, count),
-                     node->handle().lo);
+                     node->handle().lo, cfg_.max_fragment_log2());
         rewritten += count;
       }
       evictions_.inc();

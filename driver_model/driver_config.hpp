@@ -121,6 +121,14 @@ struct DriverConfig {
   std::uint32_t firmware_poll_limit = 2000;
   std::uint32_t accel_max = 256;
   Bytes npa_window = Bytes(2ull << 40);
+  Bytes max_fragment = Bytes::MiB(2);
+  // max_fragment as a PTE's fragment field: log2 of the 4 KiB pages it covers.
+  std::uint8_t max_fragment_log2() const {
+    std::uint8_t f = 0;
+    while ((4096ull << (f + 1)) <= max_fragment.count())
+      ++f;
+    return f;
+  }
   ExportedMemory exported_memory = ExportedMemory::Pinned;
   AfterReset after_reset = AfterReset::Lazy;
   MigrationConfig migration;
@@ -182,6 +190,11 @@ struct DriverConfig {
             "ranges start at 8 MiB in source_aliasing mode, at 2 MiB in source_identification: "
             "what lies below is kept for rings)",
             between(Bytes::MiB(4), Bytes(2ull << 40)));
+    v.field("max_fragment", max_fragment,
+            "the largest fragment the driver writes into a PTE (GPUVM and NPA VM), where pages "
+            "are contiguous and aligned: one TLB entry covers it (amdgpu's vm_fragment_size, 2 MiB "
+            "on gfx9 and later: gmc_v9_0.c; 4KiB: no fragments, every page its own entry)",
+            between(Bytes::KiB(4), Bytes::MiB(2)));
     v.choice("exported_memory", exported_memory, "whether exported memory is pinned",
              std::span<const EnumName<ExportedMemory>>(kExportedMemoryNames));
     v.choice("after_reset", after_reset,
@@ -195,6 +208,8 @@ struct DriverConfig {
   template <class C>
   void check(C& c) const {
     if (npa_window.count() % (2ull << 20) != 0) c.fail("npa_window", "must be a multiple of 2 MiB");
+    if ((max_fragment.count() & (max_fragment.count() - 1)) != 0)
+      c.fail("max_fragment", "must be a power of two");
     if (poll_interval_max < poll_interval_min)
       c.fail("poll_interval_max", "must not be below poll_interval_min");
     for (std::size_t i = 0; i < reintroduce_bugs.size(); ++i)

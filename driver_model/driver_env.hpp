@@ -34,8 +34,9 @@ class DriverEnv : public Scheduler {
   // pages, with the largest fragments that hold (best_fragment, as amdgpu_vm_update_range
   // chooses them), replacing what was there. A key is what NpaMmu::key_of gives; `tag` names
   // the export (handle lo) so the invariant checker can tell whose range an access used.
+  // Fragments no larger than 2^max_fragment pages (the driver's vm_fragment_size).
   virtual void npa_map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
-                       std::uint64_t tag) = 0;
+                       std::uint64_t tag, std::uint8_t max_fragment) = 0;
   // PTE.X = 1: accesses get a retry response instead of memory (revoke, page migration).
   virtual void npa_set_retry(std::uint64_t key, bool retry) = 0;
   // The same for [first_key, first_key + pages).
@@ -49,7 +50,8 @@ class DriverEnv : public Scheduler {
 
   // A process's GPUVM page table.
   // Pages [va_page, va_page + pages) as `proto` with frames `frames` (empty: counting up from
-  // proto.frame) and the largest fragments that hold, replacing what was there.
+  // proto.frame) and the largest fragments that hold, up to proto.fragment (the driver's
+  // vm_fragment_size), replacing what was there.
   virtual void gpuvm_map(std::uint16_t vmid, std::uint64_t va_page, std::uint64_t pages,
                          const Pte& proto, std::span<const std::uint64_t> frames) = 0;
   // Unmaps [va_page, va_page + pages).

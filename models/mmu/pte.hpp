@@ -3,10 +3,13 @@
 // model includes it; nothing else of models/.
 //
 // A PTE may carry a fragment: 2^fragment pages, aligned and contiguous both in the address
-// space and in memory, that one TLB entry can cover (64 KiB: fragment 4; 2 MiB: fragment 9,
-// which also ends a walk one level early, as a huge page).
+// space and in memory, that one TLB entry can cover (any power of two up to 2 MiB, fragment 9,
+// which also ends a walk one level early, as a huge page). amdgpu writes the largest fragment
+// that holds, up to its vm_fragment_size (2 MiB by default: amdgpu_vm_pte_fragment in
+// drivers/gpu/drm/amd/amdgpu/amdgpu_vm_pt.c, fragment_size 9 in gmc_v9_0.c).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
@@ -18,6 +21,7 @@ constexpr std::uint64_t kPageSize = 1ull << kPageShift;
 constexpr unsigned kRadixBits = 9;  // entries per level: 512
 constexpr std::uint8_t kFragment64K = 4;
 constexpr std::uint8_t kFragment2M = 9;
+constexpr std::uint8_t kMaxFragment = kFragment2M;
 
 enum class PteTarget : std::uint8_t { Invalid, Vram, Npa };
 
@@ -33,25 +37,29 @@ struct Pte {
 
 enum class FlushKind : std::uint8_t { Lightweight = 1, Heavyweight = 2 };
 
-// The largest fragment (0, 4 or 9) with which pages [i, i + 2^f) of a mapping can be mapped:
-// `page(i)` and `frame(i)` both aligned to 2^f, all 2^f of them contiguous in both.
+// The largest fragment f <= max_fragment with which pages [i, i + 2^f) of a mapping can be
+// mapped: `page(i)` and `frame(i)` both aligned to 2^f, all 2^f of them contiguous in both.
 template <class FrameOf>
 std::uint8_t best_fragment(std::uint64_t first_page, std::uint64_t i, std::uint64_t count,
-                           FrameOf&& frame) {
-  for (std::uint8_t f : {kFragment2M, kFragment64K}) {
+                           FrameOf&& frame, std::uint8_t max_fragment = kMaxFragment) {
+  if (max_fragment > kMaxFragment) max_fragment = kMaxFragment;
+  const std::uint64_t f0 = frame(i);
+  // How far the pages stay contiguous from i on (no further than the largest fragment).
+  const std::uint64_t limit = std::min<std::uint64_t>(count - i, 1ull << max_fragment);
+  std::uint64_t run = 1;
+  while (run < limit && frame(i + run) == f0 + run)
+    ++run;
+  for (std::uint8_t f = max_fragment; f > 0; --f) {
     const std::uint64_t n = 1ull << f;
-    if (i + n > count || (first_page + i) % n != 0 || frame(i) % n != 0) continue;
-    bool contiguous = true;
-    for (std::uint64_t k = 1; k < n && contiguous; ++k)
-      contiguous = frame(i + k) == frame(i) + k;
-    if (contiguous) return f;
+    if (n <= run && (first_page + i) % n == 0 && f0 % n == 0) return f;
   }
   return 0;
 }
 
 // The PTEs of pages [first_page, first_page + count) of a mapping, for PageTable::map's
 // `pte_of`, which asks for them in order: `proto` with frame(i), and the fragment
-// best_fragment gives the stretch page i begins or lies in.
+// best_fragment gives the stretch page i begins or lies in, up to proto.fragment (the
+// largest the driver writes).
 template <class FrameOf>
 class FragmentedPtes {
  public:
@@ -59,7 +67,7 @@ class FragmentedPtes {
       : proto_(proto), first_(first_page), count_(count), frame_(std::move(frame)) {}
   Pte operator()(std::uint64_t i) {
     if (left_ == 0) {
-      fragment_ = best_fragment(first_, i, count_, frame_);
+      fragment_ = best_fragment(first_, i, count_, frame_, proto_.fragment);
       left_ = 1ull << fragment_;
     }
     --left_;

@@ -1,5 +1,5 @@
 // A set-associative TLB keyed by (address space, page), plain C++. An entry covers a fragment
-// of 2^f pages (f = 0, 4 or 9); a lookup probes each size. Replacement is LRU, FIFO or random.
+// of 2^f pages (f = 0 to 9: 4 KiB to 2 MiB); a lookup probes each size it holds entries of. Replacement is LRU, FIFO or random.
 // 0 entries: no TLB (every lookup misses).
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "models/mmu/pte.hpp"
 #include "models/mmu/tag_scan.hpp"
 #include "sim/core/params.hpp"
 #include "sim/core/rng.hpp"
@@ -42,7 +43,7 @@ class Tlb {
       while ((1ull << rank_bits_) < ways_)
         ++rank_bits_;
     rank_mask_ = (1ull << rank_bits_) - 1;
-    key_bits_ = 64 - rank_bits_ - 11;
+    key_bits_ = 64 - rank_bits_ - kKeyShift;
     tags_.resize(entries);
     for (std::size_t i = 0; i < tags_.size(); ++i)  // every set's ranks: 0, 1, ..., ways - 1
       tags_[i] = rank_bits_ ? i % ways_ : 0;
@@ -53,9 +54,9 @@ class Tlb {
   // its LRU position. Fragment sizes the TLB holds no entry of are not probed.
   Hit lookup(std::uint32_t space, std::uint64_t page) {
     if (sets_ == 0) return {nullptr, 0};
-    for (std::size_t fi = 3; fi-- > 0;) {
-      if (present_[fi] == 0) continue;
-      const std::uint8_t f = kFragments[fi];
+    for (std::uint32_t sizes = present_mask_; sizes != 0;) {
+      const auto f = static_cast<std::uint8_t>(31 - __builtin_clz(sizes));  // largest first
+      sizes &= ~(1u << f);
       const std::uint64_t key = page >> f;
       const std::uint64_t t = tag(space, f, key);
       const std::size_t base = set_of(key, f) * ways_;
@@ -110,8 +111,8 @@ class Tlb {
     std::size_t victim = match != SIZE_MAX ? match : empty;
     if (victim == SIZE_MAX)
       victim = policy_ == Replacement::Random ? base + rng_.below(ways_) : oldest;
-    if (valid(tags_[victim])) --present_[fragment_index(tags_[victim])];
-    ++present_[fragment_index(t)];
+    if (valid(tags_[victim])) forget(fragment_of(tags_[victim]));
+    if (present_[fragment]++ == 0) present_mask_ |= 1u << fragment;
     tags_[victim] = t | (tags_[victim] & rank_mask_);
     if (rank_bits_) to_front(base, victim);
     values_[victim] = v;
@@ -121,6 +122,7 @@ class Tlb {
     for (std::uint64_t& t : tags_)
       t &= rank_mask_;
     present_.fill(0);
+    present_mask_ = 0;
   }
   void invalidate_space(std::uint32_t space) {
     for (std::uint64_t& t : tags_)
@@ -130,8 +132,8 @@ class Tlb {
   void invalidate_range(std::uint32_t space, std::uint64_t first, std::uint64_t pages) {
     for (std::uint64_t& t : tags_) {
       if (!valid(t) || space_of(t) != space) continue;
-      const std::uint8_t f = kFragments[fragment_index(t)];
-      const std::uint64_t lo = (t >> (rank_bits_ + 11)) << f, hi = lo + (1ull << f);
+      const std::uint8_t f = fragment_of(t);
+      const std::uint64_t lo = (t >> (rank_bits_ + kKeyShift)) << f, hi = lo + (1ull << f);
       if (lo < first + pages && first < hi) drop(t);
     }
   }
@@ -145,26 +147,35 @@ class Tlb {
   }
 
   std::uint32_t sets() const { return sets_; }
-  std::uint64_t valid_entries() const { return present_[0] + present_[1] + present_[2]; }
+  std::uint64_t valid_entries() const {
+    std::uint64_t n = 0;
+    for (std::uint32_t c : present_)
+      n += c;
+    return n;
+  }
   std::uint32_t ways() const { return ways_; }
 
  private:
-  static constexpr std::array<std::uint8_t, 3> kFragments{0, 4, 9};  // by fragment index
   // A line in one word, so a set sits together (8 ways: one cache line) and its replacement
   // order with it: the line's rank in its set (low bits: 0 is the most recently used, or
   // filled, way; the ranks of a set are always 0 .. ways - 1), then valid (1 bit), fragment
-  // (2 bits: 0, 4 or 9), address space (8 bits), key (the rest). An empty line keeps its rank.
+  // (4 bits: 0 to 9), address space (8 bits), key (the rest). An empty line keeps its rank.
+  static constexpr unsigned kKeyShift = 13;
   std::uint64_t tag(std::uint32_t space, std::uint8_t f, std::uint64_t key) const {
-    if (space > 0xFF || key >> key_bits_ || (f != 0 && f != 4 && f != 9))
+    if (space > 0xFF || key >> key_bits_ || f > kMaxFragment)
       throw std::out_of_range("TLB: address space, page number or fragment out of range");
-    const std::uint64_t fi = f == 0 ? 0 : f == 4 ? 1 : 2;
-    return (1ull | fi << 1 | static_cast<std::uint64_t>(space) << 3 | key << 11) << rank_bits_;
+    return (1ull | std::uint64_t{f} << 1 | static_cast<std::uint64_t>(space) << 5 |
+            key << kKeyShift)
+           << rank_bits_;
   }
   bool valid(std::uint64_t t) const { return (t >> rank_bits_) & 1; }
-  std::uint32_t space_of(std::uint64_t t) const { return (t >> (rank_bits_ + 3)) & 0xFF; }
-  std::size_t fragment_index(std::uint64_t t) const { return (t >> (rank_bits_ + 1)) & 3; }
+  std::uint32_t space_of(std::uint64_t t) const { return (t >> (rank_bits_ + 5)) & 0xFF; }
+  std::uint8_t fragment_of(std::uint64_t t) const { return (t >> (rank_bits_ + 1)) & 0xF; }
+  void forget(std::uint8_t f) {
+    if (--present_[f] == 0) present_mask_ &= ~(1u << f);
+  }
   void drop(std::uint64_t& t) {
-    --present_[fragment_index(t)];
+    forget(fragment_of(t));
     t &= rank_mask_;
   }
   // Line `i` becomes its set's most recent; the lines more recent than it move down one.
@@ -193,7 +204,8 @@ class Tlb {
   std::uint64_t rank_mask_ = 0;
   std::vector<std::uint64_t> tags_;  // what the lookup reads (and the replacement order)
   std::vector<Value> values_;
-  std::array<std::uint32_t, 3> present_{};  // valid lines of each fragment size
+  std::array<std::uint32_t, kMaxFragment + 1> present_{};  // valid lines of each fragment size
+  std::uint32_t present_mask_ = 0;                          // the sizes with any
 };
 
 }  // namespace podsim

@@ -156,8 +156,9 @@ void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t 
 }
 
 void NpaMmu::map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
-                 std::uint64_t tag) {
+                 std::uint64_t tag, std::uint8_t max_fragment) {
   Pte proto;
+  proto.fragment = max_fragment;
   proto.target = PteTarget::Vram;
   proto.writable = true;
   proto.tag = tag;
@@ -167,6 +168,14 @@ void NpaMmu::map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pa
 }
 
 void NpaMmu::set_retry(std::uint64_t key, bool retry) {
+  // A page set apart inside a fragment: the fragment no longer holds (a TLB entry filled from
+  // any of its pages would cover this one, retry or not), so its pages lose it. Mapping the
+  // page again (NpaMmu::map) gives them the largest fragments that hold again.
+  const Pte pte = table_.lookup(key);
+  if (retry && pte.fragment > 0) {
+    const std::uint64_t n = 1ull << pte.fragment;
+    table_.update(key & ~(n - 1), n, [](Pte& p) { p.fragment = 0; });
+  }
   table_.update(key, [retry](Pte& p) { p.retry = retry; });
 }
 

@@ -43,8 +43,10 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   void map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
                 std::uint8_t fragment = 0);
   // Keys [first_key, first_key + vram_pages.size()) to those VRAM pages, with the largest
-  // fragments that hold (best_fragment), replacing what was there: one pass.
-  void map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages, std::uint64_t tag);
+  // fragments that hold (best_fragment) up to 2^max_fragment pages, replacing what was there:
+  // one pass.
+  void map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages, std::uint64_t tag,
+           std::uint8_t max_fragment = kMaxFragment);
   void set_retry(std::uint64_t key, bool retry);
   void set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry);
   void unmap_page(std::uint64_t key);

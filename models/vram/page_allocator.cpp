@@ -1,6 +1,7 @@
 #include "models/vram/page_allocator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <boost/icl/interval_map.hpp>
 #include <boost/icl/interval_set.hpp>
 #include <boost/icl/right_open_interval.hpp>
@@ -79,6 +80,16 @@ std::optional<std::vector<std::uint64_t>> VramPageAllocator::allocate(std::uint6
       take(first.lower(), std::min(first.upper() - first.lower(), need), out);
       continue;
     }
+    if (policy_ == Policy::Blocks) {
+      // The largest block that fits what is left, up to the block size; smaller ones where
+      // VRAM has no free block that big (a single page always fits: n <= clean_).
+      std::uint64_t b = std::min(std::bit_floor(need), std::bit_floor(scatter_run_));
+      std::optional<std::uint64_t> at;
+      while (!(at = free_block(b)))
+        b /= 2;
+      take(*at, b, out);
+      continue;
+    }
     // Scattered: a run of about scatter_run pages from a random free page (or, if that page
     // is not free, from the start of the next free extent, wrapping around).
     const std::uint64_t run = 1 + rng_.below(2 * scatter_run_ - 1);
@@ -92,6 +103,25 @@ std::optional<std::vector<std::uint64_t>> VramPageAllocator::allocate(std::uint6
     take(at, std::min({it->upper() - at, need, run}), out);
   }
   return out;
+}
+
+std::optional<std::uint64_t> VramPageAllocator::free_block(std::uint64_t b) {
+  auto& set = free_->set;
+  if (set.empty() || b == 0 || total_ < b) return std::nullopt;
+  const std::uint64_t from = rng_.below(total_ / b) * b;
+  // The first extent at or after `from` that holds an aligned block, wrapping around once.
+  auto fits = [b](const Free::Interval& e) -> std::optional<std::uint64_t> {
+    const std::uint64_t s = (e.lower() + b - 1) / b * b;
+    if (s + b <= e.upper()) return s;
+    return std::nullopt;
+  };
+  auto it = set.lower_bound(Free::Interval(from, from + 1));  // the extent holding `from`, or the next
+  if (it != set.end() && it->lower() <= from && from + b <= it->upper()) return from;
+  for (auto i = it; i != set.end(); ++i)
+    if (auto s = fits(*i)) return s;
+  for (auto i = set.begin(); i != it; ++i)
+    if (auto s = fits(*i)) return s;
+  return std::nullopt;
 }
 
 void VramPageAllocator::insert_free(std::uint64_t start, std::uint64_t len) {

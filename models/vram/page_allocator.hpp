@@ -2,7 +2,10 @@
 //
 // - First fit hands out the lowest free pages; scattered picks runs of about `scatter_run`
 //   pages at random places, as on a device that has been running for a while, so a buffer's
-//   pages are spread over VRAM.
+//   pages are spread over VRAM; blocks hands out naturally aligned power-of-two blocks, the
+//   largest that fit what is left of the request up to `scatter_run` pages (the block size),
+//   each at a random place: what amdgpu's VRAM manager gets from the buddy allocator
+//   (drm_buddy) on a device that has been running for a while.
 // - Freed pages are dirty until the clearing engine has zeroed them (VRAM is handed out
 //   zeroed); only clean pages can be allocated. Without clear-on-free they are clean at once.
 // - Pages can be pinned (counted); freeing a pinned page is a bug.
@@ -22,7 +25,7 @@ namespace podsim {
 
 class VramPageAllocator {
  public:
-  enum class Policy : std::uint8_t { FirstFit, Scattered };
+  enum class Policy : std::uint8_t { FirstFit, Scattered, Blocks };
 
   VramPageAllocator(std::uint64_t pages, Policy policy = Policy::FirstFit,
                     std::uint64_t scatter_run = 16, bool clear_on_free = false, Rng rng = Rng(1));
@@ -54,6 +57,9 @@ class VramPageAllocator {
 
  private:
   void insert_free(std::uint64_t start, std::uint64_t len);
+  // The first page of a free, aligned block of `b` pages (a power of two), searched from a
+  // random place on; nothing if there is none.
+  std::optional<std::uint64_t> free_block(std::uint64_t b);
   // Takes `n` pages from `start` on (all free) into `out`.
   void take(std::uint64_t start, std::uint64_t n, std::vector<std::uint64_t>& out);
 

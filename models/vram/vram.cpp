@@ -6,6 +6,18 @@
 
 namespace podsim {
 
+namespace {
+VramPageAllocator make_allocator(const VramConfig& cfg, Rng rng) {
+  using P = VramPageAllocator::Policy;
+  const P policy = cfg.allocation == VramAllocation::Scattered ? P::Scattered
+                   : cfg.allocation == VramAllocation::Blocks  ? P::Blocks
+                                                               : P::FirstFit;
+  const Bytes run = cfg.allocation == VramAllocation::Blocks ? cfg.block_size : cfg.scatter_run;
+  return VramPageAllocator(cfg.capacity.count() / kPageSize, policy, run.count() / kPageSize,
+                           cfg.clear_on_free, rng);
+}
+}  // namespace
+
 Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& events,
            std::uint64_t seed)
     : sc_module(name),
@@ -18,11 +30,7 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
                      "bytes each channel moved (requests and clearing)", channels_),
       functional_data_(cfg.functional_data),
       cfg_(cfg),
-      alloc_(cfg.capacity.count() / kPageSize,
-             cfg.allocation == VramAllocation::Scattered ? VramPageAllocator::Policy::Scattered
-                                                         : VramPageAllocator::Policy::FirstFit,
-             cfg.scatter_run.count() / kPageSize, cfg.clear_on_free,
-             Rng::for_component(seed, std::string(this->name()))),
+      alloc_(make_allocator(cfg, Rng::for_component(seed, std::string(this->name())))),
       arrivals_(events, queue_name(*this, "arrivals"), [this](const Arrival& a) { serve(a); }),
       cleared_(events, queue_name(*this, "cleared"),
                [this](const Cleared& c) {
@@ -230,12 +238,7 @@ void Vram::serve_waiters() {
 }
 
 void Vram::reset() {
-  alloc_ = VramPageAllocator(cfg_.capacity.count() / kPageSize,
-                             cfg_.allocation == VramAllocation::Scattered
-                                 ? VramPageAllocator::Policy::Scattered
-                                 : VramPageAllocator::Policy::FirstFit,
-                             cfg_.scatter_run.count() / kPageSize, cfg_.clear_on_free,
-                             Rng::for_component(seed_ + ++epoch_, std::string(name())));
+  alloc_ = make_allocator(cfg_, Rng::for_component(seed_ + ++epoch_, std::string(name())));
   data_.clear();
   waiters_.clear();
   clearing_ = false;

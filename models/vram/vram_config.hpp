@@ -8,11 +8,15 @@
 
 namespace podsim {
 
-enum class VramAllocation : std::uint8_t { FirstFit, Scattered };
-inline constexpr std::array<EnumName<VramAllocation>, 2> kVramAllocationNames{{
+enum class VramAllocation : std::uint8_t { FirstFit, Scattered, Blocks };
+inline constexpr std::array<EnumName<VramAllocation>, 3> kVramAllocationNames{{
     {"first_fit", VramAllocation::FirstFit, "the lowest free pages (a freshly booted device)"},
     {"scattered", VramAllocation::Scattered,
-     "runs of about scatter_run at random places (a device that has been running a while)"},
+     "runs of about scatter_run at random places (a device that has been running a while, "
+     "its pages handed out one by one)"},
+    {"blocks", VramAllocation::Blocks,
+     "aligned power-of-two blocks, the largest that fit up to block_size, at random places "
+     "(amdgpu's buddy allocator on a device that has been running a while)"},
 }};
 
 // Defaults: an MI400-class GPU of the AMD Helios rack, 432 GB HBM4 at 19.6 TB/s
@@ -24,8 +28,9 @@ struct VramConfig {
   Bandwidth channel_bandwidth = parse_bandwidth("102.08GB/s");
   Time access_latency = Time::ns(120);
   Bytes interleave = Bytes(256);
-  VramAllocation allocation = VramAllocation::Scattered;
+  VramAllocation allocation = VramAllocation::Blocks;
   Bytes scatter_run = Bytes::KiB(64);
+  Bytes block_size = Bytes::MiB(2);
   bool clear_on_free = true;
   Bandwidth clear_bandwidth = parse_bandwidth("1TB/s");
   bool functional_data = true;
@@ -50,6 +55,11 @@ struct VramConfig {
              std::span<const EnumName<VramAllocation>>(kVramAllocationNames));
     v.field("scatter_run", scatter_run, "scattered: mean length of a contiguous run of pages",
             between(Bytes(kPageSize), Bytes::MiB(64)));
+    v.field("block_size", block_size,
+            "blocks: the largest block a buffer gets (amdgpu's VRAM manager asks the buddy "
+            "allocator for 2 MiB blocks: pages_per_block in amdgpu_vram_mgr.c; a smaller buffer "
+            "gets the power-of-two blocks that make it up)",
+            between(Bytes(kPageSize), Bytes::GiB(1)));
     v.field("clear_on_free", clear_on_free,
             "freed pages are zeroed by a clearing engine before they can be allocated again");
     v.field("clear_bandwidth", clear_bandwidth,
@@ -65,6 +75,8 @@ struct VramConfig {
     std::uint64_t n = interleave.count();
     if ((n & (n - 1)) != 0) c.fail("interleave", "must be a power of two");
     if (scatter_run.count() % kPageSize != 0) c.fail("scatter_run", "must be whole 4 KiB pages");
+    const std::uint64_t b = block_size.count();
+    if ((b & (b - 1)) != 0) c.fail("block_size", "must be a power of two");
   }
 };
 

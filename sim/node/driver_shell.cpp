@@ -126,8 +126,8 @@ void DriverShell::vram_unpin(std::span<const std::uint64_t> pages) {
   vram_.allocator().unpin(pages);
 }
 void DriverShell::npa_map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
-                          std::uint64_t tag) {
-  npa_mmu_.map(first_key, vram_pages, tag);
+                          std::uint64_t tag, std::uint8_t max_fragment) {
+  npa_mmu_.map(first_key, vram_pages, tag, max_fragment);
 }
 void DriverShell::npa_set_retry(std::uint64_t key, bool retry) {
   npa_mmu_.set_retry(key, retry);

@@ -54,7 +54,9 @@ TEST_CASE(
     "a buffer's scattered VRAM pages sit behind one contiguous NPA range, and stores land "
     "on the right pages",
     "[sc][pod]") {
-  Pod pod("pod", config_with({"pod.gpus=2", "workload.initiators=[0]", "workload.teardown=false"}));
+  // VRAM handed out page run by page run (not in the default's aligned blocks).
+  Pod pod("pod", config_with({"pod.gpus=2", "workload.initiators=[0]", "workload.teardown=false",
+                              "gpu.vram.allocation=scattered"}));
   const std::uint64_t bytes = pod.config().workload.buffer_size.count();
   const std::uint64_t pages = bytes / kPageSize;
   // GPU 0 maps its own buffer first, then GPU 1's import at the next 2 MiB boundary. It stores

@@ -41,8 +41,8 @@ class FakeEnv final : public DriverEnv {
   void vram_pin(std::span<const std::uint64_t> pages) override { pinned += pages.size(); }
   void vram_unpin(std::span<const std::uint64_t> pages) override { pinned -= pages.size(); }
   void vram_free(std::span<const std::uint64_t> pages) override { free_pages += pages.size(); }
-  void npa_map(std::uint64_t first, std::span<const std::uint64_t> pages,
-               std::uint64_t tag) override {
+  void npa_map(std::uint64_t first, std::span<const std::uint64_t> pages, std::uint64_t tag,
+               std::uint8_t /*max_fragment*/) override {
     for (std::size_t i = 0; i < pages.size(); ++i)
       npa[first + i] = {pages[i], tag, false};
   }

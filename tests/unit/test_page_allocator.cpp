@@ -85,9 +85,14 @@ TEST_CASE("fragments: the largest aligned, contiguous run", "[vram][mmu]") {
   CHECK(best_fragment(0, 0, 1024, frame) == kFragment2M);
   CHECK(best_fragment(1, 0, 1024, frame) == 0);             // VA not aligned
   CHECK(best_fragment(16, 0, 100, frame) == kFragment64K);  // too short for 2 MiB
-  frames[5] = 7;                                            // a hole
-  CHECK(best_fragment(0, 0, 1024, frame) == 0);
-  CHECK(best_fragment(0, 16, 1024, frame) == kFragment64K);
+  CHECK(best_fragment(0, 0, 256, frame) == 8);              // 1 MiB: any power of two
+  CHECK(best_fragment(0, 0, 1024, frame, kFragment64K) == kFragment64K);  // the driver's cap
+  CHECK(best_fragment(0, 0, 1024, frame, 0) == 0);
+  frames[5] = 7;                                 // a hole
+  CHECK(best_fragment(0, 0, 1024, frame) == 2);  // the 4 pages before it
+  CHECK(best_fragment(0, 5, 1024, frame) == 0);
+  CHECK(best_fragment(0, 16, 1024, frame) == kFragment64K);  // VA page 16: 16-aligned
+  CHECK(best_fragment(0, 512, 1024, frame) == kFragment2M);
 }
 
 TEST_CASE("pin counts are kept per run of pages, exactly as per page", "[vram]") {

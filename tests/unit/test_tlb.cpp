@@ -44,6 +44,13 @@ TEST_CASE("a fragment entry covers its 2^f pages", "[tlb]") {
   tlb.invalidate_range(0, 40, 1);  // overlaps the 64 KiB entry only
   CHECK_FALSE(hit(tlb, 0, 33));
   CHECK(hit(tlb, 0, 600));
+  tlb.insert(1, 2100, 8, 3);  // a 1 MiB fragment: pages 2048..2303 of space 1
+  CHECK(hit(tlb, 1, 2048));
+  CHECK(hit(tlb, 1, 2303));
+  CHECK_FALSE(hit(tlb, 1, 2304));
+  CHECK_FALSE(hit(tlb, 0, 2100));  // another space
+  CHECK(tlb.lookup(1, 2200).fragment == 8);
+  CHECK_THROWS_AS(tlb.insert(0, 0, kMaxFragment + 1, 1), std::out_of_range);
 }
 
 TEST_CASE("LRU, FIFO and random replacement", "[tlb]") {
@@ -223,7 +230,7 @@ struct ReferenceTlb {
     return ((key ^ (static_cast<std::uint64_t>(f) << 20)) % sets) * ways;
   }
   bool lookup(std::uint32_t space, std::uint64_t page) {
-    for (std::uint8_t f : {9, 4, 0}) {
+    for (int f = kMaxFragment; f >= 0; --f) {
       const std::size_t b = base(page >> f, f);
       for (std::size_t i = b; i < b + ways; ++i)
         if (lines[i].valid && lines[i].space == space && lines[i].key == page >> f &&
@@ -271,7 +278,8 @@ TEST_CASE("a TLB's replacement is exact LRU or FIFO, in narrow sets and in wide 
       for (int step = 0; step < 20000; ++step) {
         const std::uint32_t space = static_cast<std::uint32_t>(rng.below(2));
         const std::uint64_t page = rng.below(3 * entries);
-        const std::uint8_t f = rng.below(10) == 0 ? kFragment64K : 0;
+        // Mostly single pages, some fragments of every size.
+        const auto f = static_cast<std::uint8_t>(rng.below(3) == 0 ? rng.below(kMaxFragment + 1) : 0);
         const bool hit = tlb.lookup(space, page).value != nullptr;
         INFO((policy == Replacement::Lru ? "LRU" : "FIFO")
              << " entries " << entries << " ways " << ways << " step " << step);

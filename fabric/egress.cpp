@@ -31,7 +31,15 @@ Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig
                   [this] {
                     const double w = static_cast<double>(wire_bytes_.value());
                     return w > 0 ? static_cast<double>(payload_bytes_.value()) / w : 0.0;
-                  }) {
+                  }),
+      measured_utilisation_(
+          stats_, "measured_utilisation", "ratio",
+          "fraction of the measured window (pod.summary.measured) the link spent sending "
+          "measured accesses' packets",
+          [this, w = &events.measured_window()] {
+            return w->share(Time::ps(static_cast<std::int64_t>(measured_busy_.value())));
+          },
+          Formula::FromStats{}) {
   credits_.fill(INT64_MAX / 4);  // until told the receiver's buffer
   occupancy_.report_buckets(true);
 }
@@ -141,6 +149,7 @@ void Egress::commit(std::size_t tc, Time now) {
   replay_time_.inc(static_cast<std::uint64_t>(penalty.as_ps()));
 
   const Access& a = access_of(*q.gp);
+  if (a.measured != Measured::No) measured_busy_.inc(static_cast<std::uint64_t>((ser + penalty).as_ps()));
   packets_.inc();
   tl_bytes_.inc(q.tl);
   payload_bytes_.inc(payload_bytes_on_wire(a));

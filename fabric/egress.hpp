@@ -148,6 +148,10 @@ class Egress {
                           "packets already queued when a packet arrives (arrival-sampled)"};
   Formula utilisation_;
   Formula efficiency_;
+  Counter measured_busy_{stats_, "measured_busy_ps", "ps",
+                         "link time spent sending the packets of measured accesses (issued "
+                         "after their GPU's warm-up: workload.traffic.warmup)"};
+  Formula measured_utilisation_;
 };
 
 }  // namespace podsim

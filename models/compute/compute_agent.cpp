@@ -62,6 +62,8 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
   phase_issued_ = 0;
   phase_start_ = sim_now();
   phase_end_ = sim_now() + traffic.duration;
+  windowed_ = traffic.warmup > Time{} || traffic.warmup_accesses > 0;
+  warm_end_ = phase_start_ + traffic.warmup;
   if (replaying_) {
     traffic_.accesses = replay_.size();
     traffic_.duration = Time{};
@@ -69,6 +71,10 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
     traffic_.accesses = 0;
     traffic_.duration = Time{};
   }
+  // The middle of the measured window, for telling a latency still trending from a steady one.
+  mid_time_ = warm_end_ + Time::ps((phase_end_ - warm_end_).as_ps() / 2);
+  mid_count_ = traffic_.warmup_accesses +
+               (traffic_.accesses - std::min(traffic_.accesses, traffic_.warmup_accesses)) / 2;
   issue_timer_.at(sim_now());
   check_done();
 }
@@ -188,6 +194,13 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
   a.vaddr = va;
   a.issued = now;
   a.tag = epoch_;
+  if (now < warm_end_ || phase_issued_ < traffic_.warmup_accesses) {
+    a.measured = Measured::No;
+    ++warmup_issued_;
+  } else {
+    const bool second = traffic_.duration > Time{} ? now >= mid_time_ : phase_issued_ >= mid_count_;
+    a.measured = second ? Measured::SecondHalf : Measured::FirstHalf;
+  }
   a.stamp(HopKind::Issue, now);
   gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
   gp.set_data_length(size);
@@ -205,6 +218,7 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
     ++completed_;
     remote_bytes_.inc(size);
     last_complete_ = now;
+    if (a.measured != Measured::No) note_window(size, now);
   } else {
     ++in_flight_;
   }
@@ -281,6 +295,14 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       }
       if (a.hops_dropped == 0) breakdown_.add_sample();
       latency_via(switches).record(latency);
+      if (a.measured != Measured::No) {
+        Half& half = halves_[a.measured == Measured::SecondHalf];
+        ++half.count;
+        half.latency_ps += static_cast<std::uint64_t>(latency.as_ps());
+        note_window(a.size, now);
+        if (windowed_) [[unlikely]]
+          note_measured(a, latency);
+      }
       if (a.op == AccessOp::Atomic) {
         atomics_.inc();
       } else {
@@ -298,6 +320,15 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
     issue_more();
   else
     check_done();
+}
+
+void ComputeAgent::note_measured(const Access& a, Time latency) {
+  m_latency_.record(latency);
+  if (a.hops_dropped != 0) return;
+  for (std::size_t i = 0; i + 1 < a.hop_count; ++i)
+    m_breakdown_.add(breakdown_slot(a.hops[i].kind(), a.hops[i].response()),
+                     static_cast<std::uint64_t>((a.hops[i + 1].at() - a.hops[i].at()).as_ps()));
+  m_breakdown_.add_sample();
 }
 
 Distribution& ComputeAgent::latency_via(std::size_t switches) {

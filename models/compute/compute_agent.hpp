@@ -77,6 +77,23 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
     return "via_" + std::to_string(n) + (n == 1 ? "_switch" : "_switches");
   }
   const Breakdown& remote_breakdown() const { return breakdown_; }
+  // The same over the measured window only: remote accesses issued after the warm-up
+  // (workload.traffic.warmup, warmup_accesses); without a warm-up, every access.
+  bool windowed() const { return windowed_; }
+  const Distribution& measured_latency() const { return windowed_ ? m_latency_ : latency_; }
+  const Breakdown& measured_breakdown() const { return windowed_ ? m_breakdown_ : breakdown_; }
+  std::uint64_t measured_bytes() const { return m_bytes_; }
+  // Accesses issued in a warm-up (never measured).
+  std::uint64_t warmup_issued() const { return warmup_issued_; }
+  // The measured remote accesses issued in the first and in the second half of the window
+  // (by count, or by time for a phase of a fixed duration): how many, their latencies' sum.
+  struct Half {
+    std::uint64_t count = 0, latency_ps = 0;
+  };
+  const std::array<Half, 2>& halves() const { return halves_; }
+  // When the measured remote accesses completed: the first, the last (none: Time::max(), 0).
+  Time measured_first_complete() const { return m_first_complete_; }
+  Time measured_last_complete() const { return m_last_complete_; }
   Time first_issue() const { return first_issue_; }
   Time last_complete() const { return last_complete_; }
   std::uint64_t remote_bytes() const { return remote_bytes_.value(); }
@@ -158,6 +175,17 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Distribution write_latency_{stats_, "remote_write_latency", "ns",
                               "issue-to-completion latency of remote stores", kPsPerNs};
   Breakdown breakdown_;
+  // The measured window's own figures (kept out of stats.json: the pod summary reports them).
+  bool windowed_ = false;
+  Time warm_end_, mid_time_;
+  std::uint64_t mid_count_ = 0;
+  std::array<Half, 2> halves_{};
+  std::uint64_t warmup_issued_ = 0, m_bytes_ = 0;
+  Time m_first_complete_ = Time::max(), m_last_complete_;
+  StatGroup measured_stats_{"measured"};
+  Distribution m_latency_{measured_stats_, "remote_latency", "ns", "", kPsPerNs};
+  Breakdown m_breakdown_{measured_stats_, "remote_breakdown", "ns", "", breakdown_parts(),
+                         kPsPerNs};
 
   ComputeConfig cfg_;
   struct Stream {
@@ -176,6 +204,13 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   TimedQueue<tlm::tlm_generic_payload*> completions_;
   RequestLane requests_;  // to_gpuvm's request side
   void note_access(const Access& a, Time now);
+  void note_measured(const Access& a, Time latency);
+  // A measured remote access completed now, with `bytes` of payload.
+  void note_window(std::uint64_t bytes, Time now) {
+    m_bytes_ += bytes;
+    if (m_first_complete_ == Time::max()) m_first_complete_ = now;
+    m_last_complete_ = now;
+  }
 };
 
 }  // namespace podsim

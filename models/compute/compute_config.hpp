@@ -45,6 +45,8 @@ inline constexpr std::array<EnumName<Injection>, 2> kInjectionNames{{
 struct TrafficConfig {
   std::uint64_t accesses = 2000;
   Time duration;
+  Time warmup;
+  std::uint64_t warmup_accesses = 0;
   Pattern pattern = Pattern::Uniform;
   double hotspot_fraction = 0.5;
   double local_fraction = 0.0;
@@ -63,6 +65,14 @@ struct TrafficConfig {
             "loads and stores each initiating GPU issues (when duration is 0)",
             between<std::uint64_t>(0, 1'000'000'000));
     v.field("duration", duration, "issue for this long instead of a fixed count (0: use accesses)");
+    v.field("warmup", warmup,
+            "the start of each access phase left out of the measured window: accesses a GPU "
+            "issues this soon after its phase starts run as any other but are not measured "
+            "(pod.summary.measured.*, every port's and VRAM's measured utilisation)");
+    v.field("warmup_accesses", warmup_accesses,
+            "the same by count: a GPU's first this-many accesses of each phase are not measured "
+            "(with warmup too, an access is measured once both have passed)",
+            between<std::uint64_t>(0, 1'000'000'000));
     v.choice("pattern", pattern, "which addresses the accesses go to",
              std::span<const EnumName<Pattern>>(kPatternNames));
     v.field("hotspot_fraction", hotspot_fraction, "hotspot: share of accesses to the hot region",
@@ -95,6 +105,10 @@ struct TrafficConfig {
   template <class C>
   void check(C& c) const {
     if (access_size.count() % 64 != 0) c.fail("access_size", "must be a multiple of 64 bytes");
+    if (duration.as_ps() > 0 && warmup >= duration)
+      c.fail("warmup", "must be shorter than duration (nothing would be measured)");
+    if (duration.as_ps() == 0 && trace.empty() && accesses > 0 && warmup_accesses >= accesses)
+      c.fail("warmup_accesses", "must be below accesses (nothing would be measured)");
   }
 };
 

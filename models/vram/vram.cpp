@@ -51,7 +51,16 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
                  return *hi ? static_cast<double>(*lo) / static_cast<double>(*hi) : 1.0;
                }),
       pinned_(stats_, "pinned_pages", "count", "pages pinned at the end of the run",
-              [this] { return static_cast<double>(alloc_.pinned_pages()); }) {
+              [this] { return static_cast<double>(alloc_.pinned_pages()); }),
+      measured_utilisation_(
+          stats_, "measured_channel_utilisation", "ratio",
+          "mean fraction of the measured window (pod.summary.measured) the channels spent on "
+          "measured accesses",
+          [this, w = &events.measured_window()] {
+            return w->share(Time::ps(static_cast<std::int64_t>(measured_busy_.value())),
+                            static_cast<double>(channels_));
+          },
+          Formula::FromStats{}) {
   for (std::uint64_t n = 0; n <= 8; ++n)  // requests move 64-512 bytes (an atomic, twice)
     transfer_.push_back(cfg.channel_bandwidth.transfer_time(Bytes(64 * n)));
   arrivals_.fetch_ahead<&Vram::fetch_packet>();
@@ -94,7 +103,10 @@ void Vram::serve(const Arrival& arr) {
   const std::uint64_t bytes = a.op == AccessOp::Atomic ? 2ull * a.size : a.size;
   const unsigned ch = channel_of(pa);
   queue_delay_.record(std::max(now, channel_free_[ch]) - now);
+  const Time busy_before = xfer_busy_total_;
   const Time done = occupy(pa, bytes, now);
+  if (a.measured != Measured::No)
+    measured_busy_.inc(static_cast<std::uint64_t>((xfer_busy_total_ - busy_before).as_ps()));
 
   apply(a.op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, a.size);
   if (a.mailbox != MailboxWrite::None) [[unlikely]]

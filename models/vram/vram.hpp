@@ -151,6 +151,10 @@ class Vram final : public sc_core::sc_module, public HasStats {
   Formula utilisation_;
   Formula balance_;
   Formula pinned_;
+  Counter measured_busy_{stats_, "measured_busy_ps", "ps",
+                         "channel time spent on measured accesses (issued after their GPU's "
+                         "warm-up: workload.traffic.warmup), all channels"};
+  Formula measured_utilisation_;
 };
 
 }  // namespace podsim

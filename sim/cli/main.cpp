@@ -132,6 +132,9 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
     desc.add_options()("out,o", po::value<std::string>()->default_value("podsim-out"),
                        "directory for stats.json, config.json and run.json")(
         "quiet,q", "no summary on stdout")(
+        "warnings-as-errors",
+        "exit 3 if the run has warnings (offered load not reached, a dominant hop, a window "
+        "too short or not steady, accesses not served or retried: run.json \"warnings\")")(
         "access-log", po::value<std::string>(),
         "write every access issued to this file, in the trace format (replayable)")(
         "trace", po::value<std::string>(),
@@ -168,6 +171,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   }
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
+  opt.warnings_as_errors = vm.count("warnings-as-errors") > 0;
   if (vm.count("access-log")) opt.access_log = vm["access-log"].as<std::string>();
   if (vm.count("trace")) opt.timeline = vm["trace"].as<std::string>();
   if (vm.count("state-digest")) opt.state_digest = vm["state-digest"].as<std::string>();

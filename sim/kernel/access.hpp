@@ -17,6 +17,10 @@
 namespace podsim {
 
 enum class AccessOp : std::uint8_t { Read, Write, Atomic };  // atomic: fetch-and-add
+
+// Where an access falls in its requester's measured window (workload.traffic.warmup): not in
+// it (a warm-up access, or a control message), or issued in its first or second half.
+enum class Measured : std::uint8_t { No, FirstHalf, SecondHalf };
 enum class PacketKind : std::uint8_t { Request, Response, Control };
 // The firmware mailbox's writes (models/mailbox; none for data). A ring slot, write pointer or
 // write-back is a posted write into the receiver's memory, which tells its GPU's firmware when
@@ -78,6 +82,9 @@ class Access final : public tlm::tlm_extension<Access> {
   AccessOp op = AccessOp::Read;
   AccessStatus status = AccessStatus::Ok;
   bool posted = false;  // a store with no response
+  // Issued inside its requester's measured window (after the warm-up): its packets count in
+  // the windowed utilisations (workload.traffic.warmup).
+  Measured measured = Measured::No;
   MailboxWrite mailbox = MailboxWrite::None;
   std::uint32_t size = 0;  // payload bytes (64..256 for data, 64 for control commands)
   std::uint16_t vmid = 0;

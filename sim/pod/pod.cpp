@@ -368,11 +368,13 @@ void Pod::finalize() {
   if (!finished_) scenario_->record_unfinished();  // before a split run's ranks gather them
   if (!partition_) {
     summary_.gather(gpus_, invariants_);
+    events_.measured_window() = summary_.window();  // what windowed stats divide by
     return;
   }
   const auto t0 = std::chrono::steady_clock::now();
   summary_.gather(gpus_, invariants_, comm_->or_all(PodSummary::paths_seen(gpus_)), &owned_);
   gather_ranks();
+  events_.measured_window() = summary_.window();  // rank 0's: every rank's merged
   gather_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -518,7 +520,8 @@ void Pod::gather_ranks() {
       words.clear();
       std::uint8_t kind = 0;
       if (s.kind() == Stat::Kind::Formula) {
-        if (owner == -1) return;  // evaluated on rank 0 from the merged stats
+        // Evaluated on rank 0 from the merged stats.
+        if (owner == -1 || s.as<Formula>()->from_stats()) return;
         const double v = s.as<Formula>()->value();
         std::uint64_t bits;
         std::memcpy(&bits, &v, sizeof v);

@@ -30,7 +30,22 @@ PodSummary::PodSummary(std::uint32_t planes, Time sample_interval)
                   "payload bytes per wire byte over every GPU port (headers, granules, DL "
                   "framing and Ethernet overhead; data and the driver's control writes)",
                   [this] { return payload_efficiency(); }),
+      m_breakdown_(measured_, "remote_breakdown", "ns",
+                   "mean time of a measured remote access in each hop, all GPUs", 
+                   ComputeAgent::breakdown_parts(), kPsPerNs),
+      m_bandwidth_(measured_, "achieved_bandwidth", "GB/s",
+                   "measured remote payload bytes per second over the measured window",
+                   [this] { return measured_bandwidth() / 1e9; }),
+      m_start_(measured_, "window_start", "ns",
+               "when the measured window began: the first measured remote access completed (one "
+               "issued after its GPU's warm-up)",
+               [this] { return window_.any ? window_.start.as_ns() : 0.0; }),
+      m_time_(measured_, "window_time", "ns",
+              "the measured window: from the first measured remote access completed to the "
+              "last (measured accesses complete across it at the rate the pod sustains)",
+              [this] { return window_.length().as_ns(); }),
       series_({"remote", "local"}, sample_interval) {
+  stats_.add_child(measured_);
   stats_.add_child(paths_);
   for (std::uint32_t p = 0; p < planes; ++p)
     plane_bytes_.push_back(std::make_unique<Counter>(
@@ -79,6 +94,22 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     unreachable_.inc(a.unreachable());
     retries_.inc(a.retries());
     if (a.issued() == 0) continue;
+    windowed_ = windowed_ || a.windowed();
+    m_warmup_.inc(a.warmup_issued());
+    m_latency_.merge(a.measured_latency());
+    m_breakdown_.merge(a.measured_breakdown());
+    m_bytes_ += a.measured_bytes();
+    for (int h = 0; h < 2; ++h) {
+      halves_[h].count += a.halves()[h].count;
+      halves_[h].latency_ps += a.halves()[h].latency_ps;
+    }
+    if (a.measured_first_complete() != Time::max()) {
+      window_.start = window_.any ? std::min(window_.start, a.measured_first_complete())
+                                  : a.measured_first_complete();
+      window_.end = window_.any ? std::max(window_.end, a.measured_last_complete())
+                                : a.measured_last_complete();
+      window_.any = true;
+    }
     latency_.merge(a.remote_latency());
     path_local_.merge(a.local_latency());
     path_remote_.merge(a.remote_latency());
@@ -103,6 +134,7 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
       wire_ += static_cast<double>(e.wire_bytes_sent());
     }
   accesses_.inc(latency_.histogram().count());
+  m_accesses_.inc(m_latency_.histogram().count());
   violations_.inc(invariants.violations().size());
 }
 
@@ -122,11 +154,19 @@ void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
   // Sums of byte counts: whole numbers far below 2^53, so exact as doubles in any order.
   out.push_back(static_cast<std::uint64_t>(payload_));
   out.push_back(static_cast<std::uint64_t>(wire_));
+  out.push_back(window_.any | static_cast<std::uint64_t>(windowed_) << 1);
+  out.push_back(static_cast<std::uint64_t>(window_.start.as_ps()));
+  out.push_back(static_cast<std::uint64_t>(window_.end.as_ps()));
+  out.push_back(m_bytes_);
+  for (const auto& h : halves_) {
+    out.push_back(h.count);
+    out.push_back(h.latency_ps);
+  }
   series_.pack(out);
 }
 
 const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std::uint64_t* end) {
-  if (end - in < 5) throw std::runtime_error("pod summary: another rank's figures are cut short");
+  if (end - in < 13) throw std::runtime_error("pod summary: another rank's figures are cut short");
   const bool any = in[0] != 0;
   const Time start = Time::ps(static_cast<std::int64_t>(in[1]));
   const Time stop = Time::ps(static_cast<std::int64_t>(in[2]));
@@ -137,7 +177,20 @@ const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std
   }
   payload_ += static_cast<double>(in[3]);
   wire_ += static_cast<double>(in[4]);
-  return series_.merge_packed(in + 5, end);
+  windowed_ = windowed_ || (in[5] & 2) != 0;
+  if (in[5] & 1) {
+    const Time s = Time::ps(static_cast<std::int64_t>(in[6]));
+    const Time e = Time::ps(static_cast<std::int64_t>(in[7]));
+    window_.start = window_.any ? std::min(window_.start, s) : s;
+    window_.end = window_.any ? std::max(window_.end, e) : e;
+    window_.any = true;
+  }
+  m_bytes_ += in[8];
+  for (int h = 0; h < 2; ++h) {
+    halves_[h].count += in[9 + 2 * h];
+    halves_[h].latency_ps += in[10 + 2 * h];
+  }
+  return series_.merge_packed(in + 13, end);
 }
 
 std::vector<std::pair<std::string, const Distribution*>> PodSummary::latency_paths() const {
@@ -152,6 +205,11 @@ std::vector<std::pair<std::string, const Distribution*>> PodSummary::latency_pat
 double PodSummary::achieved_bandwidth() const {
   const double t = access_phase().as_seconds();
   return t > 0 ? static_cast<double>(bytes_.value()) / t : 0.0;
+}
+
+double PodSummary::measured_bandwidth() const {
+  const double t = window_.length().as_seconds();
+  return t > 0 ? static_cast<double>(m_bytes_) / t : 0.0;
 }
 
 double PodSummary::plane_balance() const {

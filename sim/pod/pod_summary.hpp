@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/core/invariants.hpp"
+#include "sim/core/measured_window.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/core/time_series.hpp"
 #include "sim/node/gpu_node.hpp"
@@ -63,6 +64,27 @@ class PodSummary {
   std::uint64_t retries() const { return retries_.value(); }
   double achieved_bandwidth() const;  // bytes/s of remote payload in the access phases
   Time access_phase() const { return phase_end_ - phase_start_; }
+  // The access phases' span: from the first access issued to the last completed (none: 0, 0).
+  Time access_start() const { return phase_start_; }
+  Time access_end() const { return phase_end_; }
+  // The measured window (after every GPU's warm-up) and what was measured in it.
+  const MeasuredWindow& window() const { return window_; }
+  const Distribution& measured_latency() const { return m_latency_; }
+  const Breakdown& measured_breakdown() const { return m_breakdown_; }
+  std::uint64_t measured_accesses() const { return m_accesses_.value(); }
+  std::uint64_t warmup_accesses() const { return m_warmup_.value(); }
+  double measured_bandwidth() const;  // bytes/s of measured remote payload over the window
+  // A warm-up was asked for (else the window is the access phases and its figures the
+  // whole run's).
+  bool windowed() const { return windowed_; }
+  // The measured remote accesses issued in the first and the second half of their GPUs'
+  // windows, all GPUs: how many, and their mean latency.
+  std::uint64_t half_count(int h) const { return halves_[h].count; }
+  Time half_mean(int h) const {
+    return halves_[h].count ? Time::ps(static_cast<std::int64_t>(halves_[h].latency_ps /
+                                                                 halves_[h].count))
+                            : Time{};
+  }
   const Distribution& import_time() const { return import_time_; }
   const Distribution& import_repeat_time() const { return import_repeat_time_; }
   const Distribution& export_time() const { return export_time_; }
@@ -75,6 +97,10 @@ class PodSummary {
  private:
   Time phase_start_, phase_end_;
   bool any_phase_ = false;
+  MeasuredWindow window_;
+  bool windowed_ = false;
+  std::uint64_t m_bytes_ = 0;
+  std::array<ComputeAgent::Half, 2> halves_{};
   double payload_ = 0, wire_ = 0;  // bytes over every GPU port
 
   StatGroup stats_{"summary"};
@@ -114,6 +140,18 @@ class PodSummary {
   Counter stale_imports_{stats_, "stale_imports", "count",
                          "imports held at teardown whose exporter no longer grants them (never "
                          "told: the driver's lazy cleanup)"};
+  StatGroup measured_{"measured"};
+  Counter m_accesses_{measured_, "remote_accesses", "count",
+                      "remote loads and stores issued after their GPU's warm-up and completed"};
+  Counter m_warmup_{measured_, "warmup_accesses", "count",
+                    "accesses issued during a warm-up (workload.traffic.warmup, warmup_accesses): "
+                    "run, not measured"};
+  Distribution m_latency_{measured_, "remote_latency", "ns",
+                          "latency of the measured remote accesses, all GPUs", kPsPerNs};
+  Breakdown m_breakdown_;
+  Formula m_bandwidth_;
+  Formula m_start_;
+  Formula m_time_;
   StatGroup paths_{"latency"};
   Distribution path_local_{paths_, "local", "ns", "latency of local VRAM accesses, all GPUs",
                            kPsPerNs};

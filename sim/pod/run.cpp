@@ -21,6 +21,7 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/stats_json.hpp"
 #include "sim/pod/summary.hpp"
+#include "sim/pod/warnings.hpp"
 #include "sim/pod/tables.hpp"
 #include "sim/pod/trace.hpp"
 
@@ -344,6 +345,35 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     kernel["access_phase_notifications"] = in.notifications;
     run["kernel"] = std::move(kernel);
   }
+  // The phases in simulated time (host time: "host" above), and the measured window.
+  const PodSummary& sum = pod.summary();
+  {
+    boost::json::object phases;
+    phases["setup_ns"] = sum.access_start().as_ns();
+    phases["access_ns"] = sum.access_phase().as_ns();
+    phases["teardown_ns"] =
+        sum.access_end() > Time{} ? (sim_now() - sum.access_end()).as_ns() : 0.0;
+    run["phases"] = std::move(phases);
+    boost::json::object w;
+    w["warmup_ns"] = cfg.workload.traffic.warmup.as_ns();
+    w["warmup_accesses_per_gpu"] = cfg.workload.traffic.warmup_accesses;
+    w["start_ns"] = sum.window().any ? sum.window().start.as_ns() : 0.0;
+    w["length_ns"] = sum.window().length().as_ns();
+    w["measured_accesses"] = sum.measured_accesses();
+    w["warmup_accesses"] = sum.warmup_accesses();
+    run["measured_window"] = std::move(w);
+  }
+  const std::vector<RunWarning> warnings = run_warnings(pod, opt.overrides);
+  {
+    boost::json::array ws;
+    for (const RunWarning& w : warnings) {
+      boost::json::object o;
+      o["code"] = w.code;
+      o["message"] = w.text;
+      ws.push_back(std::move(o));
+    }
+    run["warnings"] = std::move(ws);
+  }
   run["finished"] = pod.finished();
   boost::json::array failures;
   for (const auto& f : pod.failures())
@@ -477,7 +507,10 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     std::vector<std::string> files;
     for (const fs::path& p : written)
       files.push_back(p.parent_path() == out_dir ? p.filename().string() : p.string());
-    print_summary(pod, HostTiming{host_s}, out_dir.string(), files, out);
+    print_summary(pod,
+                  HostTiming{host_s, pod.host().setup_seconds(), pod.host().access_seconds(),
+                             pod.host().teardown_seconds()},
+                  out_dir.string(), files, warnings, out);
   }
 
   for (const auto& f : pod.failures())
@@ -500,7 +533,19 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
         n ? fmt::format(": {}{} not done", running, n > 8 ? fmt::format(" and {} more", n - 8) : "")
           : "");
   }
-  return pod.ok() ? 0 : 1;
+  if (!pod.ok()) return 1;
+  if (opt.warnings_as_errors && !warnings.empty()) {
+    std::string codes;
+    for (const RunWarning& w : warnings)
+      codes += (codes.empty() ? "" : ", ") + w.code;
+    fmt::print(err, "podsim: {} warning(s), and warnings are errors (--warnings-as-errors): {}\n",
+               warnings.size(), codes);
+    if (opt.quiet)
+      for (const RunWarning& w : warnings)
+        fmt::print(err, "podsim: warning ({}): {}\n", w.code, w.text);
+    return 3;
+  }
+  return 0;
 }
 
 }  // namespace podsim

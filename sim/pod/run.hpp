@@ -23,13 +23,16 @@ struct RunOptions {
   // Write digests of every GPU's state, taken as the first access phase starts, here.
   std::optional<std::string> state_digest;
   bool quiet = false;
+  // A run with warnings (sim/pod/warnings.hpp) exits 3 instead of 0.
+  bool warnings_as_errors = false;
   // The ranks this run is split across (sim/pod/partition.hpp), when more than one; only
   // rank 0 prints and writes.
   RankComm* ranks = nullptr;
 };
 
 // Exit codes: 0 ok; 1 the run failed (a workload error, an unfinished workload); 2 the
-// config or command line is wrong (nothing is written then).
+// config or command line is wrong (nothing is written then); 3 the run completed with
+// warnings and warnings_as_errors was set (its outputs are written, the warnings in run.json).
 int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err);
 
 const char* podsim_version();

@@ -9,11 +9,13 @@
 #include "fabric/framing.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/run.hpp"
+#include "sim/pod/warnings.hpp"
 
 namespace podsim {
 
 void print_summary(const Pod& pod, const HostTiming& host, const std::string& out_dir,
-                   const std::vector<std::string>& files, std::ostream& out) {
+                   const std::vector<std::string>& files, const std::vector<RunWarning>& warnings,
+                   std::ostream& out) {
   const PodConfig& cfg = pod.config();
   const Distribution& lat = pod.summary().remote_latency();
   const LogHistogram& h = lat.histogram();
@@ -27,8 +29,18 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
   const double rate =
       host.seconds > 0 ? static_cast<double>(pod.summary().remote_accesses()) / host.seconds : 0;
   fmt::print(out,
-             "simulated {} in {:.2f} s of host time ({:.0f} remote accesses per host second)\n\n",
+             "simulated {} in {:.2f} s of host time ({:.0f} remote accesses per host second)\n",
              pretty(sim), host.seconds, rate);
+  // The phases, simulated and host time: the setup until the first access, the access phases
+  // (first access issued to last completed), and the teardown after them.
+  const PodSummary& ps = pod.summary();
+  if (ps.access_end() > Time{})
+    fmt::print(out,
+               "{:<18}setup {} ({:.2f} s host), accesses {} ({:.2f} s host), teardown {} ({:.2f} "
+               "s host)\n",
+               "phases", pretty(ps.access_start()), host.setup, pretty(ps.access_phase()),
+               host.access, pretty(sim - ps.access_end()), host.teardown);
+  fmt::print(out, "\n");
 
   fmt::print(out, "{:<18}{} ({} loads, {} stores); {} not served, {} retried\n", "remote accesses",
              pod.summary().remote_accesses(), pod.summary().remote_reads(),
@@ -53,14 +65,42 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
                "  {:<16}{} answered \"retry\" (a revoke or page move under way: PTE.X) and "
                "issued again\n",
                "retried", s.retries());
-  if (h.count() > 0) {
-    fmt::print(out, "{:<18}mean {:.1f}  p50 {:.1f}  p99 {:.1f}  min {:.1f}  max {:.1f}\n",
-               "latency (ns)", lat.reported(h.mean()), ns(h.percentile(0.5)),
-               ns(h.percentile(0.99)), ns(h.min()), ns(h.max()));
-    fmt::print(out, "{:<18}{:.2f} GB/s of remote payload over a {} access phase\n", "bandwidth",
-               pod.summary().achieved_bandwidth() / 1e9, pretty(pod.summary().access_phase()));
-    const Breakdown& b = pod.summary().remote_breakdown();
-    fmt::print(out, "per-hop breakdown (mean ns per remote access)\n");
+  // With a warm-up, the latency, bandwidth and breakdown are the measured window's, the whole
+  // run's beside them.
+  const bool windowed = s.windowed();
+  const Distribution& mlat = windowed ? s.measured_latency() : lat;
+  const LogHistogram& mh = mlat.histogram();
+  if (windowed) {
+    const TrafficConfig& t = cfg.workload.traffic;
+    std::string warm;
+    if (t.warmup > Time{}) warm = "the first " + pretty(t.warmup);
+    if (t.warmup_accesses)
+      warm += fmt::format("{}the first {} accesses", warm.empty() ? "" : " and ", t.warmup_accesses);
+    fmt::print(out,
+               "{:<18}{} from {}: {} remote accesses measured; {} issued in warm-ups ({} of each "
+               "GPU's access phase) not measured\n",
+               "measured window", pretty(s.window().length()), pretty(s.window().start),
+               s.measured_accesses(), s.warmup_accesses(), warm);
+  }
+  if (mh.count() > 0) {
+    fmt::print(out, "{:<18}mean {:.1f}  p50 {:.1f}  p99 {:.1f}  min {:.1f}  max {:.1f}{}\n",
+               "latency (ns)", mlat.reported(mh.mean()), ns(mh.percentile(0.5)),
+               ns(mh.percentile(0.99)), ns(mh.min()), ns(mh.max()),
+               windowed && h.count() ? fmt::format("  (whole run: mean {:.1f}, p99 {:.1f})",
+                                                   lat.reported(h.mean()), ns(h.percentile(0.99)))
+                                     : std::string());
+    if (windowed)
+      fmt::print(out,
+                 "{:<18}{:.2f} GB/s of remote payload over the measured window (whole run: {:.2f} "
+                 "GB/s over a {} access phase)\n",
+                 "bandwidth", s.measured_bandwidth() / 1e9, s.achieved_bandwidth() / 1e9,
+                 pretty(s.access_phase()));
+    else
+      fmt::print(out, "{:<18}{:.2f} GB/s of remote payload over a {} access phase\n", "bandwidth",
+                 s.achieved_bandwidth() / 1e9, pretty(s.access_phase()));
+    const Breakdown& b = windowed ? s.measured_breakdown() : s.remote_breakdown();
+    fmt::print(out, "per-hop breakdown (mean ns per {}remote access)\n",
+               windowed ? "measured " : "");
     double total = 0;
     std::string last_dir;
     for (std::size_t i = 0; i < b.part_count(); ++i) {
@@ -152,6 +192,11 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
     if (reset_count)
       fmt::print(out, "  {:<16}{}{}\n", "node resets", resets,
                  reset_count > 8 ? fmt::format(" and {} more", reset_count - 8) : "");
+  }
+  if (!warnings.empty()) {
+    fmt::print(out, "warnings          {} (run.json \"warnings\")\n", warnings.size());
+    for (const RunWarning& w : warnings)
+      fmt::print(out, "  - {}: {}\n", w.code, w.text);
   }
   std::string names;
   for (const std::string& f : files)

@@ -1,5 +1,6 @@
 #include "sim/tools/regress.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 #include <unistd.h>
@@ -131,7 +132,14 @@ json::object result_of(const Case& c, const fs::path& out_dir, int exit_code) {
   return g;
 }
 
-void print_diffs(std::ostream& out, const std::vector<Difference>& d, std::size_t limit = 60) {
+// The run's own fields and the pod summary's first (what a reader looks at first), then every
+// component's, each in key order.
+void print_diffs(std::ostream& out, std::vector<Difference> d, std::size_t limit = 60) {
+  auto rank = [](const Difference& x) {
+    return x.key.rfind("stats.", 0) != 0 ? 0 : x.key.rfind("stats.pod.summary.", 0) == 0 ? 1 : 2;
+  };
+  std::stable_sort(d.begin(), d.end(),
+                   [&](const Difference& a, const Difference& b) { return rank(a) < rank(b); });
   for (std::size_t i = 0; i < d.size() && i < limit; ++i)
     fmt::print(out, "    {}: {} -> {}\n", d[i].key, d[i].golden, d[i].actual);
   if (d.size() > limit) fmt::print(out, "    ... and {} more\n", d.size() - limit);

@@ -102,12 +102,13 @@ Vary parse_vary(const std::string& text) {
 const std::vector<Headline>& headline_stats() {
   static const std::vector<Headline> h = {
       {"remote_accesses", "pod.summary.remote_accesses", "value"},
-      {"remote_latency_mean_ns", "pod.summary.remote_latency", "mean"},
-      {"remote_latency_p50_ns", "pod.summary.remote_latency", "p50"},
-      {"remote_latency_p90_ns", "pod.summary.remote_latency", "p90"},
-      {"remote_latency_p99_ns", "pod.summary.remote_latency", "p99"},
-      {"remote_latency_p999_ns", "pod.summary.remote_latency", "p999"},
-      {"achieved_bandwidth_GBps", "pod.summary.achieved_bandwidth", "value"},
+      {"remote_latency_mean_ns", "pod.summary.measured.remote_latency", "mean"},
+      {"remote_latency_p50_ns", "pod.summary.measured.remote_latency", "p50"},
+      {"remote_latency_p90_ns", "pod.summary.measured.remote_latency", "p90"},
+      {"remote_latency_p99_ns", "pod.summary.measured.remote_latency", "p99"},
+      {"remote_latency_p999_ns", "pod.summary.measured.remote_latency", "p999"},
+      {"achieved_bandwidth_GBps", "pod.summary.measured.achieved_bandwidth", "value"},
+      {"measured_window_ns", "pod.summary.measured.window_time", "value"},
       {"access_phase_time_ns", "pod.summary.access_phase_time", "value"},
       {"faults", "pod.summary.faults", "value"},
       {"retries", "pod.summary.retries", "value"},
@@ -403,6 +404,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   // Whether some point's stats.json has each column's stat and field (a --stat that none has
   // is a mistake, said below), and what the points' stats.json files hold, for suggestions.
   std::vector<bool> present(columns.size(), false);
+  bool any_warnings = false;
   std::vector<std::string> known;
   std::map<std::string, std::vector<std::string>> fields;
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -447,6 +449,19 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       stats[c.name] = v ? *v : json::value(nullptr);
     }
     row["stats"] = std::move(stats);
+    // The point's warnings (run.json): what its numbers do not measure as they seem to.
+    json::array warns;
+    const fs::path rfile = dir / "points" / fmt::format("{:03}", i) / "run.json";
+    if (fs::exists(rfile)) {
+      const json::value rj = json::parse(slurp(rfile));
+      if (const auto* w = rj.as_object().if_contains("warnings"); w && w->is_array())
+        for (const auto& x : w->as_array())
+          if (x.is_object())
+            if (const auto* c = x.as_object().if_contains("code"); c && c->is_string())
+              warns.push_back(*c);
+    }
+    any_warnings = any_warnings || !warns.empty();
+    row["warnings"] = std::move(warns);
     csv += "\n";
     rows.push_back(std::move(row));
   }
@@ -496,8 +511,10 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   for (const auto& t : table)
     md += " " + t + " |";
   if (failed_points) md += " result |";
+  if (any_warnings) md += " warnings |";
   md += "\n|";
-  for (std::size_t k = 0; k < opt.vary.size() + table.size() + (failed_points ? 1 : 0); ++k)
+  for (std::size_t k = 0;
+       k < opt.vary.size() + table.size() + (failed_points ? 1 : 0) + (any_warnings ? 1 : 0); ++k)
     md += "---|";
   md += "\n";
   for (const auto& row : doc["points"].as_array()) {
@@ -516,8 +533,18 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       const int code = row.at("exit_code").to_number<int>();
       md += code ? fmt::format(" FAILED (exit {}) |", code) : std::string(" ok |");
     }
+    if (any_warnings) {
+      std::string w;
+      for (const auto& c : row.at("warnings").as_array())
+        w += (w.empty() ? "" : ", ") + std::string(c.as_string());
+      md += " " + (w.empty() ? std::string("-") : w) + " |";
+    }
     md += "\n";
   }
+  if (any_warnings)
+    md +=
+        "\nwarnings: what a point's numbers do not measure as they seem to (points/NNN/run.json "
+        "\"warnings\" says it in words).\n";
   if (failed_points)
     md += fmt::format(
         "\n{} point(s) FAILED: their numbers are not the results of the run as configured "

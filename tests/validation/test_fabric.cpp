@@ -162,3 +162,62 @@ TEST_CASE(
   CHECK(sp.stat("pod.summary.remote_latency", "mean") >
         2 * rr.stat("pod.summary.remote_latency", "mean"));
 }
+
+TEST_CASE(
+    "helios-72 (one of its planes) against offered load: bandwidth tracks the load up to the "
+    "fabric's knee, where port and switch queueing take over",
+    "[validation][fabric][knee]") {
+  // helios-72 as shipped, reduced to one of its 18 planes (each plane is the same 72-port
+  // switch carrying 1/18 of every GPU's traffic: the same queues at the same load, 18 times
+  // fewer accesses to simulate). Every GPU loads 256 B from uniformly random peers at Poisson
+  // times for 20 us; the first 2 us are warm-up (cold TLBs, queues filling), left out.
+  struct Point {
+    double load, latency_ns, bandwidth_gbps, offered_gbps, queueing_ns, utilisation;
+  };
+  std::vector<Point> points;
+  for (double load : {0.2, 0.5, 0.8, 0.95}) {
+    auto r = run_podsim({"run", source_path("configs/helios-72.json"), "--set", "fabric.planes=1",
+                         "--set", "workload.traffic.injection=poisson", "--set",
+                         "workload.traffic.read_fraction=1.0", "--set",
+                         fmt::format("workload.traffic.offered_load={}", load), "--set",
+                         "workload.traffic.duration=20us", "--set", "workload.traffic.warmup=2us",
+                         "--set", "workload.setup=direct", "--quiet"});
+    INFO("offered load " << load << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto& parts =
+        r.stats->at("stats").at("pod.summary.measured.remote_breakdown").at("mean_parts");
+    double q = 0;  // time in the ports' transmit queues and the switch, both ways
+    for (const char* hop : {"req.port_tx", "req.switch", "resp.port_tx", "resp.switch"})
+      q += parts.at(hop).to_number<double>();
+    // Offered: every GPU's load responses fill `load` of its port, at the wire's efficiency
+    // for a 256 B data packet (computed from the config, not taken from the model).
+    const double offered = 72.0 * static_cast<double>(analysis::port_rate(*r.config)) / 8e9 *
+                           load * analysis::payload_efficiency(*r.config, 256);
+    points.push_back({load, r.stat("pod.summary.measured.remote_latency", "mean"),
+                      r.stat("pod.summary.measured.achieved_bandwidth"), offered, q,
+                      r.stat("pod.fabric.plane0.switch0.port0.measured_utilisation")});
+  }
+  for (const Point& p : points) {
+    INFO("offered load " << p.load << ": " << p.bandwidth_gbps << " of " << p.offered_gbps
+                         << " GB/s, latency " << p.latency_ns << " ns, queueing "
+                         << p.queueing_ns << " ns, switch port 0 busy " << p.utilisation);
+    // Below the knee the pod carries what is offered, and a switch port is busy at least that
+    // share of the window (the responses), plus the read requests' headers.
+    if (p.load <= 0.8) {
+      CHECK(p.bandwidth_gbps == Approx(p.offered_gbps).epsilon(0.02));
+      CHECK(p.utilisation >= p.load);
+      CHECK(p.utilisation <= p.load * 1.15);
+    }
+    CHECK(p.utilisation < 1.0);
+  }
+  // Flat, then rising: the latency barely moves up to half load, then queueing grows with
+  // every step, and at 95% (ports near full with responses and requests) it has taken over.
+  CHECK(points[1].latency_ns <= points[0].latency_ns * 1.02);
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    CHECK(points[i].queueing_ns > points[i - 1].queueing_ns);
+    CHECK(points[i].latency_ns >= points[i - 1].latency_ns);
+  }
+  CHECK(points[3].latency_ns >= 1.3 * points[0].latency_ns);
+  CHECK(points[3].queueing_ns - points[0].queueing_ns >= 200.0);
+  CHECK(points[3].bandwidth_gbps < 0.97 * points[3].offered_gbps);
+}

@@ -1,0 +1,225 @@
+#include "sim/pod/warnings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "fabric/framing.hpp"
+#include "sim/pod/pod.hpp"
+
+namespace podsim {
+
+namespace {
+
+// The config keys that govern the time an access spends in a hop.
+std::vector<std::string> keys_governing(const std::string& hop) {
+  if (hop == "issue") return {"gpu.compute.issue_latency"};
+  if (hop == "gpuvm")
+    return {"gpu.gpuvm (TLB entries, walkers, walk_level_latency)", "gpu.driver.max_fragment",
+            "gpu.vram.allocation", "gpu.vram.block_size", "workload.buffer_size"};
+  if (hop == "port_tx")
+    return {"fabric.port (lanes, lane_rate)", "fabric.planes", "workload.traffic.offered_load",
+            "workload.traffic.outstanding"};
+  if (hop == "link") return {"fabric.link"};
+  if (hop == "switch") return {"fabric.switch (latency, arbitration, buffers)"};
+  if (hop == "port_rx") return {"fabric.port"};
+  if (hop == "npa_mmu")
+    return {"gpu.npa_mmu (TLB entries, walkers)", "gpu.driver.max_fragment",
+            "gpu.vram.allocation"};
+  if (hop == "vram")
+    return {"gpu.vram (channel_bandwidth, access_latency, interleave)",
+            "workload.traffic.access_size"};
+  if (hop == "retry_wait")
+    return {"gpu.compute.retry_interval", "gpu.driver (revokes, migration)"};
+  return {};
+}
+
+std::string key_root(const std::string& k) {  // "gpu.gpuvm (TLB ...)" -> "gpu.gpuvm"
+  return k.substr(0, k.find(' '));
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string out;
+  for (const auto& s : v)
+    out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string num(std::uint64_t n) {  // 1234567 -> 1,234,567
+  std::string s = std::to_string(n), out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::string>& overrides) {
+  std::vector<RunWarning> out;
+  const PodConfig& cfg = pod.config();
+  const PodSummary& s = pod.summary();
+  const TrafficConfig& t = cfg.workload.traffic;
+  const Distribution& lat = s.windowed() ? s.measured_latency() : s.remote_latency();
+  const LogHistogram& h = lat.histogram();
+  const std::uint64_t measured = h.count();
+  const double mean_ps = measured ? h.mean() : 0.0;
+  const Time window = s.window().length();
+
+  // Nothing measured at all, though accesses ran.
+  if (s.windowed() && measured == 0 && s.remote_accesses() > 0)
+    out.push_back({"window_too_short",
+                   fmt::format("no remote access was measured: all {} were issued in the "
+                               "warm-up (workload.traffic.warmup {}, warmup_accesses {})",
+                               num(s.remote_accesses()), pretty(t.warmup), t.warmup_accesses)});
+
+  // The window against the latency: accesses in flight as it starts, and its drain, weigh on
+  // every figure unless it is many latencies long.
+  constexpr double kWindowLatencies = 20.0;
+  bool short_window = false;
+  if (measured > 0 && window > Time{} && mean_ps > 0) {
+    const double ratio = static_cast<double>(window.as_ps()) / mean_ps;
+    if (ratio < kWindowLatencies) {
+      short_window = true;
+      const double factor = kWindowLatencies / ratio;
+      const std::string how =
+          t.duration > Time{}
+              ? fmt::format("workload.traffic.duration={}",
+                            pretty(Time::ps(static_cast<std::int64_t>(
+                                std::ceil(static_cast<double>(t.duration.as_ps()) * factor)))))
+              : fmt::format("workload.traffic.accesses={}",
+                            num(static_cast<std::uint64_t>(
+                                std::ceil(static_cast<double>(t.accesses) * factor))));
+      out.push_back({"window_too_short",
+                     fmt::format("the measured window ({}) is only {:.1f} times the mean latency "
+                                 "({}): the accesses in flight as it starts and its drain at the "
+                                 "end weigh on every figure (bandwidth most); make it at least "
+                                 "{:.0f} times ({}), e.g. {}",
+                                 pretty(window), ratio,
+                                 pretty(Time::ps(static_cast<std::int64_t>(mean_ps))),
+                                 kWindowLatencies,
+                                 pretty(Time::ps(static_cast<std::int64_t>(mean_ps * kWindowLatencies))),
+                                 how)});
+    }
+  }
+
+  // Too few samples for the tail.
+  constexpr std::uint64_t kEnough = 10'000;
+  if (measured > 0 && measured < kEnough)
+    out.push_back({"too_few_accesses",
+                   fmt::format("only {} remote accesses were measured: the p99 rests on {} of "
+                               "them; {} or more give it 100",
+                               num(measured), measured / 100, num(kEnough))});
+
+  // A latency still moving between the halves of the window.
+  if (s.half_count(0) >= 100 && s.half_count(1) >= 100) {
+    const double a = static_cast<double>(s.half_mean(0).as_ps());
+    const double b = static_cast<double>(s.half_mean(1).as_ps());
+    if (a > 0 && std::abs(b - a) / a > 0.10)
+      out.push_back(
+          {"latency_trending",
+           b > a ? fmt::format("the mean latency is still rising: {} for accesses issued in the "
+                               "first half of the measured window, {} in the second (+{:.0f}%): "
+                               "queues are still growing, so the fabric is not in a steady state "
+                               "(the offered load may be more than it carries); a longer run "
+                               "shows whether it settles",
+                               pretty(s.half_mean(0)), pretty(s.half_mean(1)), 100 * (b - a) / a)
+                 : fmt::format("the mean latency is still falling: {} for accesses issued in the "
+                               "first half of the measured window, {} in the second ({:.0f}%): "
+                               "the start (cold TLBs, empty queues filling) is still in the "
+                               "window; set workload.traffic.warmup (or warmup_accesses) past it",
+                               pretty(s.half_mean(0)), pretty(s.half_mean(1)), 100 * (b - a) / a)});
+  }
+
+  // The offered load (Poisson injection) against what the measured window carried.
+  const std::uint32_t initiators =
+      cfg.workload.initiators.empty() ? cfg.pod.gpus
+                                      : static_cast<std::uint32_t>(cfg.workload.initiators.size());
+  const Breakdown& bd = s.windowed() ? s.measured_breakdown() : s.remote_breakdown();
+  std::size_t top = 0;
+  double top_mean = -1, total = 0;
+  for (std::size_t i = 0; i < bd.part_count(); ++i) {
+    total += bd.part_mean(i);
+    if (bd.part_mean(i) > top_mean) {
+      top_mean = bd.part_mean(i);
+      top = i;
+    }
+  }
+  const std::string top_hop = bd.part_count() ? bd.part_name(top) : std::string();
+  const std::string top_kind = top_hop.substr(top_hop.find('.') + 1);
+  if (t.injection == Injection::Poisson && t.trace.empty() &&
+      cfg.workload.kind == WorkloadKind::AllToAll && measured > 0) {
+    const PortConfig& port = cfg.fabric.port;
+    const double port_bytes_per_s =
+        static_cast<double>(port.lane_rate.bits_per_second()) * port.lanes / 8.0;
+    const double eff = payload_efficiency(t.access_size.count(), port);
+    const double reached =
+        s.measured_bandwidth() / initiators / eff / (port_bytes_per_s * cfg.fabric.planes);
+    if (reached < 0.9 * t.offered_load) {
+      std::string where;
+      if (short_window)
+        where = "mostly because the window is too short (above): its start and drain count";
+      else if (top_mean > 0)
+        where = fmt::format("the time goes to {} ({:.0f}% of the mean latency)", top_hop,
+                            100 * top_mean / total);
+      out.push_back({"offered_load_not_reached",
+                     fmt::format("the offered load was {:.2f} of each initiating GPU's port "
+                                 "bandwidth, but the measured window carried {:.2f} ({:.0f}% of "
+                                 "it); {}",
+                                 t.offered_load, reached, 100 * reached / t.offered_load, where)});
+    }
+  }
+
+  // One hop taking most of the latency.
+  if (measured > 0 && total > 0 && top_mean / total > 0.5) {
+    const auto keys = keys_governing(top_kind);
+    std::vector<std::string> given;  // this run's own settings, and whether any govern the hop
+    bool any_governs = false;
+    for (const std::string& o : overrides) {
+      const std::string k = o.substr(0, o.find('='));
+      given.push_back(k);
+      for (const std::string& g : keys)
+        any_governs = any_governs || k.rfind(key_root(g), 0) == 0;
+    }
+    out.push_back({"dominant_hop",
+                   fmt::format("{} takes {:.0f}% of the mean {}latency ({:.0f} of {:.0f} ns); "
+                               "what governs it: {}{}",
+                               top_hop, 100 * top_mean / total,
+                               s.windowed() ? "measured " : "", top_mean, total, join(keys),
+                               given.empty() || any_governs
+                                   ? std::string()
+                                   : fmt::format("; none of the settings given ({}) do",
+                                                 join(given)))});
+  }
+
+  // Accesses not served, and retried, in words.
+  if (s.faults() > 0) {
+    std::vector<std::string> parts;
+    if (s.gpuvm_faults())
+      parts.push_back(fmt::format("{} found no valid mapping in their own GPUVM and were never "
+                                  "sent (an import unmapped by a revoke or a reset)",
+                                  num(s.gpuvm_faults())));
+    if (s.remote_faults())
+      parts.push_back(fmt::format("{} were refused by the exporter: no valid NPA mapping "
+                                  "(revoked, released, or the exporter reset since the import)",
+                                  num(s.remote_faults())));
+    if (s.unreachable())
+      parts.push_back(fmt::format("{} were sent to a GPU that was down", num(s.unreachable())));
+    out.push_back({"not_served",
+                   fmt::format("{} accesses were not served, beside {} completed: {}; they are "
+                               "not in the latency or bandwidth figures",
+                               num(s.faults()), num(s.remote_accesses()), join(parts, "; "))});
+  }
+  if (s.retries() > 0)
+    out.push_back({"retried",
+                   fmt::format("{} times an access was answered \"retry\" (its page being revoked "
+                               "or moved: PTE.X) and issued again after "
+                               "gpu.compute.retry_interval; the wait is in its latency "
+                               "(retry_wait)",
+                               num(s.retries()))});
+  return out;
+}
+
+}  // namespace podsim

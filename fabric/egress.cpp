@@ -149,7 +149,8 @@ void Egress::commit(std::size_t tc, Time now) {
   replay_time_.inc(static_cast<std::uint64_t>(penalty.as_ps()));
 
   const Access& a = access_of(*q.gp);
-  if (a.measured != Measured::No) measured_busy_.inc(static_cast<std::uint64_t>((ser + penalty).as_ps()));
+  if (a.measured != Measured::No)
+    measured_busy_.inc(static_cast<std::uint64_t>((ser + penalty).as_ps()));
   packets_.inc();
   tl_bytes_.inc(q.tl);
   payload_bytes_.inc(payload_bytes_on_wire(a));

@@ -1,6 +1,6 @@
 // A set-associative TLB keyed by (address space, page), plain C++. An entry covers a fragment
-// of 2^f pages (f = 0 to 9: 4 KiB to 2 MiB); a lookup probes each size it holds entries of. Replacement is LRU, FIFO or random.
-// 0 entries: no TLB (every lookup misses).
+// of 2^f pages (f = 0 to 9: 4 KiB to 2 MiB); a lookup probes each size it holds entries of.
+// Replacement is LRU, FIFO or random. 0 entries: no TLB (every lookup misses).
 #pragma once
 
 #include <algorithm>
@@ -205,7 +205,7 @@ class Tlb {
   std::vector<std::uint64_t> tags_;  // what the lookup reads (and the replacement order)
   std::vector<Value> values_;
   std::array<std::uint32_t, kMaxFragment + 1> present_{};  // valid lines of each fragment size
-  std::uint32_t present_mask_ = 0;                          // the sizes with any
+  std::uint32_t present_mask_ = 0;                         // the sizes with any
 };
 
 }  // namespace podsim

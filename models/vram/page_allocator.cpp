@@ -115,7 +115,8 @@ std::optional<std::uint64_t> VramPageAllocator::free_block(std::uint64_t b) {
     if (s + b <= e.upper()) return s;
     return std::nullopt;
   };
-  auto it = set.lower_bound(Free::Interval(from, from + 1));  // the extent holding `from`, or the next
+  auto it =
+      set.lower_bound(Free::Interval(from, from + 1));  // the extent holding `from`, or the next
   if (it != set.end() && it->lower() <= from && from + b <= it->upper()) return from;
   for (auto i = it; i != set.end(); ++i)
     if (auto s = fits(*i)) return s;

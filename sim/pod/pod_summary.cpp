@@ -31,7 +31,7 @@ PodSummary::PodSummary(std::uint32_t planes, Time sample_interval)
                   "framing and Ethernet overhead; data and the driver's control writes)",
                   [this] { return payload_efficiency(); }),
       m_breakdown_(measured_, "remote_breakdown", "ns",
-                   "mean time of a measured remote access in each hop, all GPUs", 
+                   "mean time of a measured remote access in each hop, all GPUs",
                    ComputeAgent::breakdown_parts(), kPsPerNs),
       m_bandwidth_(measured_, "achieved_bandwidth", "GB/s",
                    "measured remote payload bytes per second over the measured window",

@@ -81,9 +81,9 @@ class PodSummary {
   // windows, all GPUs: how many, and their mean latency.
   std::uint64_t half_count(int h) const { return halves_[h].count; }
   Time half_mean(int h) const {
-    return halves_[h].count ? Time::ps(static_cast<std::int64_t>(halves_[h].latency_ps /
-                                                                 halves_[h].count))
-                            : Time{};
+    return halves_[h].count
+               ? Time::ps(static_cast<std::int64_t>(halves_[h].latency_ps / halves_[h].count))
+               : Time{};
   }
   const Distribution& import_time() const { return import_time_; }
   const Distribution& import_repeat_time() const { return import_repeat_time_; }

@@ -21,9 +21,9 @@
 #include "sim/pod/pod_config_io.hpp"
 #include "sim/pod/stats_json.hpp"
 #include "sim/pod/summary.hpp"
-#include "sim/pod/warnings.hpp"
 #include "sim/pod/tables.hpp"
 #include "sim/pod/trace.hpp"
+#include "sim/pod/warnings.hpp"
 
 #ifndef PODSIM_VERSION
 #define PODSIM_VERSION "0.0.0"

@@ -75,7 +75,8 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
     std::string warm;
     if (t.warmup > Time{}) warm = "the first " + pretty(t.warmup);
     if (t.warmup_accesses)
-      warm += fmt::format("{}the first {} accesses", warm.empty() ? "" : " and ", t.warmup_accesses);
+      warm +=
+          fmt::format("{}the first {} accesses", warm.empty() ? "" : " and ", t.warmup_accesses);
     fmt::print(out,
                "{:<18}{} from {}: {} remote accesses measured; {} issued in warm-ups ({} of each "
                "GPU's access phase) not measured\n",

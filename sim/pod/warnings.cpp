@@ -25,13 +25,11 @@ std::vector<std::string> keys_governing(const std::string& hop) {
   if (hop == "switch") return {"fabric.switch (latency, arbitration, buffers)"};
   if (hop == "port_rx") return {"fabric.port"};
   if (hop == "npa_mmu")
-    return {"gpu.npa_mmu (TLB entries, walkers)", "gpu.driver.max_fragment",
-            "gpu.vram.allocation"};
+    return {"gpu.npa_mmu (TLB entries, walkers)", "gpu.driver.max_fragment", "gpu.vram.allocation"};
   if (hop == "vram")
     return {"gpu.vram (channel_bandwidth, access_latency, interleave)",
             "workload.traffic.access_size"};
-  if (hop == "retry_wait")
-    return {"gpu.compute.retry_interval", "gpu.driver (revokes, migration)"};
+  if (hop == "retry_wait") return {"gpu.compute.retry_interval", "gpu.driver (revokes, migration)"};
   return {};
 }
 
@@ -92,16 +90,16 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
               : fmt::format("workload.traffic.accesses={}",
                             num(static_cast<std::uint64_t>(
                                 std::ceil(static_cast<double>(t.accesses) * factor))));
-      out.push_back({"window_too_short",
-                     fmt::format("the measured window ({}) is only {:.1f} times the mean latency "
-                                 "({}): the accesses in flight as it starts and its drain at the "
-                                 "end weigh on every figure (bandwidth most); make it at least "
-                                 "{:.0f} times ({}), e.g. {}",
-                                 pretty(window), ratio,
-                                 pretty(Time::ps(static_cast<std::int64_t>(mean_ps))),
-                                 kWindowLatencies,
-                                 pretty(Time::ps(static_cast<std::int64_t>(mean_ps * kWindowLatencies))),
-                                 how)});
+      out.push_back(
+          {"window_too_short",
+           fmt::format("the measured window ({}) is only {:.1f} times the mean latency "
+                       "({}): the accesses in flight as it starts and its drain at the "
+                       "end weigh on every figure (bandwidth most); make it at least "
+                       "{:.0f} times ({}), e.g. {}",
+                       pretty(window), ratio, pretty(Time::ps(static_cast<std::int64_t>(mean_ps))),
+                       kWindowLatencies,
+                       pretty(Time::ps(static_cast<std::int64_t>(mean_ps * kWindowLatencies))),
+                       how)});
     }
   }
 
@@ -114,9 +112,11 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
                                num(measured), measured / 100, num(kEnough))});
 
   // A latency still moving between the halves of the window.
+  bool rising = false;
   if (s.half_count(0) >= 100 && s.half_count(1) >= 100) {
     const double a = static_cast<double>(s.half_mean(0).as_ps());
     const double b = static_cast<double>(s.half_mean(1).as_ps());
+    rising = a > 0 && (b - a) / a > 0.10;
     if (a > 0 && std::abs(b - a) / a > 0.10)
       out.push_back(
           {"latency_trending",
@@ -134,9 +134,9 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
   }
 
   // The offered load (Poisson injection) against what the measured window carried.
-  const std::uint32_t initiators =
-      cfg.workload.initiators.empty() ? cfg.pod.gpus
-                                      : static_cast<std::uint32_t>(cfg.workload.initiators.size());
+  const std::uint32_t initiators = cfg.workload.initiators.empty()
+                                       ? cfg.pod.gpus
+                                       : static_cast<std::uint32_t>(cfg.workload.initiators.size());
   const Breakdown& bd = s.windowed() ? s.measured_breakdown() : s.remote_breakdown();
   std::size_t top = 0;
   double top_mean = -1, total = 0;
@@ -159,11 +159,21 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
         s.measured_bandwidth() / initiators / eff / (port_bytes_per_s * cfg.fabric.planes);
     if (reached < 0.9 * t.offered_load) {
       std::string where;
-      if (short_window)
-        where = "mostly because the window is too short (above): its start and drain count";
-      else if (top_mean > 0)
-        where = fmt::format("the time goes to {} ({:.0f}% of the mean latency)", top_hop,
-                            100 * top_mean / total);
+      const std::string hop = top_mean > 0 ? fmt::format("{} ({:.0f}% of the mean latency)",
+                                                         top_hop, 100 * top_mean / total)
+                                           : std::string("no hop in particular");
+      if (rising)
+        where =
+            "the latency was still rising (above): the pod does not carry this load, and "
+            "the time goes to " +
+            hop;
+      else if (short_window)
+        where =
+            "the window is too short (above): its start and drain weigh on the rate; the "
+            "time goes to " +
+            hop;
+      else
+        where = "the time goes to " + hop;
       out.push_back({"offered_load_not_reached",
                      fmt::format("the offered load was {:.2f} of each initiating GPU's port "
                                  "bandwidth, but the measured window carried {:.2f} ({:.0f}% of "
@@ -183,42 +193,44 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
       for (const std::string& g : keys)
         any_governs = any_governs || k.rfind(key_root(g), 0) == 0;
     }
-    out.push_back({"dominant_hop",
-                   fmt::format("{} takes {:.0f}% of the mean {}latency ({:.0f} of {:.0f} ns); "
-                               "what governs it: {}{}",
-                               top_hop, 100 * top_mean / total,
-                               s.windowed() ? "measured " : "", top_mean, total, join(keys),
-                               given.empty() || any_governs
-                                   ? std::string()
-                                   : fmt::format("; none of the settings given ({}) do",
-                                                 join(given)))});
+    out.push_back(
+        {"dominant_hop",
+         fmt::format("{} takes {:.0f}% of the mean {}latency ({:.0f} of {:.0f} ns); "
+                     "what governs it: {}{}",
+                     top_hop, 100 * top_mean / total, s.windowed() ? "measured " : "", top_mean,
+                     total, join(keys),
+                     given.empty() || any_governs
+                         ? std::string()
+                         : fmt::format("; none of the settings given ({}) do", join(given)))});
   }
 
   // Accesses not served, and retried, in words.
   if (s.faults() > 0) {
     std::vector<std::string> parts;
     if (s.gpuvm_faults())
-      parts.push_back(fmt::format("{} found no valid mapping in their own GPUVM and were never "
-                                  "sent (an import unmapped by a revoke or a reset)",
-                                  num(s.gpuvm_faults())));
+      parts.push_back(
+          fmt::format("{} found no valid mapping in their own GPUVM and were never "
+                      "sent (an import unmapped by a revoke or a reset)",
+                      num(s.gpuvm_faults())));
     if (s.remote_faults())
-      parts.push_back(fmt::format("{} were refused by the exporter: no valid NPA mapping "
-                                  "(revoked, released, or the exporter reset since the import)",
-                                  num(s.remote_faults())));
+      parts.push_back(
+          fmt::format("{} were refused by the exporter: no valid NPA mapping "
+                      "(revoked, released, or the exporter reset since the import)",
+                      num(s.remote_faults())));
     if (s.unreachable())
       parts.push_back(fmt::format("{} were sent to a GPU that was down", num(s.unreachable())));
-    out.push_back({"not_served",
-                   fmt::format("{} accesses were not served, beside {} completed: {}; they are "
-                               "not in the latency or bandwidth figures",
-                               num(s.faults()), num(s.remote_accesses()), join(parts, "; "))});
+    out.push_back(
+        {"not_served", fmt::format("{} accesses were not served, beside {} completed: {}; they are "
+                                   "not in the latency or bandwidth figures",
+                                   num(s.faults()), num(s.remote_accesses()), join(parts, "; "))});
   }
   if (s.retries() > 0)
-    out.push_back({"retried",
-                   fmt::format("{} times an access was answered \"retry\" (its page being revoked "
-                               "or moved: PTE.X) and issued again after "
-                               "gpu.compute.retry_interval; the wait is in its latency "
-                               "(retry_wait)",
-                               num(s.retries()))});
+    out.push_back(
+        {"retried", fmt::format("{} times an access was answered \"retry\" (its page being revoked "
+                                "or moved: PTE.X) and issued again after "
+                                "gpu.compute.retry_interval; the wait is in its latency "
+                                "(retry_wait)",
+                                num(s.retries()))});
   return out;
 }
 

@@ -1,9 +1,9 @@
 #include "sim/tools/regress.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <boost/json.hpp>
 #include <filesystem>

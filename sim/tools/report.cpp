@@ -343,15 +343,35 @@ std::string run_report(const fs::path& dir, std::string& title) {
         "<p class=note><b>This run failed</b> (see the table below and run.json): its "
         "results describe a run that did not complete as configured.</p>\n";
   body += table({"run", ""}, meta);
+  // What the run does not measure as it seems to (run.json "warnings"), before any number.
+  if (run_file && run_file->root().contains("warnings")) {
+    std::string items;
+    for (const J& w : run_file->root().at("warnings").items())
+      items += fmt::format("<li><b>{}</b>: {}</li>", svg::escape(w.at("code").str()),
+                           svg::escape(w.at("message").str()));
+    if (!items.empty())
+      body +=
+          "<div class=note><b>Warnings</b>: what this run does not measure as it seems to"
+          "<ul>" +
+          items + "</ul></div>\n";
+  }
   auto stat = [&](const std::string& key) -> std::optional<J> {
     if (!stats.contains(key)) return std::nullopt;
     return stats.at(key);
   };
   std::vector<std::vector<std::string>> head;
-  for (const char* k : {"remote_accesses", "achieved_bandwidth", "access_phase_time", "faults",
-                        "retries", "payload_efficiency"})
+  for (const char* k :
+       {"remote_accesses", "achieved_bandwidth", "access_phase_time", "faults", "retries",
+        "payload_efficiency", "measured.remote_accesses", "measured.warmup_accesses",
+        "measured.achieved_bandwidth", "measured.window_time"})
     if (const auto s = stat(std::string("pod.summary.") + k))
       head.push_back({k, fmt_num(s->at("value").num()), s->at("unit").str()});
+  if (run_file && run_file->root().contains("phases")) {
+    const J ph = run_file->root().at("phases");
+    for (const char* k : {"setup_ns", "access_ns", "teardown_ns"})
+      head.push_back({std::string("phase: ") + std::string(k).substr(0, std::string(k).size() - 3),
+                      pretty(Time::ps(std::llround(ph.at(k).num() * 1e3))), "simulated"});
+  }
   body += table({"headline", "value", "unit"}, head);
 
   // Latency by path: the table, and its CDF.
@@ -493,33 +513,52 @@ std::string run_report(const fs::path& dir, std::string& title) {
   else
     body += "<p class=note>No accesses completed: no bandwidth to draw.</p>\n";
 
-  // Switch ports: utilisation of each output.
-  body += "<h2>Switch-port utilisation</h2>\n";
-  static const std::regex port_key(
-      R"(pod\.fabric\.(.*(?:switch|leaf|spine)\d+)\.port(\d+)\.utilisation)");
-  std::map<std::string, std::vector<double>> util;
-  std::vector<std::string> order;
-  for (const auto& [key, v] : stats.members()) {
-    // std::regex matches by recursion, a frame per character: a key of ~100,000 characters
-    // (a damaged stats.json) overflowed the stack (exit 139). No podsim module path is long.
-    if (key.size() > 1024) continue;
-    std::smatch m;
-    if (!std::regex_match(key, m, port_key)) continue;
-    const std::string sw = m[1];
-    if (m[2].length() > 4) continue;  // no switch has that many ports: not one of podsim's
-    const auto port = static_cast<std::size_t>(std::stoul(m[2]));
-    auto [it, fresh] = util.try_emplace(sw);
-    if (fresh) order.push_back(sw);
-    if (it->second.size() <= port) it->second.resize(port + 1, -1.0);
-    it->second[port] = v.at("value").num();
-  }
-  std::vector<svg::HeatRow> rows;
-  for (const auto& sw : order)
-    rows.push_back({sw, util[sw]});
-  if (!rows.empty())
-    body += svg::heatmap("switch-utilisation", "Switch output-port utilisation", "port", rows);
+  // Ports: how busy each output was over the measured window (the whole run when the
+  // stats.json is older than measured windows), on one absolute scale.
+  const bool measured = stats.contains("pod.summary.measured.window_time");
+  const std::string which = measured ? "measured_utilisation" : "utilisation";
+  const std::string over = measured ? "over the measured window" : "over the run";
+  const std::string note =
+      measured ? "<p class=note>The share of the measured window (pod.summary.measured."
+                 "window_time) each output spent sending the measured accesses' packets "
+                 "(measured_utilisation in stats.json), on one scale from 0 to 100%.</p>\n"
+               : "<p class=note>The share of the whole run each output spent sending "
+                 "(these results predate measured windows), on one scale from 0 to 100%.</p>\n";
+  auto port_rows = [&](const std::regex& re) {
+    std::map<std::string, std::vector<double>> util;
+    std::vector<std::string> order;
+    for (const auto& [key, v] : stats.members()) {
+      // std::regex matches by recursion, a frame per character: a key of ~100,000 characters
+      // (a damaged stats.json) overflowed the stack (exit 139). No podsim module path is long.
+      if (key.size() > 1024) continue;
+      std::smatch m;
+      if (!std::regex_match(key, m, re) || m[3] != which) continue;
+      if (m[2].length() > 4) continue;  // no switch has that many ports: not one of podsim's
+      const auto port = static_cast<std::size_t>(std::stoul(m[2]));
+      auto [it, fresh] = util.try_emplace(m[1]);
+      if (fresh) order.push_back(m[1]);
+      if (it->second.size() <= port) it->second.resize(port + 1, -1.0);
+      it->second[port] = v.at("value").num();
+    }
+    std::vector<svg::HeatRow> rows;
+    for (const auto& r : order)
+      rows.push_back({r, util[r]});
+    return rows;
+  };
+  body += "<h2>Switch-port utilisation</h2>\n" + note;
+  static const std::regex switch_port(
+      R"(pod\.fabric\.(.*(?:switch|leaf|spine)\d+)\.port(\d+)\.(utilisation|measured_utilisation))");
+  if (const auto rows = port_rows(switch_port); !rows.empty())
+    body +=
+        svg::heatmap("switch-utilisation", "Switch output-port utilisation " + over, "port", rows);
   else
     body += "<p class=note>No switches in this pod.</p>\n";
+  body += "<h2>GPU-port utilisation</h2>\n";
+  static const std::regex gpu_port(
+      R"(pod\.(gpu\d+)\.port(\d+)\.tx\.(utilisation|measured_utilisation))");
+  if (const auto rows = port_rows(gpu_port); !rows.empty())
+    body +=
+        svg::heatmap("gpu-utilisation", "GPU port (transmit) utilisation " + over, "port", rows);
   return body;
 }
 

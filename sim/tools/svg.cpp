@@ -192,19 +192,25 @@ std::string heatmap(const std::string& id, const std::string& title,
   std::size_t cols = 0;
   for (const auto& r : rows)
     cols = std::max(cols, r.cells.size());
-  const int L = 130, T = 30, B = 60, R = 20;
+  const int L = 130, T = 30, B = 80, R = 20;
   const int cell = std::clamp(600 / static_cast<int>(std::max<std::size_t>(cols, 1)), 3, 24);
   const int rh = std::clamp(480 / static_cast<int>(std::max<std::size_t>(rows.size(), 1)), 3, 20);
-  const int W = std::max(L + cell * static_cast<int>(cols) + R, 420);
+  const int W = std::max(L + cell * static_cast<int>(cols) + R, 640);
   const int H = T + rh * static_cast<int>(rows.size()) + B;
   std::string s = open_svg(id, title, W, H);
   const bool label_rows = rh >= 9;
-  // The colour scale runs from idle to the busiest cell, so quiet pods still show contrast.
+  // One absolute scale, 0 to 100% busy, so that two reports (and two switches) compare; the
+  // busiest cell is named in the caption.
   double busiest = 0;
   for (const auto& r : rows)
     for (double v : r.cells)
       busiest = std::max(busiest, v);
-  if (busiest <= 0) busiest = 1;
+  auto colour = [](double v) {  // white (idle) to dark blue (always busy)
+    const double t = std::clamp(v, 0.0, 1.0);
+    return fmt::format("rgb({},{},{})", static_cast<int>(255 - t * (255 - 8)),
+                       static_cast<int>(255 - t * (255 - 48)),
+                       static_cast<int>(255 - t * (255 - 107)));
+  };
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const int y = T + static_cast<int>(r) * rh;
     if (label_rows || r % std::max<std::size_t>(1, rows.size() / 16) == 0)
@@ -213,21 +219,28 @@ std::string heatmap(const std::string& id, const std::string& title,
     for (std::size_t c = 0; c < rows[r].cells.size(); ++c) {
       const double v = rows[r].cells[c];
       if (v < 0) continue;
-      // white (idle) to dark blue (busy)
-      const double t = std::clamp(v / busiest, 0.0, 1.0);
-      const int red = static_cast<int>(255 - t * (255 - 8)),
-                green = static_cast<int>(255 - t * (255 - 48)),
-                blue = static_cast<int>(255 - t * (255 - 107));
       s += fmt::format(
-          R"~(<rect class="cell" x="{}" y="{}" width="{}" height="{}" fill="rgb({},{},{})" stroke="#eee" stroke-width="0.5"><title>{} {}{}: {:.1f}%</title></rect>)~",
-          L + static_cast<int>(c) * cell, y, cell, rh, red, green, blue, escape(rows[r].label),
+          R"~(<rect class="cell" x="{}" y="{}" width="{}" height="{}" fill="{}" stroke="#eee" stroke-width="0.5"><title>{} {}{}: {:.1f}%</title></rect>)~",
+          L + static_cast<int>(c) * cell, y, cell, rh, colour(v), escape(rows[r].label),
           escape(column_label), c, 100 * v);
     }
   }
   s += fmt::format(
-      R"(<text x="{}" y="{}" text-anchor="middle">{} (0 to {}); white: idle, dark blue: {:.2f}% (the busiest)</text>)",
-      std::max(L + cell * static_cast<int>(cols) / 2, 210), H - 20, escape(column_label),
+      R"(<text x="{}" y="{}" text-anchor="middle">{} (0 to {}); the busiest: {:.1f}%</text>)",
+      std::max(L + cell * static_cast<int>(cols) / 2, 210), H - 46, escape(column_label),
       cols ? cols - 1 : 0, 100 * busiest);
+  // The scale itself: eleven steps from 0% to 100%, labelled at the ends and the middle.
+  const int sx = L, sy = H - 34, sw = 20;
+  for (int k = 0; k <= 10; ++k)
+    s += fmt::format(
+        R"(<rect class="scale" x="{}" y="{}" width="{}" height="10" fill="{}" stroke="#ccc" stroke-width="0.5"/>)",
+        sx + k * sw, sy, sw, colour(k / 10.0));
+  for (int k : {0, 5, 10})
+    s += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" font-size="10">{}%</text>)",
+                     sx + k * sw + sw / 2, sy + 22, k * 10);
+  s += fmt::format(
+      R"(<text x="{}" y="{}" font-size="10">utilisation (fraction of the time busy)</text>)",
+      sx + 11 * sw + 8, sy + 9);
   return s + "</svg>\n";
 }
 

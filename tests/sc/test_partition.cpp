@@ -78,6 +78,19 @@ TEST_CASE("the default pod with direct setup and Poisson load split over 2 and 4
 }
 
 TEST_CASE(
+    "a measured window after a warm-up split over 2 and 3 ranks gives the one-rank outputs: "
+    "its utilisations come from every rank's ports",
+    "[partition]") {
+  // The window's utilisations are evaluated on rank 0 from the merged busy times over the
+  // window every rank's GPUs measured; a rank's own value would be over its own window.
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "workload.setup=direct", "--set",
+       "workload.traffic.injection=poisson", "--set", "workload.traffic.duration=4us", "--set",
+       "workload.traffic.warmup=1us"},
+      {2, 3});
+}
+
+TEST_CASE(
     "direct setup with unpinned memory split over 2 and 4 ranks: GPUs simulated elsewhere "
     "stay still",
     "[partition]") {

@@ -88,8 +88,34 @@ TEST_CASE("the report of a run draws its latency CDF, breakdown, bandwidth and s
   };
   CHECK(count("http") == count("xmlns=\"http://www.w3.org/2000/svg\""));  // no links out
   CHECK(count("src=") == 0);
-  for (const char* id : {"latency-cdf", "breakdown", "bandwidth", "switch-utilisation"})
+  for (const char* id :
+       {"latency-cdf", "breakdown", "bandwidth", "switch-utilisation", "gpu-utilisation"})
     CHECK_THAT(text, Catch::Contains(std::string("id=\"") + id + "\""));
+  // Utilisation over the measured window, on one absolute scale (shown): the busiest cell is
+  // as dark as its own share of the time, not dark because it is the busiest.
+  CHECK_THAT(text, Catch::Contains("over the measured window") && Catch::Contains(">100%<") &&
+                       Catch::Contains(">0%<"));
+  {
+    const std::regex cell(R"~(fill="rgb\((\d+),\d+,\d+\)"[^>]*><title>[^<]*: ([0-9.]+)%</title>)~");
+    double busiest = -1;
+    int busiest_red = -1;
+    int cells = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), cell);
+         it != std::sregex_iterator(); ++it, ++cells) {
+      const double pct = std::stod((*it)[2]);
+      if (pct > busiest) {
+        busiest = pct;
+        busiest_red = std::stoi((*it)[1]);
+      }
+    }
+    REQUIRE(cells > 8);
+    INFO("busiest cell " << busiest << "%");
+    REQUIRE(busiest > 0);
+    REQUIRE(busiest < 50);  // a light load: an absolute scale leaves it pale
+    CHECK(busiest_red == Approx(255 - busiest / 100 * (255 - 8)).margin(2));
+  }
+  // The run's warnings come first (8 GPUs x 1,000 accesses is too few for a p99).
+  CHECK_THAT(text, Catch::Contains("<b>Warnings</b>") && Catch::Contains("too_few_accesses"));
   CHECK_THAT(text, Catch::Contains("remote_via_3_switches"));
   // Numbers as people read them: no exponents, the simulated time in a fitting unit.
   CHECK_THAT(text, !Catch::Contains("e+0") && !Catch::Contains("e+1"));
@@ -100,7 +126,7 @@ TEST_CASE("the report of a run draws its latency CDF, breakdown, bandwidth and s
 
   const fs::path png = fs::current_path() / "artifacts" / "report-run.png";
   const std::string dom = render(html, png);
-  check_plots_drawn(dom, 4);
+  check_plots_drawn(dom, 5);
   CHECK(fs::file_size(png) > 30'000);  // a real picture, not a blank page
 }
 

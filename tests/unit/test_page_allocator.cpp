@@ -83,9 +83,9 @@ TEST_CASE("fragments: the largest aligned, contiguous run", "[vram][mmu]") {
     frames[i] = 8192 + i;
   auto frame = [&](std::uint64_t i) { return frames[i]; };
   CHECK(best_fragment(0, 0, 1024, frame) == kFragment2M);
-  CHECK(best_fragment(1, 0, 1024, frame) == 0);             // VA not aligned
-  CHECK(best_fragment(16, 0, 100, frame) == kFragment64K);  // too short for 2 MiB
-  CHECK(best_fragment(0, 0, 256, frame) == 8);              // 1 MiB: any power of two
+  CHECK(best_fragment(1, 0, 1024, frame) == 0);                           // VA not aligned
+  CHECK(best_fragment(16, 0, 100, frame) == kFragment64K);                // too short for 2 MiB
+  CHECK(best_fragment(0, 0, 256, frame) == 8);                            // 1 MiB: any power of two
   CHECK(best_fragment(0, 0, 1024, frame, kFragment64K) == kFragment64K);  // the driver's cap
   CHECK(best_fragment(0, 0, 1024, frame, 0) == 0);
   frames[5] = 7;                                 // a hole

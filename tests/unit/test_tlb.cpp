@@ -279,7 +279,8 @@ TEST_CASE("a TLB's replacement is exact LRU or FIFO, in narrow sets and in wide 
         const std::uint32_t space = static_cast<std::uint32_t>(rng.below(2));
         const std::uint64_t page = rng.below(3 * entries);
         // Mostly single pages, some fragments of every size.
-        const auto f = static_cast<std::uint8_t>(rng.below(3) == 0 ? rng.below(kMaxFragment + 1) : 0);
+        const auto f =
+            static_cast<std::uint8_t>(rng.below(3) == 0 ? rng.below(kMaxFragment + 1) : 0);
         const bool hit = tlb.lookup(space, page).value != nullptr;
         INFO((policy == Replacement::Lru ? "LRU" : "FIFO")
              << " entries " << entries << " ways " << ways << " step " << step);

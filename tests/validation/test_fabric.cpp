@@ -191,16 +191,16 @@ TEST_CASE(
       q += parts.at(hop).to_number<double>();
     // Offered: every GPU's load responses fill `load` of its port, at the wire's efficiency
     // for a 256 B data packet (computed from the config, not taken from the model).
-    const double offered = 72.0 * static_cast<double>(analysis::port_rate(*r.config)) / 8e9 *
-                           load * analysis::payload_efficiency(*r.config, 256);
+    const double offered = 72.0 * static_cast<double>(analysis::port_rate(*r.config)) / 8e9 * load *
+                           analysis::payload_efficiency(*r.config, 256);
     points.push_back({load, r.stat("pod.summary.measured.remote_latency", "mean"),
                       r.stat("pod.summary.measured.achieved_bandwidth"), offered, q,
                       r.stat("pod.fabric.plane0.switch0.port0.measured_utilisation")});
   }
   for (const Point& p : points) {
     INFO("offered load " << p.load << ": " << p.bandwidth_gbps << " of " << p.offered_gbps
-                         << " GB/s, latency " << p.latency_ns << " ns, queueing "
-                         << p.queueing_ns << " ns, switch port 0 busy " << p.utilisation);
+                         << " GB/s, latency " << p.latency_ns << " ns, queueing " << p.queueing_ns
+                         << " ns, switch port 0 busy " << p.utilisation);
     // Below the knee the pod carries what is offered, and a switch port is busy at least that
     // share of the window (the responses), plus the read requests' headers.
     if (p.load <= 0.8) {

@@ -88,6 +88,7 @@ constexpr const char* kUsage =
     "  sweep CONFIG --vary key=v1,v2,...\n"
     "                        run a grid of points (parallel processes), one CSV/JSON row each\n"
     "  report DIR            one HTML file with the plots of a run's or a sweep's output\n"
+    "  report RUN_A RUN_B    two runs side by side (config difference, numbers, plots)\n"
     "  regress               run the shipped configs briefly, compare with golden results\n"
     "  bench                 how fast podsim simulates: 8 to 1,024 GPUs, closed-loop and Poisson\n"
     "  campaign              a randomized fault campaign: generated scenarios, each judged\n"
@@ -236,21 +237,43 @@ int cmd_sweep(const std::vector<std::string>& args) {
 }
 
 int cmd_report(const std::vector<std::string>& args) {
-  po::options_description desc("podsim report RUN_OR_SWEEP_DIR [options]");
-  desc.add_options()("help,h", "this help")("out,o", po::value<std::string>(),
-                                            "the HTML file to write (default: DIR/report.html)");
+  po::options_description desc(
+      "podsim report RUN_OR_SWEEP_DIR [options]\n"
+      "podsim report RUN_DIR OTHER_RUN_DIR [options]   (two runs side by side)");
+  desc.add_options()("help,h", "this help")(
+      "out,o", po::value<std::string>(),
+      "the HTML file to write (default: DIR/report.html; for two runs ./podsim-compare.html)");
+  po::options_description all;
+  all.add(desc);
+  all.add_options()("dirs", po::value<std::vector<std::string>>(), "directories");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
   po::variables_map vm;
-  if (int rc = parse("report", args, desc, true, vm)) return rc;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    fmt::print(std::cerr, "podsim report: {}\nTry 'podsim report --help'.\n", e.what());
+    return 2;
+  }
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
   }
-  if (!vm.count("config")) {
+  const auto dirs =
+      vm.count("dirs") ? vm["dirs"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (dirs.empty()) {
     std::cerr << "podsim report: which directory? (a run's --out or a sweep's --out)\n";
     return 2;
   }
+  if (dirs.size() > 2) {
+    std::cerr << "podsim report: one directory (a run or a sweep), or two runs to compare; got "
+              << dirs.size() << "\n";
+    return 2;
+  }
   podsim::tools::ReportOptions opt;
-  opt.dir = vm["config"].as<std::string>();
+  opt.dir = dirs[0];
+  if (dirs.size() == 2) opt.against = dirs[1];
   if (vm.count("out")) opt.out = vm["out"].as<std::string>();
   return podsim::tools::report_command(opt, std::cout, std::cerr);
 }

@@ -229,6 +229,140 @@ std::optional<double> to_double(const std::string& s) {
   return std::nullopt;
 }
 
+std::string fmt_num(double v);
+
+// A run's latency.csv (a table row per path) and latency_histogram.csv (a CDF per path).
+struct LatencyData {
+  std::vector<std::string> paths;  // in the table's order
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, std::vector<std::pair<double, double>>> cdf;
+};
+LatencyData read_latency(const fs::path& dir) {
+  LatencyData d;
+  const Csv lat(dir / "latency.csv");
+  if (lat.size() > 0) {
+    const std::size_t path = lat.col("path");
+    std::vector<std::size_t> cols;
+    for (const char* c : {"count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns"})
+      cols.push_back(lat.col(c));
+    for (std::size_t r = 0; r < lat.size(); ++r) {
+      std::vector<std::string> row{lat.text(r, path)};
+      for (std::size_t c : cols)
+        row.push_back(fmt_num(lat.num(r, c)));
+      d.rows.push_back(std::move(row));
+      d.paths.push_back(lat.text(r, path));
+    }
+  }
+  const Csv hist(dir / "latency_histogram.csv");
+  if (hist.size() > 0) {
+    const std::size_t path = hist.col("path"), lower = hist.col("lower_ns"),
+                      upper = hist.col("upper_ns"), count = hist.col("count");
+    std::map<std::string, double> totals, seen;
+    for (std::size_t r = 0; r < hist.size(); ++r)
+      totals[hist.text(r, path)] += hist.num(r, count);
+    for (std::size_t r = 0; r < hist.size(); ++r) {
+      const std::string& p = hist.text(r, path);
+      if (totals[p] <= 0) continue;
+      if (d.cdf[p].empty()) d.cdf[p].push_back({hist.num(r, lower), 0.0});
+      seen[p] += hist.num(r, count);
+      d.cdf[p].push_back({hist.num(r, upper), seen[p] / totals[p]});
+    }
+  }
+  return d;
+}
+// The CDF lines, in the table's order, their names after `prefix`. A CDF identical to one
+// before it is not drawn over it (it would hide it): the line's name says both ("remote =
+// remote_via_1_switch").
+std::vector<svg::Line> cdf_lines_of(const LatencyData& d, const std::string& prefix) {
+  std::vector<svg::Line> lines;
+  for (const std::string& p : d.paths) {
+    const auto it = d.cdf.find(p);
+    if (it == d.cdf.end()) continue;
+    auto same = std::find_if(lines.begin(), lines.end(),
+                             [&](const svg::Line& l) { return l.points == it->second; });
+    if (same != lines.end())
+      same->name += " = " + p;
+    else
+      lines.push_back({prefix + p, it->second});
+  }
+  return lines;
+}
+
+// A bar of the per-hop breakdown chart from a Breakdown stat (nothing if it has no samples);
+// parts are added to `parts` as they are first met.
+void add_breakdown_bar(std::vector<std::string>& parts, std::vector<svg::Bar>& bars,
+                       const std::string& label, const J& s) {
+  if (s.at("samples").num() <= 0) return;
+  svg::Bar b{label, std::vector<double>(parts.size(), 0.0)};
+  for (const auto& [name, mean] : s.at("mean_parts").members()) {
+    auto it = std::find(parts.begin(), parts.end(), name);
+    if (it == parts.end()) {
+      parts.push_back(name);
+      for (auto& other : bars)
+        other.parts.push_back(0.0);
+      b.parts.push_back(0.0);
+      it = parts.end() - 1;
+    }
+    b.parts[static_cast<std::size_t>(it - parts.begin())] = mean.num();
+  }
+  bars.push_back(std::move(b));
+}
+// Leaves out the parts that are zero in every bar; returns the parts kept.
+std::vector<std::string> drop_empty_parts(const std::vector<std::string>& parts,
+                                          std::vector<svg::Bar>& bars) {
+  std::vector<std::string> kept;
+  std::vector<std::size_t> keep;
+  for (std::size_t p = 0; p < parts.size(); ++p)
+    if (std::any_of(bars.begin(), bars.end(), [&](const svg::Bar& b) { return b.parts[p] > 0; })) {
+      kept.push_back(parts[p]);
+      keep.push_back(p);
+    }
+  for (auto& b : bars) {
+    std::vector<double> v;
+    for (std::size_t p : keep)
+      v.push_back(b.parts[p]);
+    b.parts = std::move(v);
+  }
+  return kept;
+}
+
+// The bandwidth series of a run's timeseries.csv over the span that had traffic (setup before
+// it can take most of a run), padded; names after `prefix`; with `from_start`, times count
+// from the first bin with traffic (so that two runs line up).
+std::vector<svg::Line> bandwidth_lines(const fs::path& dir, const std::string& prefix,
+                                       bool from_start) {
+  const Csv ts(dir / "timeseries.csv");
+  std::vector<svg::Line> bw;
+  if (ts.size() == 0) return bw;
+  const std::size_t t = ts.col("t_ns");
+  std::vector<std::size_t> series;
+  for (std::size_t c = 0; c < ts.head().size(); ++c)
+    if (c != t) series.push_back(c);
+  std::size_t first = ts.size(), last = 0;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    ts.num(i, t);
+    for (std::size_t c : series)
+      if (ts.num(i, c) > 0) {
+        first = std::min(first, i);
+        last = std::max(last, i);
+      }
+  }
+  if (first > last) return bw;
+  const std::size_t pad = std::max<std::size_t>(2, (last - first) / 20);
+  const std::size_t lo = first > pad ? first - pad : 0;
+  const std::size_t hi = std::min(ts.size() - 1, last + pad);
+  const double zero = from_start ? ts.num(first, t) : 0.0;
+  for (std::size_t c : series) {
+    const std::string& col = ts.head()[c];
+    svg::Line l{prefix + col.substr(0, col.find('_')), {}};
+    for (std::size_t i = from_start ? first : lo; i <= hi; ++i)
+      l.points.push_back({(ts.num(i, t) - zero) / 1000.0, ts.num(i, c)});
+    if (std::any_of(l.points.begin(), l.points.end(), [](const auto& p) { return p.second > 0; }))
+      bw.push_back(std::move(l));
+  }
+  return bw;
+}
+
 std::string page(const std::string& title, const std::string& body) {
   return fmt::format(R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{0}</title>
@@ -375,43 +509,10 @@ std::string run_report(const fs::path& dir, std::string& title) {
   body += table({"headline", "value", "unit"}, head);
 
   // Latency by path: the table, and its CDF.
-  const Csv lat(dir / "latency.csv");
-  std::vector<std::string> lat_paths;
-  std::vector<std::vector<std::string>> lrows;
-  if (lat.size() > 0) {
-    const std::size_t path = lat.col("path");
-    std::vector<std::size_t> cols;
-    for (const char* c : {"count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns"})
-      cols.push_back(lat.col(c));
-    for (std::size_t r = 0; r < lat.size(); ++r) {
-      std::vector<std::string> row{lat.text(r, path)};
-      for (std::size_t c : cols)
-        row.push_back(fmt_num(lat.num(r, c)));
-      lrows.push_back(std::move(row));
-      lat_paths.push_back(lat.text(r, path));
-    }
-  }
+  const LatencyData ld = read_latency(dir);
   body += "<h2>Latency by path</h2>\n";
-  body += table({"path", "count", "mean ns", "p50", "p90", "p99", "p99.9", "max"}, lrows);
-  std::map<std::string, std::vector<std::pair<double, double>>> cdf;
-  const Csv hist(dir / "latency_histogram.csv");
-  if (hist.size() > 0) {
-    const std::size_t path = hist.col("path"), lower = hist.col("lower_ns"),
-                      upper = hist.col("upper_ns"), count = hist.col("count");
-    std::map<std::string, double> totals, seen;
-    for (std::size_t r = 0; r < hist.size(); ++r)
-      totals[hist.text(r, path)] += hist.num(r, count);
-    for (std::size_t r = 0; r < hist.size(); ++r) {
-      const std::string& p = hist.text(r, path);
-      if (totals[p] <= 0) continue;
-      if (cdf[p].empty()) cdf[p].push_back({hist.num(r, lower), 0.0});
-      seen[p] += hist.num(r, count);
-      cdf[p].push_back({hist.num(r, upper), seen[p] / totals[p]});
-    }
-  }
-  std::vector<svg::Line> cdf_lines;
-  for (const std::string& p : lat_paths)  // in the table's order
-    if (cdf.count(p) && !(p == "remote" && lat_paths.size() == 3)) cdf_lines.push_back({p, cdf[p]});
+  body += table({"path", "count", "mean ns", "p50", "p90", "p99", "p99.9", "max"}, ld.rows);
+  const std::vector<svg::Line> cdf_lines = cdf_lines_of(ld, "");
   if (!cdf_lines.empty())
     body += svg::line_chart("latency-cdf", "Latency CDF by path", {"latency (ns)", {}},
                             {"fraction of accesses at or below", {}}, cdf_lines, true);
@@ -423,20 +524,7 @@ std::string run_report(const fs::path& dir, std::string& title) {
   std::vector<std::string> parts;
   std::vector<svg::Bar> bars;
   auto add_bar = [&](const std::string& label, const J& s) {
-    if (s.at("samples").num() <= 0) return;
-    svg::Bar b{label, std::vector<double>(parts.size(), 0.0)};
-    for (const auto& [name, mean] : s.at("mean_parts").members()) {
-      auto it = std::find(parts.begin(), parts.end(), name);
-      if (it == parts.end()) {
-        parts.push_back(name);
-        for (auto& other : bars)
-          other.parts.push_back(0.0);
-        b.parts.push_back(0.0);
-        it = parts.end() - 1;
-      }
-      b.parts[static_cast<std::size_t>(it - parts.begin())] = mean.num();
-    }
-    bars.push_back(std::move(b));
+    add_breakdown_bar(parts, bars, label, s);
   };
   if (const auto s = stat("pod.summary.remote_breakdown")) add_bar("all GPUs", *s);
   std::size_t gpus_shown = 0, gpus = 0;
@@ -448,20 +536,7 @@ std::string run_report(const fs::path& dir, std::string& title) {
       ++gpus_shown;
     }
   }
-  // Parts that are zero everywhere are left out.
-  std::vector<std::string> kept;
-  std::vector<std::size_t> keep;
-  for (std::size_t p = 0; p < parts.size(); ++p)
-    if (std::any_of(bars.begin(), bars.end(), [&](const svg::Bar& b) { return b.parts[p] > 0; })) {
-      kept.push_back(parts[p]);
-      keep.push_back(p);
-    }
-  for (auto& b : bars) {
-    std::vector<double> v;
-    for (std::size_t p : keep)
-      v.push_back(b.parts[p]);
-    b.parts = std::move(v);
-  }
+  const std::vector<std::string> kept = drop_empty_parts(parts, bars);
   if (!bars.empty()) {
     body += svg::stacked_bars("breakdown", "Mean remote access, hop by hop", "ns", kept, bars);
     if (gpus_shown < gpus)
@@ -475,36 +550,7 @@ std::string run_report(const fs::path& dir, std::string& title) {
 
   // Bandwidth over time.
   body += "<h2>Bandwidth over time</h2>\n";
-  const Csv ts(dir / "timeseries.csv");
-  std::vector<svg::Line> bw;
-  if (ts.size() > 0) {
-    const std::size_t t = ts.col("t_ns");
-    std::vector<std::size_t> series;
-    for (std::size_t c = 0; c < ts.head().size(); ++c)
-      if (c != t) series.push_back(c);
-    // Drawn over the span that had traffic (setup before it can take most of a run), padded.
-    std::size_t first = ts.size(), last = 0;
-    for (std::size_t i = 0; i < ts.size(); ++i) {
-      ts.num(i, t);
-      for (std::size_t c : series)
-        if (ts.num(i, c) > 0) {
-          first = std::min(first, i);
-          last = std::max(last, i);
-        }
-    }
-    if (first <= last) {
-      const std::size_t pad = std::max<std::size_t>(2, (last - first) / 20);
-      const std::size_t lo = first > pad ? first - pad : 0;
-      const std::size_t hi = std::min(ts.size() - 1, last + pad);
-      for (std::size_t c : series) {
-        const std::string& col = ts.head()[c];
-        svg::Line l{col.substr(0, col.find('_')), {}};
-        for (std::size_t i = lo; i <= hi; ++i)
-          l.points.push_back({ts.num(i, t) / 1000.0, ts.num(i, c)});
-        bw.push_back(std::move(l));
-      }
-    }
-  }
+  const std::vector<svg::Line> bw = bandwidth_lines(dir, "", false);
   if (!bw.empty())
     body += svg::line_chart("bandwidth", "Payload bandwidth over time, all GPUs",
                             {"simulated time (us)", {}}, {"GB/s", {}}, bw);
@@ -674,12 +720,170 @@ std::string sweep_report(const fs::path& dir, std::string& title) {
 
 }  // namespace
 
+// ---- two runs side by side ---------------------------------------------------------------
+
+// Every leaf of a config as key path -> its JSON text.
+void flatten(const json::value& v, const std::string& at, std::map<std::string, std::string>& out) {
+  if (v.is_object() && !v.get_object().empty()) {
+    for (const auto& [k, e] : v.get_object())
+      flatten(e, at.empty() ? std::string(k) : at + "." + std::string(k), out);
+    return;
+  }
+  out[at] = json::serialize(v);
+}
+
+std::string compare_report(const fs::path& a, const fs::path& b, std::string& title) {
+  for (const fs::path& d : {a, b})
+    if (!fs::exists(d / "stats.json"))
+      throw ReportError(
+          fmt::format("{} holds no run's results (stats.json): podsim report A B compares two runs",
+                      d.string()));
+  // Each run named by its directory's last part when those differ and are short (legends stay
+  // readable), else "A" and "B"; the page says which directory is which.
+  auto base = [](const fs::path& d) {
+    const fs::path p = d.has_filename() ? d : d.parent_path();
+    return p.filename().string();
+  };
+  std::string la = base(a), lb = base(b);
+  if (la == lb || la.empty() || lb.empty() || la.size() > 16 || lb.size() > 16) {
+    la = "A";
+    lb = "B";
+  }
+  title = fmt::format("podsim: {} against {}", la, lb);
+  const JsonFile sa_file = read_json(a / "stats.json"), sb_file = read_json(b / "stats.json");
+  const J sa = sa_file.root().at("stats"), sb = sb_file.root().at("stats");
+  std::string body =
+      fmt::format("<p>{}: <code>{}</code><br>{}: <code>{}</code></p>\n", svg::escape(la),
+                  svg::escape(a.string()), svg::escape(lb), svg::escape(b.string()));
+
+  // What differs between the two configs (config.json: every value, defaults filled in).
+  body += "<h2>Config differences</h2>\n";
+  if (fs::exists(a / "config.json") && fs::exists(b / "config.json")) {
+    std::map<std::string, std::string> ca, cb;
+    flatten(read_json(a / "config.json").doc, "", ca);
+    flatten(read_json(b / "config.json").doc, "", cb);
+    std::vector<std::vector<std::string>> rows;
+    std::set<std::string> keys;
+    for (const auto& [k, v] : ca)
+      keys.insert(k);
+    for (const auto& [k, v] : cb)
+      keys.insert(k);
+    for (const std::string& k : keys) {
+      const auto ia = ca.find(k), ib = cb.find(k);
+      const std::string va = ia == ca.end() ? "(absent)" : ia->second;
+      const std::string vb = ib == cb.end() ? "(absent)" : ib->second;
+      if (va != vb) rows.push_back({k, va, vb});
+    }
+    if (rows.empty())
+      body += "<p class=note>The two configs are the same, seed included.</p>\n";
+    else
+      body += table({"key", la, lb}, rows);
+  } else {
+    body += "<p class=note>A config.json is missing: the configs cannot be compared.</p>\n";
+  }
+
+  // Warnings of either run, first.
+  for (const auto& [label, dir] : {std::pair{la, a}, std::pair{lb, b}}) {
+    if (!fs::exists(dir / "run.json")) continue;
+    const JsonFile rf = read_json(dir / "run.json");
+    if (!rf.root().contains("warnings")) continue;
+    std::string items;
+    for (const J& w : rf.root().at("warnings").items())
+      items += fmt::format("<li><b>{}</b>: {}</li>", svg::escape(w.at("code").str()),
+                           svg::escape(w.at("message").str()));
+    if (!items.empty())
+      body += fmt::format("<div class=note><b>Warnings of {}</b><ul>{}</ul></div>\n",
+                          svg::escape(label), items);
+  }
+
+  // The headline numbers, each run's and their ratio.
+  const bool measured = sa.contains("pod.summary.measured.window_time") &&
+                        sb.contains("pod.summary.measured.window_time");
+  std::vector<std::vector<std::string>> head;
+  auto ratio = [](double x, double y) { return x > 0 ? fmt::format("{:.3f}", y / x) : "-"; };
+  auto row = [&](const std::string& name, const std::string& key, const std::string& field) {
+    if (!sa.contains(key) || !sb.contains(key)) return;
+    const J x = sa.at(key), y = sb.at(key);
+    if (!x.contains(field) || !y.contains(field)) return;
+    head.push_back({name, fmt_num(x.at(field).num()), fmt_num(y.at(field).num()),
+                    ratio(x.at(field).num(), y.at(field).num())});
+  };
+  const std::string lat =
+      measured ? "pod.summary.measured.remote_latency" : "pod.summary.remote_latency";
+  row("remote accesses", "pod.summary.remote_accesses", "value");
+  row("latency mean (ns)", lat, "mean");
+  row("latency p50 (ns)", lat, "p50");
+  row("latency p99 (ns)", lat, "p99");
+  row("latency p99.9 (ns)", lat, "p999");
+  row("achieved bandwidth (GB/s)",
+      measured ? "pod.summary.measured.achieved_bandwidth" : "pod.summary.achieved_bandwidth",
+      "value");
+  if (measured) row("measured window (ns)", "pod.summary.measured.window_time", "value");
+  row("access phase (ns)", "pod.summary.access_phase_time", "value");
+  row("not served", "pod.summary.faults", "value");
+  row("retried", "pod.summary.retries", "value");
+  row("payload efficiency", "pod.summary.payload_efficiency", "value");
+  row("invariant violations", "pod.summary.invariant_violations", "value");
+  body +=
+      fmt::format("<p class=note>Latency and bandwidth {}.</p>\n",
+                  measured ? "over each run's measured window" : "over each run's access phases");
+  body += table({"", la, lb, lb + " / " + la}, head);
+
+  // Latency by path, both runs, and their CDFs on the same axes.
+  const LatencyData da = read_latency(a), db = read_latency(b);
+  body += "<h2>Latency by path</h2>\n";
+  std::vector<std::vector<std::string>> lrows;
+  for (const auto& [label, d] : {std::pair{la, &da}, std::pair{lb, &db}})
+    for (auto r : d->rows) {
+      r.insert(r.begin(), label);
+      lrows.push_back(std::move(r));
+    }
+  body += table({"run", "path", "count", "mean ns", "p50", "p90", "p99", "p99.9", "max"}, lrows);
+  std::vector<svg::Line> cdf = cdf_lines_of(da, la + ": ");
+  for (auto& l : cdf_lines_of(db, lb + ": "))
+    cdf.push_back(std::move(l));
+  if (!cdf.empty())
+    body += svg::line_chart("latency-cdf", "Latency CDF by path, both runs", {"latency (ns)", {}},
+                            {"fraction of accesses at or below", {}}, cdf, true);
+
+  // Where the time goes: one bar per run.
+  body += "<h2>Per-hop breakdown of a remote access</h2>\n";
+  std::vector<std::string> parts;
+  std::vector<svg::Bar> bars;
+  const std::string bd =
+      measured ? "pod.summary.measured.remote_breakdown" : "pod.summary.remote_breakdown";
+  if (sa.contains(bd)) add_breakdown_bar(parts, bars, la, sa.at(bd));
+  if (sb.contains(bd)) add_breakdown_bar(parts, bars, lb, sb.at(bd));
+  const std::vector<std::string> kept = drop_empty_parts(parts, bars);
+  if (!bars.empty())
+    body += svg::stacked_bars("breakdown", "Mean remote access, hop by hop", "ns", kept, bars);
+  else
+    body += "<p class=note>No remote accesses in either run: no breakdown.</p>\n";
+
+  // Bandwidth over time, each from its own first traffic.
+  body += "<h2>Bandwidth over time</h2>\n";
+  std::vector<svg::Line> bw = bandwidth_lines(a, la + ": ", true);
+  for (auto& l : bandwidth_lines(b, lb + ": ", true))
+    bw.push_back(std::move(l));
+  if (!bw.empty())
+    body +=
+        svg::line_chart("bandwidth", "Payload bandwidth over time, all GPUs, both runs",
+                        {"time since the run's first completed access (us)", {}}, {"GB/s", {}}, bw);
+  else
+    body += "<p class=note>No accesses completed in either run: no bandwidth to draw.</p>\n";
+  return body;
+}
+
 int report_command(const ReportOptions& opt, std::ostream& out, std::ostream& err) {
   const fs::path dir(opt.dir);
-  const fs::path file = opt.out ? fs::path(*opt.out) : dir / "report.html";
+  const fs::path file = opt.out               ? fs::path(*opt.out)
+                        : opt.against.empty() ? dir / "report.html"
+                                              : fs::path("podsim-compare.html");
   std::string title, body;
   try {
-    if (fs::exists(dir / "sweep.json"))
+    if (!opt.against.empty())
+      body = compare_report(dir, opt.against, title);
+    else if (fs::exists(dir / "sweep.json"))
       body = sweep_report(dir, title);
     else if (fs::exists(dir / "stats.json"))
       body = run_report(dir, title);

@@ -13,9 +13,12 @@ namespace podsim::tools {
 struct ReportOptions {
   std::string dir;
   std::optional<std::string> out;  // default: DIR/report.html
+  // A second run's directory: the two side by side (default file: ./podsim-compare.html).
+  std::string against;
 };
 
-// 0: written; 2: DIR is neither a run's nor a sweep's output, or its files are unreadable.
+// 0: written; 2: DIR is neither a run's nor a sweep's output (or, comparing, either is not a
+// run's), or its files are unreadable.
 int report_command(const ReportOptions& opt, std::ostream& out, std::ostream& err);
 
 }  // namespace podsim::tools

@@ -258,6 +258,17 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
         }
     }
   }
+  // `--vary config=a.json,b.json` varies the config file itself (not a key in it).
+  std::optional<std::size_t> config_axis;
+  for (std::size_t k = 0; k < opt.vary.size(); ++k)
+    if (opt.vary[k].key == "config") config_axis = k;
+  if (config_axis && opt.config_path) {
+    fmt::print(err,
+               "podsim sweep: a config file ({}) and --vary config=...: give the configs one "
+               "way\n",
+               *opt.config_path);
+    return 2;
+  }
   // The grid, first --vary outermost.
   std::vector<std::vector<std::string>> points{{}};
   for (const Vary& v : opt.vary) {
@@ -273,16 +284,22 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   auto assignments = [&](const std::vector<std::string>& p) {
     std::vector<std::string> a = opt.overrides;
     for (std::size_t k = 0; k < p.size(); ++k)
-      a.push_back(opt.vary[k].key + "=" + p[k]);
+      if (k != config_axis) a.push_back(opt.vary[k].key + "=" + p[k]);
     return a;
+  };
+  auto config_of = [&](const std::vector<std::string>& p) -> std::optional<std::string> {
+    if (config_axis) return p[*config_axis];
+    return opt.config_path;
   };
   // Every point's config, checked before anything runs or is written.
   for (std::size_t i = 0; i < points.size(); ++i) {
     try {
-      (void)load_pod_config(opt.config_path, assignments(points[i]));
+      (void)load_pod_config(config_of(points[i]), assignments(points[i]));
     } catch (const config::ConfigError& e) {
-      fmt::print(err, "podsim sweep: config error at point {} ({}): {}\n", i,
-                 fmt::join(assignments(points[i]), " "), e.what());
+      std::vector<std::string> what = assignments(points[i]);
+      if (config_axis) what.insert(what.begin(), "config=" + points[i][*config_axis]);
+      fmt::print(err, "podsim sweep: config error at point {} ({}): {}\n", i, fmt::join(what, " "),
+                 e.what());
       return 2;
     }
   }
@@ -322,7 +339,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     const fs::path pdir = points_dir / fmt::format("{:03}", i);
     ChildJob j;
     j.argv = {self, "run"};
-    if (opt.config_path) j.argv.push_back(*opt.config_path);
+    if (const auto c = config_of(points[i])) j.argv.push_back(*c);
     for (const auto& s : assignments(points[i])) {
       j.argv.push_back("--set");
       j.argv.push_back(s);

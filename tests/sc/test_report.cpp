@@ -1,5 +1,6 @@
 // podsim report: one self-contained HTML file, rendered here in headless Chromium, which must
 // lay out every plot's marks. The screenshots are kept in tests/artifacts/ of the build.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -152,6 +153,59 @@ TEST_CASE("the report of a sweep draws each varying stat against the varied key"
   CHECK(plots >= 5);
   const fs::path png = fs::current_path() / "artifacts" / "report-sweep.png";
   check_plots_drawn(render(out + "/sweep.html", png), plots);
+}
+
+TEST_CASE("two runs side by side: the config difference, both runs' numbers on the same axes",
+          "[report][compare]") {
+  const std::vector<std::string> base = {"run", "--quiet", "--set",
+                                         "workload.traffic.accesses=3000"};
+  auto a = run_podsim(base);
+  auto with_set = base;
+  with_set.insert(with_set.end(), {"--set", "fabric.switch.latency=300ns"});
+  auto b = run_podsim(with_set);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const std::string html = (fs::path(a.out_dir).parent_path() / "compare.html").string();
+  auto rep = run_podsim({"report", a.out_dir, b.out_dir, "--out", html}, false);
+  INFO(rep.err);
+  REQUIRE(rep.exit_code == 0);
+  const std::string text = slurp(html);
+  // The one config key that differs, with both values; nothing else listed as different.
+  CHECK_THAT(text, Catch::Contains("<td>fabric.switch.latency</td><td>&quot;150ns&quot;</td><td>"
+                                   "&quot;300ns&quot;</td>"));
+  CHECK(std::count(text.begin(), text.end(), '\n') > 10);
+  {
+    const auto at = text.find("<h2>Config differences</h2>");
+    REQUIRE(at != std::string::npos);
+    const auto end = text.find("</table>", at);
+    const std::string diff = text.substr(at, end - at);
+    int rows = 0;
+    for (std::size_t p = 0; (p = diff.find("<tr><td>", p)) != std::string::npos; ++p)
+      ++rows;
+    CHECK(rows == 1);
+  }
+  // Headline numbers of both, and the ratio: 150 ns more per switch crossing, twice per access.
+  const double la = a.stat("pod.summary.remote_latency", "mean");
+  const double lb = b.stat("pod.summary.remote_latency", "mean");
+  CHECK(lb - la == Approx(300).margin(5));
+  CHECK_THAT(text, Catch::Contains(fmt::format("{:.3f}", lb / la)));
+  // Both runs' CDFs, breakdowns and bandwidth on the same axes.
+  // Both directories end in "out": the runs are A and B, and the page says which is which.
+  const std::string la_name = "A", lb_name = "B";
+  CHECK_THAT(text, Catch::Contains("A: <code>" + a.out_dir + "</code>") &&
+                       Catch::Contains("B: <code>" + b.out_dir + "</code>"));
+  for (const char* id : {"latency-cdf", "breakdown", "bandwidth"})
+    CHECK_THAT(text, Catch::Contains(std::string("id=\"") + id + "\""));
+  CHECK_THAT(text, Catch::Contains(la_name + ": remote") && Catch::Contains(lb_name + ": remote"));
+  const fs::path png = fs::current_path() / "artifacts" / "report-compare.png";
+  check_plots_drawn(render(html, png), 3);
+
+  // A sweep is not a run to compare; three directories are one too many.
+  CHECK(run_podsim({"report", a.out_dir, fs::path(html).parent_path().string()}, false).exit_code ==
+        2);
+  auto three = run_podsim({"report", a.out_dir, b.out_dir, a.out_dir}, false);
+  CHECK(three.exit_code == 2);
+  CHECK_THAT(three.err, Catch::Contains("two runs to compare"));
 }
 
 TEST_CASE("report: a directory with no results is an error", "[report]") {

@@ -12,6 +12,7 @@
 
 using podsim::test::run_podsim;
 using podsim::test::slurp;
+using podsim::test::source_path;
 using podsim::test::write_temp_file;
 namespace fs = std::filesystem;
 
@@ -305,4 +306,30 @@ TEST_CASE("a setting varied twice, or both varied and set, is an error naming bo
   CHECK(both.exit_code == 2);
   CHECK_THAT(both.err, Catch::Contains("--set pod.gpus and --vary pod.gpus"));
   CHECK_FALSE(fs::exists(fs::path(out) / "sweep.csv"));
+}
+
+TEST_CASE("a sweep can vary the config file itself", "[sweep]") {
+  const std::string out = fresh_dir("sweep-configs");
+  const std::string a = source_path("configs/default.json");
+  const std::string b = source_path("configs/study-load.json");
+  auto r = run_podsim({"sweep", "--quiet", "--vary", "config=" + a + "," + b, "--set",
+                       "workload.traffic.accesses=300", "-j", "2", "--out", out},
+                      false);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // Each point ran its own file (study-load's loads are all 256 B reads, the default's not).
+  const std::string md = slurp(fs::path(out) / "sweep.md");
+  CHECK_THAT(md, Catch::Contains("| config |") && Catch::Contains("| " + a + " |") &&
+                     Catch::Contains("| " + b + " |"));
+  CHECK_THAT(slurp(fs::path(out) / "points" / "000" / "run.json"), Catch::Contains(a));
+  CHECK_THAT(slurp(fs::path(out) / "points" / "001" / "run.json"), Catch::Contains(b));
+  // A config file and --vary config at once, or a file that is not there: exit 2, said.
+  auto both = run_podsim({"sweep", a, "--vary", "config=" + a + "," + b, "--out", out}, false);
+  CHECK(both.exit_code == 2);
+  CHECK_THAT(both.err, Catch::Contains("give the configs one way"));
+  auto missing =
+      run_podsim({"sweep", "--vary", "config=" + a + ",/no/such.json", "--out", out}, false);
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("point 1 (config=/no/such.json") &&
+                              Catch::Contains("cannot open the file"));
 }

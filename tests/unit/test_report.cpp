@@ -37,7 +37,7 @@ TEST_CASE("report: a very long stat key is skipped, not matched to the stack's e
   const std::string key = "pod.fabric." + std::string(200000, 'a') + "switch1.port2.utilisation";
   write(dir / "stats.json", stats_json(",\n\"" + key + R"(": {"value": 0.25, "unit": "1"})"));
   std::ostringstream out, err;
-  CHECK(podsim::tools::report_command({dir.string(), std::nullopt}, out, err) == 0);
+  CHECK(podsim::tools::report_command({dir.string(), std::nullopt, {}}, out, err) == 0);
   CHECK(err.str().empty());
   std::ifstream html(dir / "report.html");
   std::stringstream page;

@@ -149,9 +149,15 @@ class Egress {
   Formula utilisation_;
   Formula efficiency_;
   Counter measured_busy_{stats_, "measured_busy_ps", "ps",
-                         "link time spent sending the packets of measured accesses (issued "
-                         "after their GPU's warm-up: workload.traffic.warmup)"};
+                         "link time spent sending in measured_window_ps, every packet counted"};
+  Counter measured_window_{stats_, "measured_window_ps", "ps",
+                           "from the first measured access's packet (one issued after its "
+                           "GPU's warm-up: workload.traffic.warmup) reaching the queue to the "
+                           "last one sent"};
   Formula measured_utilisation_;
+  bool in_window_ = false;            // a measured packet has reached the queue
+  std::uint64_t window_pending_ = 0;  // busy ps since the last measured packet left
+  Time window_end_;                   // the end of the window so far
 };
 
 }  // namespace podsim

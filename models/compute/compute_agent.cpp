@@ -71,10 +71,7 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
     traffic_.accesses = 0;
     traffic_.duration = Time{};
   }
-  // The middle of the measured window, for telling a latency still trending from a steady one.
-  mid_time_ = warm_end_ + Time::ps((phase_end_ - warm_end_).as_ps() / 2);
-  mid_count_ = traffic_.warmup_accesses +
-               (traffic_.accesses - std::min(traffic_.accesses, traffic_.warmup_accesses)) / 2;
+  ++phases_;
   issue_timer_.at(sim_now());
   check_done();
 }
@@ -198,8 +195,8 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
     a.measured = Measured::No;
     ++warmup_issued_;
   } else {
-    const bool second = traffic_.duration > Time{} ? now >= mid_time_ : phase_issued_ >= mid_count_;
-    a.measured = second ? Measured::SecondHalf : Measured::FirstHalf;
+    a.measured = Measured::Yes;
+    if (m_first_issue_ == Time::max()) m_first_issue_ = now;
   }
   a.stamp(HopKind::Issue, now);
   gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
@@ -218,7 +215,7 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
     ++completed_;
     remote_bytes_.inc(size);
     last_complete_ = now;
-    if (a.measured != Measured::No) note_window(size, now);
+    if (a.measured != Measured::No) note_window(size, now);  // no latency: none for the trend
   } else {
     ++in_flight_;
   }
@@ -296,9 +293,7 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       if (a.hops_dropped == 0) breakdown_.add_sample();
       latency_via(switches).record(latency);
       if (a.measured != Measured::No) {
-        Half& half = halves_[a.measured == Measured::SecondHalf];
-        ++half.count;
-        half.latency_ps += static_cast<std::uint64_t>(latency.as_ps());
+        trend_.add(a.issued - m_first_issue_, latency);
         note_window(a.size, now);
         if (windowed_) [[unlikely]]
           note_measured(a, latency);

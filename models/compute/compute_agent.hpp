@@ -85,15 +85,19 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   std::uint64_t measured_bytes() const { return m_bytes_; }
   // Accesses issued in a warm-up (never measured).
   std::uint64_t warmup_issued() const { return warmup_issued_; }
-  // The measured remote accesses issued in the first and in the second half of the window
-  // (by count, or by time for a phase of a fixed duration): how many, their latencies' sum.
+  // The measured remote accesses issued in the first and in the second half of this GPU's
+  // span of measured issues (by issue time): how many, their latencies' sum.
   struct Half {
     std::uint64_t count = 0, latency_ps = 0;
   };
-  const std::array<Half, 2>& halves() const { return halves_; }
-  // When the measured remote accesses completed: the first, the last (none: Time::max(), 0).
-  Time measured_first_complete() const { return m_first_complete_; }
+  std::array<Half, 2> halves() const { return trend_.halves(); }
+  // The measured window of this GPU: its first measured access issued, its last completed
+  // (none: Time::max(), 0); and the measured remote accesses completed (posted stores too).
+  Time measured_first_issue() const { return m_first_issue_; }
   Time measured_last_complete() const { return m_last_complete_; }
+  std::uint64_t measured_completed() const { return m_completed_; }
+  // Access phases started (a scenario may run several on one GPU).
+  std::uint32_t phases() const { return phases_; }
   Time first_issue() const { return first_issue_; }
   Time last_complete() const { return last_complete_; }
   std::uint64_t remote_bytes() const { return remote_bytes_.value(); }
@@ -177,11 +181,50 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Breakdown breakdown_;
   // The measured window's own figures (kept out of stats.json: the pod summary reports them).
   bool windowed_ = false;
-  Time warm_end_, mid_time_;
-  std::uint64_t mid_count_ = 0;
-  std::array<Half, 2> halves_{};
+  Time warm_end_;
+  std::uint32_t phases_ = 0;
+  std::uint64_t m_completed_ = 0;
+  // Latencies by issue time since the first measured issue, in 64 bins that double in width
+  // as the span grows: the two halves of the span at the end, whatever its length.
+  class Trend {
+   public:
+    void add(Time since, Time latency) {
+      auto bin = static_cast<std::uint64_t>(since.as_ps()) >> shift_;
+      while (bin >= kBins) {  // coarsen: pairs merge, bins double
+        for (std::size_t i = 0; i < kBins / 2; ++i) {
+          bins_[i].count = bins_[2 * i].count + bins_[2 * i + 1].count;
+          bins_[i].latency_ps = bins_[2 * i].latency_ps + bins_[2 * i + 1].latency_ps;
+        }
+        for (std::size_t i = kBins / 2; i < kBins; ++i)
+          bins_[i] = Half{};
+        ++shift_;
+        bin >>= 1;
+      }
+      ++bins_[bin].count;
+      bins_[bin].latency_ps += static_cast<std::uint64_t>(latency.as_ps());
+    }
+    std::array<Half, 2> halves() const {
+      std::size_t used = 0;
+      for (std::size_t i = 0; i < kBins; ++i)
+        if (bins_[i].count) used = i + 1;
+      std::array<Half, 2> h{};
+      for (std::size_t i = 0; i < used / 2; ++i) {  // an odd middle bin is in neither
+        h[0].count += bins_[i].count;
+        h[0].latency_ps += bins_[i].latency_ps;
+        h[1].count += bins_[used - 1 - i].count;
+        h[1].latency_ps += bins_[used - 1 - i].latency_ps;
+      }
+      return h;
+    }
+
+   private:
+    static constexpr std::size_t kBins = 64;
+    std::array<Half, kBins> bins_{};
+    unsigned shift_ = 10;  // 1 ns bins to begin with
+  };
+  Trend trend_;
   std::uint64_t warmup_issued_ = 0, m_bytes_ = 0;
-  Time m_first_complete_ = Time::max(), m_last_complete_;
+  Time m_first_issue_ = Time::max(), m_last_complete_;
   StatGroup measured_stats_{"measured"};
   Distribution m_latency_{measured_stats_, "remote_latency", "ns", "", kPsPerNs};
   Breakdown m_breakdown_{measured_stats_, "remote_breakdown", "ns", "", breakdown_parts(),
@@ -208,7 +251,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   // A measured remote access completed now, with `bytes` of payload.
   void note_window(std::uint64_t bytes, Time now) {
     m_bytes_ += bytes;
-    if (m_first_complete_ == Time::max()) m_first_complete_ = now;
+    ++m_completed_;
     m_last_complete_ = now;
   }
 };

@@ -29,7 +29,7 @@ struct TlbConfig {
     v.field("entries", entries, "entries (0: no such TLB)", between<std::uint32_t>(0, 1u << 20));
     v.field("ways", ways,
             "associativity (entries must be a multiple; at most 4,096, so a line's tag holds "
-            "its replacement rank and a 53-bit address's page)",
+            "its replacement rank and a 55-bit address's page; a VMID up to 15)",
             between<std::uint32_t>(1, 4096));
     v.field("latency", latency, "lookup time");
     v.choice("replacement", replacement, "which way a fill evicts",

@@ -53,11 +53,12 @@ class Tlb {
   // Looks up the entry covering `page` (of any fragment size, the largest first); refreshes
   // its LRU position. Fragment sizes the TLB holds no entry of are not probed.
   Hit lookup(std::uint32_t space, std::uint64_t page) {
-    if (sets_ == 0) return {nullptr, 0};
+    if (sets_ == 0 || space > 0xF) return {nullptr, 0};
     for (std::uint32_t sizes = present_mask_; sizes != 0;) {
       const auto f = static_cast<std::uint8_t>(31 - __builtin_clz(sizes));  // largest first
       sizes &= ~(1u << f);
       const std::uint64_t key = page >> f;
+      if (key >> key_bits_) continue;  // beyond what a line holds: never filled (a fault)
       const std::uint64_t t = tag(space, f, key);
       const std::size_t base = set_of(key, f) * ways_;
       const std::uint64_t* set = &tags_[base];
@@ -159,17 +160,18 @@ class Tlb {
   // A line in one word, so a set sits together (8 ways: one cache line) and its replacement
   // order with it: the line's rank in its set (low bits: 0 is the most recently used, or
   // filled, way; the ranks of a set are always 0 .. ways - 1), then valid (1 bit), fragment
-  // (4 bits: 0 to 9), address space (8 bits), key (the rest). An empty line keeps its rank.
-  static constexpr unsigned kKeyShift = 13;
+  // (4 bits: 0 to 9), address space (4 bits: a VMID, 0 to 15), key (the rest: at 4,096 ways,
+  // 43 bits, a 55-bit address's page). An empty line keeps its rank.
+  static constexpr unsigned kKeyShift = 9;
   std::uint64_t tag(std::uint32_t space, std::uint8_t f, std::uint64_t key) const {
-    if (space > 0xFF || key >> key_bits_ || f > kMaxFragment)
+    if (space > 0xF || key >> key_bits_ || f > kMaxFragment)
       throw std::out_of_range("TLB: address space, page number or fragment out of range");
     return (1ull | std::uint64_t{f} << 1 | static_cast<std::uint64_t>(space) << 5 |
             key << kKeyShift)
            << rank_bits_;
   }
   bool valid(std::uint64_t t) const { return (t >> rank_bits_) & 1; }
-  std::uint32_t space_of(std::uint64_t t) const { return (t >> (rank_bits_ + 5)) & 0xFF; }
+  std::uint32_t space_of(std::uint64_t t) const { return (t >> (rank_bits_ + 5)) & 0xF; }
   std::uint8_t fragment_of(std::uint64_t t) const { return (t >> (rank_bits_ + 1)) & 0xF; }
   void forget(std::uint8_t f) {
     if (--present_[f] == 0) present_mask_ &= ~(1u << f);

@@ -54,11 +54,11 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
               [this] { return static_cast<double>(alloc_.pinned_pages()); }),
       measured_utilisation_(
           stats_, "measured_channel_utilisation", "ratio",
-          "mean fraction of the measured window (pod.summary.measured) the channels spent on "
-          "measured accesses",
-          [this, w = &events.measured_window()] {
-            return w->share(Time::ps(static_cast<std::int64_t>(measured_busy_.value())),
-                            static_cast<double>(channels_));
+          "mean fraction of the time the channels spent transferring while the VRAM served "
+          "measured traffic: measured_busy_ps over measured_window_ps and the channels",
+          [this] {
+            const auto w = static_cast<double>(measured_window_.value()) * channels_;
+            return w > 0 ? static_cast<double>(measured_busy_.value()) / w : 0.0;
           },
           Formula::FromStats{}) {
   for (std::uint64_t n = 0; n <= 8; ++n)  // requests move 64-512 bytes (an atomic, twice)
@@ -105,8 +105,22 @@ void Vram::serve(const Arrival& arr) {
   queue_delay_.record(std::max(now, channel_free_[ch]) - now);
   const Time busy_before = xfer_busy_total_;
   const Time done = occupy(pa, bytes, now);
-  if (a.measured != Measured::No)
-    measured_busy_.inc(static_cast<std::uint64_t>((xfer_busy_total_ - busy_before).as_ps()));
+  // The window's busy time: every request from the first measured one to the last.
+  if (a.measured != Measured::No && !in_window_) {
+    in_window_ = true;
+    window_end_ = now;
+  }
+  if (in_window_) {
+    window_pending_ += static_cast<std::uint64_t>((xfer_busy_total_ - busy_before).as_ps());
+    if (a.measured != Measured::No) {
+      measured_busy_.inc(window_pending_);
+      window_pending_ = 0;
+      if (done > window_end_) {
+        measured_window_.inc(static_cast<std::uint64_t>((done - window_end_).as_ps()));
+        window_end_ = done;
+      }
+    }
+  }
 
   apply(a.op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, a.size);
   if (a.mailbox != MailboxWrite::None) [[unlikely]]

@@ -207,7 +207,10 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "remote latency, the achieved bandwidth and the --stat columns")(
       "jobs,j", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{1}}), "points run at once")(
       "out,o", po::value<std::string>()->default_value("podsim-sweep"),
-      "directory for sweep.csv, sweep.json and points/")("quiet,q", "no progress or summary");
+      "directory for sweep.csv, sweep.json and points/")("quiet,q", "no progress or summary")(
+      "warnings-as-errors",
+      "run every point with --warnings-as-errors: a point with warnings exits 3 and counts as "
+      "failed");
   po::variables_map vm;
   if (int rc = parse("sweep", args, desc, true, vm)) return rc;
   if (vm.count("help")) {
@@ -232,6 +235,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       static_cast<unsigned>(std::min<std::uint64_t>(vm["jobs"].as<AtLeast<1>>().value, 4096));
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
+  opt.warnings_as_errors = vm.count("warnings-as-errors") > 0;
   if (podsim::tools::MpiWorld::rank() != 0) opt.quiet = true;  // rank 0 reports progress
   return podsim::tools::sweep_command(opt, std::cout, std::cerr);
 }

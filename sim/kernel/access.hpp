@@ -18,9 +18,9 @@ namespace podsim {
 
 enum class AccessOp : std::uint8_t { Read, Write, Atomic };  // atomic: fetch-and-add
 
-// Where an access falls in its requester's measured window (workload.traffic.warmup): not in
-// it (a warm-up access, or a control message), or issued in its first or second half.
-enum class Measured : std::uint8_t { No, FirstHalf, SecondHalf };
+// Whether an access is in its requester's measured window (workload.traffic.warmup): issued
+// after the warm-up (Yes), or a warm-up access or a control message (No).
+enum class Measured : std::uint8_t { No, Yes };
 enum class PacketKind : std::uint8_t { Request, Response, Control };
 // The firmware mailbox's writes (models/mailbox; none for data). A ring slot, write pointer or
 // write-back is a posted write into the receiver's memory, which tells its GPU's firmware when

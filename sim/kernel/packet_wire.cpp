@@ -137,7 +137,7 @@ const unsigned char* unpack_packet(const unsigned char* in, const unsigned char*
   a.op = r.get_enum("op", AccessOp::Read, AccessOp::Atomic);
   a.status = r.get_enum("status", AccessStatus::Ok, AccessStatus::Unreachable);
   a.posted = r.get_bool("posted");
-  a.measured = r.get_enum("measured", Measured::No, Measured::SecondHalf);
+  a.measured = r.get_enum("measured", Measured::No, Measured::Yes);
   a.mailbox = r.get_enum("mailbox", MailboxWrite::None, MailboxWrite::Writeback);
   a.size = r.get<std::uint32_t>("size");
   a.vmid = r.get<std::uint16_t>("vmid");

@@ -40,7 +40,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "sim/core/measured_window.hpp"
 #include "sim/kernel/sc.hpp"
 
 namespace podsim {
@@ -96,10 +95,7 @@ class Dispatcher final : public sc_core::sc_module {
   KernelCounters counters() const;
   // Items waiting, all queues.
   std::size_t pending() const { return pending_; }
-  // The pod's measured window, which the components' windowed stats divide by (the pod that
-  // owns this dispatcher sets it when the run has ended).
-  MeasuredWindow& measured_window() { return window_; }
-  const MeasuredWindow& measured_window() const { return window_; }
+
   // The earliest due time waiting (Time::max(): nothing).
   Time next_due() const;
   // Runs the simulation for `duration` with the dispatcher allowed to run ahead up to its end
@@ -110,7 +106,6 @@ class Dispatcher final : public sc_core::sc_module {
   std::vector<std::string> queue_order() const;
 
  private:
-  MeasuredWindow window_;
   friend class QueueBase;
   void start_of_simulation() override { freeze(); }
   std::uint32_t add(QueueBase* q, std::string name);

@@ -368,13 +368,11 @@ void Pod::finalize() {
   if (!finished_) scenario_->record_unfinished();  // before a split run's ranks gather them
   if (!partition_) {
     summary_.gather(gpus_, invariants_);
-    events_.measured_window() = summary_.window();  // what windowed stats divide by
     return;
   }
   const auto t0 = std::chrono::steady_clock::now();
   summary_.gather(gpus_, invariants_, comm_->or_all(PodSummary::paths_seen(gpus_)), &owned_);
   gather_ranks();
-  events_.measured_window() = summary_.window();  // rank 0's: every rank's merged
   gather_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

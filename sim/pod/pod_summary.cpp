@@ -37,12 +37,12 @@ PodSummary::PodSummary(std::uint32_t planes, Time sample_interval)
                    "measured remote payload bytes per second over the measured window",
                    [this] { return measured_bandwidth() / 1e9; }),
       m_start_(measured_, "window_start", "ns",
-               "when the measured window began: the first measured remote access completed (one "
-               "issued after its GPU's warm-up)",
+               "when the measured window began: the first measured remote access (one issued "
+               "after its GPU's warm-up) was issued",
                [this] { return window_.any ? window_.start.as_ns() : 0.0; }),
       m_time_(measured_, "window_time", "ns",
-              "the measured window: from the first measured remote access completed to the "
-              "last (measured accesses complete across it at the rate the pod sustains)",
+              "the measured window: from the first measured remote access issued to the last "
+              "completed (the rates over it are low by about one latency over its length)",
               [this] { return window_.length().as_ns(); }),
       series_({"remote", "local"}, sample_interval) {
   stats_.add_child(measured_);
@@ -99,13 +99,16 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     m_latency_.merge(a.measured_latency());
     m_breakdown_.merge(a.measured_breakdown());
     m_bytes_ += a.measured_bytes();
+    const auto halves = a.halves();
     for (int h = 0; h < 2; ++h) {
-      halves_[h].count += a.halves()[h].count;
-      halves_[h].latency_ps += a.halves()[h].latency_ps;
+      halves_[h].count += halves[h].count;
+      halves_[h].latency_ps += halves[h].latency_ps;
     }
-    if (a.measured_first_complete() != Time::max()) {
-      window_.start = window_.any ? std::min(window_.start, a.measured_first_complete())
-                                  : a.measured_first_complete();
+    m_completed_.inc(a.measured_completed());
+    max_phases_ = std::max<std::uint64_t>(max_phases_, a.phases());
+    if (a.measured_first_issue() != Time::max() && a.measured_completed() > 0) {
+      window_.start = window_.any ? std::min(window_.start, a.measured_first_issue())
+                                  : a.measured_first_issue();
       window_.end = window_.any ? std::max(window_.end, a.measured_last_complete())
                                 : a.measured_last_complete();
       window_.any = true;
@@ -134,7 +137,7 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
       wire_ += static_cast<double>(e.wire_bytes_sent());
     }
   accesses_.inc(latency_.histogram().count());
-  m_accesses_.inc(m_latency_.histogram().count());
+
   violations_.inc(invariants.violations().size());
 }
 
@@ -158,6 +161,7 @@ void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
   out.push_back(static_cast<std::uint64_t>(window_.start.as_ps()));
   out.push_back(static_cast<std::uint64_t>(window_.end.as_ps()));
   out.push_back(m_bytes_);
+  out.push_back(max_phases_);
   for (const auto& h : halves_) {
     out.push_back(h.count);
     out.push_back(h.latency_ps);
@@ -166,7 +170,7 @@ void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
 }
 
 const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std::uint64_t* end) {
-  if (end - in < 13) throw std::runtime_error("pod summary: another rank's figures are cut short");
+  if (end - in < 14) throw std::runtime_error("pod summary: another rank's figures are cut short");
   const bool any = in[0] != 0;
   const Time start = Time::ps(static_cast<std::int64_t>(in[1]));
   const Time stop = Time::ps(static_cast<std::int64_t>(in[2]));
@@ -186,11 +190,12 @@ const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std
     window_.any = true;
   }
   m_bytes_ += in[8];
+  max_phases_ = std::max(max_phases_, in[9]);
   for (int h = 0; h < 2; ++h) {
-    halves_[h].count += in[9 + 2 * h];
-    halves_[h].latency_ps += in[10 + 2 * h];
+    halves_[h].count += in[10 + 2 * h];
+    halves_[h].latency_ps += in[11 + 2 * h];
   }
-  return series_.merge_packed(in + 13, end);
+  return series_.merge_packed(in + 14, end);
 }
 
 std::vector<std::pair<std::string, const Distribution*>> PodSummary::latency_paths() const {

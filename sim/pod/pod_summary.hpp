@@ -71,7 +71,9 @@ class PodSummary {
   const MeasuredWindow& window() const { return window_; }
   const Distribution& measured_latency() const { return m_latency_; }
   const Breakdown& measured_breakdown() const { return m_breakdown_; }
-  std::uint64_t measured_accesses() const { return m_accesses_.value(); }
+  std::uint64_t measured_accesses() const { return m_completed_.value(); }
+  // The most access phases any GPU ran (more than one: the window spans the gaps between).
+  std::uint64_t max_phases() const { return max_phases_; }
   std::uint64_t warmup_accesses() const { return m_warmup_.value(); }
   double measured_bandwidth() const;  // bytes/s of measured remote payload over the window
   // A warm-up was asked for (else the window is the access phases and its figures the
@@ -101,6 +103,7 @@ class PodSummary {
   bool windowed_ = false;
   std::uint64_t m_bytes_ = 0;
   std::array<ComputeAgent::Half, 2> halves_{};
+  std::uint64_t max_phases_ = 0;
   double payload_ = 0, wire_ = 0;  // bytes over every GPU port
 
   StatGroup stats_{"summary"};
@@ -141,8 +144,9 @@ class PodSummary {
                          "imports held at teardown whose exporter no longer grants them (never "
                          "told: the driver's lazy cleanup)"};
   StatGroup measured_{"measured"};
-  Counter m_accesses_{measured_, "remote_accesses", "count",
-                      "remote loads and stores issued after their GPU's warm-up and completed"};
+  Counter m_completed_{measured_, "remote_accesses", "count",
+                       "remote loads and stores issued after their GPU's warm-up and completed "
+                       "(posted stores when issued)"};
   Counter m_warmup_{measured_, "warmup_accesses", "count",
                     "accesses issued during a warm-up (workload.traffic.warmup, warmup_accesses): "
                     "run, not measured"};

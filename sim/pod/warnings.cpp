@@ -13,17 +13,24 @@ namespace podsim {
 namespace {
 
 // The config keys that govern the time an access spends in a hop.
-std::vector<std::string> keys_governing(const std::string& hop) {
+std::vector<std::string> keys_governing(const std::string& hop, bool poisson) {
+  // Where the traffic goes and how much of it: what makes a port or a switch output queue.
+  std::vector<std::string> traffic = {
+      "workload.targets", "workload.initiators", "workload.peers", "workload.traffic.pattern",
+      poisson ? "workload.traffic.offered_load" : "workload.traffic.outstanding"};
+  auto with_traffic = [&](std::vector<std::string> keys) {
+    keys.insert(keys.end(), traffic.begin(), traffic.end());
+    return keys;
+  };
   if (hop == "issue") return {"gpu.compute.issue_latency"};
   if (hop == "gpuvm")
     return {"gpu.gpuvm (TLB entries, walkers, walk_level_latency)", "gpu.driver.max_fragment",
             "gpu.vram.allocation", "gpu.vram.block_size", "workload.buffer_size"};
-  if (hop == "port_tx")
-    return {"fabric.port (lanes, lane_rate)", "fabric.planes", "workload.traffic.offered_load",
-            "workload.traffic.outstanding"};
+  if (hop == "port_tx") return with_traffic({"fabric.port (lanes, lane_rate)", "fabric.planes"});
   if (hop == "link") return {"fabric.link"};
-  if (hop == "switch") return {"fabric.switch (latency, arbitration, buffers)"};
-  if (hop == "port_rx") return {"fabric.port"};
+  if (hop == "switch")
+    return with_traffic({"fabric.switch (latency, arbitration, buffers)", "fabric.topology"});
+  if (hop == "port_rx") return with_traffic({"fabric.port"});
   if (hop == "npa_mmu")
     return {"gpu.npa_mmu (TLB entries, walkers)", "gpu.driver.max_fragment", "gpu.vram.allocation"};
   if (hop == "vram")
@@ -67,37 +74,64 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
   const Time window = s.window().length();
 
   // Nothing measured at all, though accesses ran.
-  if (s.windowed() && measured == 0 && s.remote_accesses() > 0)
+  if (s.windowed() && s.measured_accesses() == 0 && s.warmup_accesses() > 0)
     out.push_back({"window_too_short",
-                   fmt::format("no remote access was measured: all {} were issued in the "
-                               "warm-up (workload.traffic.warmup {}, warmup_accesses {})",
-                               num(s.remote_accesses()), pretty(t.warmup), t.warmup_accesses)});
+                   fmt::format("no remote access was measured: all {} accesses issued were in "
+                               "the warm-up (workload.traffic.warmup {}, warmup_accesses {})",
+                               num(s.warmup_accesses()), pretty(t.warmup), t.warmup_accesses)});
 
-  // The window against the latency: accesses in flight as it starts, and its drain, weigh on
-  // every figure unless it is many latencies long.
+  // Posted stores in a closed loop: each completes as it is issued, so the loop issues them all
+  // at once and nothing times the fabric.
+  if (t.posted_writes && t.read_fraction < 1.0 && t.injection == Injection::ClosedLoop &&
+      t.trace.empty() && s.measured_accesses() > 0)
+    out.push_back({"posted_closed_loop",
+                   "posted stores complete when issued, so a closed loop (outstanding) issues "
+                   "them back to back in no time: the access phase, the window and the bandwidth "
+                   "over it do not measure the fabric; use workload.traffic.injection=poisson "
+                   "(offered_load) to pace them"});
+
+  // More than one access phase on a GPU (a scenario): the window runs from the first to the
+  // end of the last, the gaps between them included.
+  if (s.max_phases() > 1 && s.measured_accesses() > 0)
+    out.push_back({"window_spans_phases",
+                   fmt::format("a GPU ran {} access phases: the measured window ({}) runs from "
+                               "the first one's measured accesses to the last one's, whatever "
+                               "lies between them (idle time, other steps), so rates and "
+                               "utilisations over it are averages over all of that",
+                               s.max_phases(), pretty(window))});
+
+  // The window against the latency: the first accesses' flight (nothing delivered yet) and the
+  // drain at the end weigh on every figure unless it is many latencies long.
   constexpr double kWindowLatencies = 20.0;
   bool short_window = false;
   if (measured > 0 && window > Time{} && mean_ps > 0) {
     const double ratio = static_cast<double>(window.as_ps()) / mean_ps;
     if (ratio < kWindowLatencies) {
       short_window = true;
-      const double factor = kWindowLatencies / ratio;
-      const std::string how =
-          t.duration > Time{}
-              ? fmt::format("workload.traffic.duration={}",
-                            pretty(Time::ps(static_cast<std::int64_t>(
-                                std::ceil(static_cast<double>(t.duration.as_ps()) * factor)))))
-              : fmt::format("workload.traffic.accesses={}",
-                            num(static_cast<std::uint64_t>(
-                                std::ceil(static_cast<double>(t.accesses) * factor))));
+      // What to change, scaled from what ran, with a margin (the window does not grow in
+      // exact proportion: its drain stays).
+      const double factor = 1.1 * kWindowLatencies / ratio;
+      auto times = [&](double x) { return static_cast<std::uint64_t>(std::ceil(x * factor)); };
+      std::string how;
+      if (!t.trace.empty())
+        how = fmt::format("a trace about {:.1f} times as long", factor);
+      else if (cfg.workload.kind == WorkloadKind::Scenario)
+        how = fmt::format("the access steps' accesses or duration about {:.1f} times as large",
+                          factor);
+      else if (t.duration > Time{})
+        how = fmt::format("workload.traffic.duration={}",
+                          pretty(Time::ps(static_cast<std::int64_t>(
+                              times(static_cast<double>(t.duration.as_ps()))))));
+      else
+        how = fmt::format("workload.traffic.accesses={}", times(static_cast<double>(t.accesses)));
       out.push_back(
           {"window_too_short",
-           fmt::format("the measured window ({}) is only {:.1f} times the mean latency "
-                       "({}): the accesses in flight as it starts and its drain at the "
-                       "end weigh on every figure (bandwidth most); make it at least "
-                       "{:.0f} times ({}), e.g. {}",
+           fmt::format("the measured window ({}) is only {:.2g} times the mean latency ({}): "
+                       "the first accesses' flight and the drain at the end weigh on every "
+                       "figure (bandwidth and utilisation read low by about 1/{:.2g}); make it "
+                       "at least {:.0f} times ({}): {}",
                        pretty(window), ratio, pretty(Time::ps(static_cast<std::int64_t>(mean_ps))),
-                       kWindowLatencies,
+                       ratio, kWindowLatencies,
                        pretty(Time::ps(static_cast<std::int64_t>(mean_ps * kWindowLatencies))),
                        how)});
     }
@@ -106,10 +140,15 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
   // Too few samples for the tail.
   constexpr std::uint64_t kEnough = 10'000;
   if (measured > 0 && measured < kEnough)
-    out.push_back({"too_few_accesses",
-                   fmt::format("only {} remote accesses were measured: the p99 rests on {} of "
-                               "them; {} or more give it 100",
-                               num(measured), measured / 100, num(kEnough))});
+    out.push_back(
+        {"too_few_accesses",
+         measured >= 100
+             ? fmt::format("only {} remote accesses were measured: the p99 rests on the {} "
+                           "slowest; {} or more give it 100",
+                           num(measured), measured / 100, num(kEnough))
+             : fmt::format("only {} remote accesses were measured: too few for a p99 at all; "
+                           "{} or more give it 100",
+                           num(measured), num(kEnough))});
 
   // A latency still moving between the halves of the window.
   bool rising = false;
@@ -149,15 +188,17 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
   }
   const std::string top_hop = bd.part_count() ? bd.part_name(top) : std::string();
   const std::string top_kind = top_hop.substr(top_hop.find('.') + 1);
-  if (t.injection == Injection::Poisson && t.trace.empty() &&
+  if (t.injection == Injection::Poisson && t.trace.empty() && t.local_fraction < 1.0 &&
       cfg.workload.kind == WorkloadKind::AllToAll && measured > 0) {
     const PortConfig& port = cfg.fabric.port;
     const double port_bytes_per_s =
         static_cast<double>(port.lane_rate.bits_per_second()) * port.lanes / 8.0;
     const double eff = payload_efficiency(t.access_size.count(), port);
+    // Local accesses (local_fraction) are offered too but never use the port.
+    const double asked = t.offered_load * (1.0 - t.local_fraction);
     const double reached =
         s.measured_bandwidth() / initiators / eff / (port_bytes_per_s * cfg.fabric.planes);
-    if (reached < 0.9 * t.offered_load) {
+    if (asked > 0 && reached < 0.9 * asked) {
       std::string where;
       const std::string hop = top_mean > 0 ? fmt::format("{} ({:.0f}% of the mean latency)",
                                                          top_hop, 100 * top_mean / total)
@@ -174,17 +215,22 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
             hop;
       else
         where = "the time goes to " + hop;
-      out.push_back({"offered_load_not_reached",
-                     fmt::format("the offered load was {:.2f} of each initiating GPU's port "
-                                 "bandwidth, but the measured window carried {:.2f} ({:.0f}% of "
-                                 "it); {}",
-                                 t.offered_load, reached, 100 * reached / t.offered_load, where)});
+      out.push_back(
+          {"offered_load_not_reached",
+           fmt::format("the offered load was {:.2f} of each initiating GPU's port bandwidth{}, "
+                       "but the measured window carried {:.2f} ({:.0f}% of it); {}",
+                       asked,
+                       t.local_fraction > 0
+                           ? fmt::format(" (offered_load {:.2f} less its local share {:.2f})",
+                                         t.offered_load, t.local_fraction)
+                           : std::string(),
+                       reached, 100 * reached / asked, where)});
     }
   }
 
   // One hop taking most of the latency.
   if (measured > 0 && total > 0 && top_mean / total > 0.5) {
-    const auto keys = keys_governing(top_kind);
+    const auto keys = keys_governing(top_kind, t.injection == Injection::Poisson);
     std::vector<std::string> given;  // this run's own settings, and whether any govern the hop
     bool any_governs = false;
     for (const std::string& o : overrides) {

@@ -15,7 +15,8 @@ class Pod;
 
 struct RunWarning {
   std::string code;  // offered_load_not_reached, dominant_hop, window_too_short,
-                     // too_few_accesses, latency_trending, not_served, retried
+                     // window_spans_phases, posted_closed_loop, too_few_accesses,
+                     // latency_trending, not_served, retried
   std::string text;
 };
 

@@ -383,6 +383,19 @@ struct WorkloadConfig {
             "at the end every process exits, revokes complete, and the run checks that every "
             "pin, NPA range, buffer, handle and table entry was given back");
   }
+  // A warm-up that leaves nothing to measure, where the phase's length is known from the
+  // config (the generated all_to_all without a trace; a scenario's steps and a trace set their
+  // own, and a run that measures nothing says so: run.json "warnings").
+  template <class C>
+  void check(C& c) const {
+    if (kind != WorkloadKind::AllToAll || !traffic.trace.empty()) return;
+    if (traffic.duration.as_ps() > 0 && traffic.warmup >= traffic.duration)
+      c.fail("traffic.warmup", "must be shorter than traffic.duration (nothing would be measured)");
+    if (traffic.duration.as_ps() == 0 && traffic.accesses > 0 &&
+        traffic.warmup_accesses >= traffic.accesses)
+      c.fail("traffic.warmup_accesses",
+             "must be below traffic.accesses (nothing would be measured)");
+  }
 };
 
 }  // namespace podsim

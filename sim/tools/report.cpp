@@ -561,15 +561,22 @@ std::string run_report(const fs::path& dir, std::string& title) {
 
   // Ports: how busy each output was over the measured window (the whole run when the
   // stats.json is older than measured windows), on one absolute scale.
-  const bool measured = stats.contains("pod.summary.measured.window_time");
+  const bool has_window = stats.contains("pod.summary.measured.window_time");
+  const bool measured =
+      has_window && stats.at("pod.summary.measured.window_time").at("value").num() > 0;
   const std::string which = measured ? "measured_utilisation" : "utilisation";
   const std::string over = measured ? "over the measured window" : "over the run";
   const std::string note =
-      measured ? "<p class=note>The share of the measured window (pod.summary.measured."
-                 "window_time) each output spent sending the measured accesses' packets "
-                 "(measured_utilisation in stats.json), on one scale from 0 to 100%.</p>\n"
-               : "<p class=note>The share of the whole run each output spent sending "
-                 "(these results predate measured windows), on one scale from 0 to 100%.</p>\n";
+      measured ? "<p class=note>The share of the time each output spent sending while it "
+                 "carried measured traffic (from the first measured access's packet reaching it "
+                 "to the last leaving: measured_utilisation in stats.json), on one scale from 0 "
+                 "to 100%.</p>\n"
+      : has_window
+          ? "<p class=note>Nothing was measured in this run (no access completed after a "
+            "warm-up): the share of the whole run each output spent sending, setup and "
+            "teardown included, on one scale from 0 to 100%.</p>\n"
+          : "<p class=note>The share of the whole run each output spent sending (these results "
+            "predate measured windows), on one scale from 0 to 100%.</p>\n";
   auto port_rows = [&](const std::regex& re) {
     std::map<std::string, std::vector<double>> util;
     std::vector<std::string> order;
@@ -644,6 +651,26 @@ std::string sweep_report(const fs::path& dir, std::string& title) {
         "<p class=note><b>{} of {} points failed</b> (exit code in the table); the plots leave "
         "them out.</p>\n",
         failed, points.size());
+  // Points whose numbers do not measure what they seem to (their run.json says it in words).
+  std::string warned;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (!points[i].contains("warnings")) continue;
+    std::vector<std::string> codes;
+    for (const J& w : points[i].at("warnings").items())
+      codes.push_back(w.str());
+    if (codes.empty()) continue;
+    std::vector<std::string> at;
+    for (const auto& [k, v] : points[i].at("values").members())
+      at.push_back(k.substr(k.rfind('.') + 1) + "=" + v.str());
+    warned += fmt::format("<li>point {:03} ({}): {}</li>", i,
+                          svg::escape(fmt::format("{}", fmt::join(at, ", "))),
+                          svg::escape(fmt::format("{}", fmt::join(codes, ", "))));
+  }
+  if (!warned.empty())
+    body +=
+        "<div class=note><b>Points with warnings</b> (points/NNN/run.json says each in "
+        "words); their plotted values are drawn all the same:<ul>" +
+        warned + "</ul></div>\n";
 
   // Each stat against the first varied key; one line per combination of the others.
   std::vector<std::string> xs;

@@ -348,6 +348,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       j.argv.push_back("--seed");
       j.argv.push_back(std::to_string(*opt.seed));
     }
+    if (opt.warnings_as_errors) j.argv.push_back("--warnings-as-errors");
     j.argv.insert(j.argv.end(), {"--quiet", "--out", pdir.string()});
     j.stdout_path = (points_dir / fmt::format("{:03}.stdout", i)).string();
     j.stderr_path = (points_dir / fmt::format("{:03}.stderr", i)).string();
@@ -415,7 +416,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   csv += "exit_code";
   for (const auto& c : columns)
     csv += "," + csv_cell(c.name);
-  csv += "\n";
+  csv += ",warnings\n";
   json::array rows;
   std::size_t failed_points = 0;
   // Whether some point's stats.json has each column's stat and field (a --stat that none has
@@ -478,8 +479,11 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
               warns.push_back(*c);
     }
     any_warnings = any_warnings || !warns.empty();
+    std::string codes;
+    for (const auto& w : warns)
+      codes += (codes.empty() ? "" : " ") + std::string(w.as_string());
+    csv += "," + csv_cell(codes) + "\n";
     row["warnings"] = std::move(warns);
-    csv += "\n";
     rows.push_back(std::move(row));
   }
   // A --stat that no point has: a typo or a field that is not there. Said like a config key's

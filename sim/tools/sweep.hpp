@@ -38,6 +38,8 @@ struct SweepOptions {
   std::string out_dir = "podsim-sweep";
   unsigned jobs = 1;
   bool quiet = false;
+  // Each point runs with --warnings-as-errors: a point with warnings exits 3 (a failed point).
+  bool warnings_as_errors = false;
 };
 
 // The columns every sweep reports after the varied values: (column, stat, field).

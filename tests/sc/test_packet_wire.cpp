@@ -33,7 +33,7 @@ void fill(tlm::tlm_generic_payload& gp, std::size_t hops, unsigned seed) {
   a.op = seed % 2 ? AccessOp::Write : AccessOp::Atomic;
   a.status = seed % 2 ? AccessStatus::RemoteFault : AccessStatus::Unreachable;
   a.posted = seed % 2 == 0;
-  a.measured = static_cast<Measured>(seed % 3);
+  a.measured = static_cast<Measured>(seed % 2);
   a.mailbox = seed % 2 ? MailboxWrite::Doorbell : MailboxWrite::Writeback;
   a.size = 192 + seed;
   a.vmid = static_cast<std::uint16_t>(14 + seed);

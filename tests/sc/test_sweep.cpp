@@ -68,7 +68,8 @@ TEST_CASE("a sweep writes one row per point in grid order, identically at any -j
   CHECK(head[1] == "workload.traffic.outstanding");
   CHECK(head[2] == "exit_code");
   CHECK(head[3] == "remote_accesses");
-  CHECK(head.back() == "pod.gpu0.agent.remote_latency:max");
+  CHECK(head[head.size() - 2] == "pod.gpu0.agent.remote_latency:max");
+  CHECK(head.back() == "warnings");  // the point's warning codes, space-separated
   const std::vector<std::pair<std::string, std::string>> grid = {
       {"100ns", "1"}, {"100ns", "8"}, {"300ns", "1"}, {"300ns", "8"}};
   auto col = [&](const char* name) {
@@ -332,4 +333,33 @@ TEST_CASE("a sweep can vary the config file itself", "[sweep]") {
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains("point 1 (config=/no/such.json") &&
                               Catch::Contains("cannot open the file"));
+}
+
+TEST_CASE("a sweep lists each point's warnings, and --warnings-as-errors fails those points",
+          "[sweep]") {
+  const std::string out = fresh_dir("sweep-warnings");
+  auto r = run_podsim({"sweep", "--quiet", "--vary", "workload.traffic.accesses=20,2000",
+                       "--warnings-as-errors", "-j", "2", "--out", out},
+                      false);
+  CHECK(r.exit_code == 1);  // a point failed: the one with warnings
+  const auto rows = csv_rows(slurp(fs::path(out) / "sweep.csv"));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].back() == "warnings");
+  CHECK(rows[1][1] == "3");  // exit code 3: warnings are errors
+  CHECK(rows[1].back() == "window_too_short too_few_accesses");
+  CHECK(rows[2][1] == "0");
+  {  // no warnings: an empty last cell (the line ends with the comma before it)
+    const std::string csv = slurp(fs::path(out) / "sweep.csv");
+    const auto at = csv.find("\n2000,0,");
+    REQUIRE(at != std::string::npos);
+    CHECK(csv[csv.find('\n', at + 1) - 1] == ',');
+  }
+  const std::string md = slurp(fs::path(out) / "sweep.md");
+  CHECK_THAT(md, Catch::Contains("FAILED (exit 3) | window_too_short, too_few_accesses |"));
+  // The sweep's report names the point and its warnings.
+  auto rep = run_podsim({"report", out}, false);
+  REQUIRE(rep.exit_code == 0);
+  CHECK_THAT(slurp(fs::path(out) / "report.html"),
+             Catch::Contains("Points with warnings") &&
+                 Catch::Contains("point 000 (accesses=20): window_too_short, too_few_accesses"));
 }

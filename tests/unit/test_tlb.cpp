@@ -53,6 +53,19 @@ TEST_CASE("a fragment entry covers its 2^f pages", "[tlb]") {
   CHECK_THROWS_AS(tlb.insert(0, 0, kMaxFragment + 1, 1), std::out_of_range);
 }
 
+TEST_CASE("a 4,096-way TLB holds a 55-bit address's page, and a lookup beyond it misses", "[tlb]") {
+  Tlb<int> tlb(4096, 4096);
+  const std::uint64_t page = (1ull << (55 - 12)) - 1;  // the last page of a 55-bit space
+  tlb.insert(15, page, 0, 7);
+  CHECK(hit(tlb, 15, page));
+  CHECK_FALSE(hit(tlb, 14, page));
+  // A page no line can hold (an address far beyond any mapping) is a miss, not an error: the
+  // walk then finds no mapping and the access faults.
+  CHECK_FALSE(hit(tlb, 0, 1ull << 52));
+  CHECK_FALSE(hit(tlb, 16, 0));  // an address space above 15 likewise
+  CHECK_THROWS_AS(tlb.insert(0, 1ull << 52, 0, 1), std::out_of_range);
+}
+
 TEST_CASE("LRU, FIFO and random replacement", "[tlb]") {
   // 2 sets of 2 ways; pages 0, 2, 4 share set 0.
   Tlb<int> lru(4, 2, Replacement::Lru);

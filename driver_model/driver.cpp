@@ -1149,6 +1149,7 @@ Task<void> Driver::eviction_worker() {
     Bo& b = bos_.at(node->bo());
     std::uint64_t rewritten = 0;
     if (fresh && !node->revoked()) {
+      env_.vram_copy_page(b.vram_pages[page], (*fresh)[0]);  // what copy_latency stood for
       env_.vram_free(std::span<const std::uint64_t>(&b.vram_pages[page], 1));
       b.vram_pages[page] = (*fresh)[0];
       // The page's new place breaks the fragment it was in: rewrite the PTEs of its aligned
@@ -1161,6 +1162,20 @@ Task<void> Driver::eviction_worker() {
                      node->handle().lo, cfg_.max_fragment_log2());
         rewritten += count;
       }
+      // The owner's own mappings of the buffer point at the old page too.
+      Time flushes;
+      for (const auto& m : b.mappings) {
+        Pte proto;
+        proto.writable = true;
+        proto.target = PteTarget::Vram;
+        proto.fragment = cfg_.max_fragment_log2();
+        const std::uint64_t va_page = (m.va >> kPageShift) + first;
+        env_.gpuvm_map(m.process, va_page, count, proto,
+                       std::span<const std::uint64_t>(b.vram_pages).subspan(first, count));
+        flushes += env_.gpuvm_flush_tlb(m.process, va_page, count, FlushKind::Lightweight);
+        rewritten += count;
+      }
+      co_await sleep(flushes);
       evictions_.inc();
     } else {
       if (fresh) env_.vram_free(*fresh);

@@ -27,6 +27,8 @@ class DriverEnv : public Scheduler {
   // needs are still being cleared.
   virtual Task<std::optional<std::vector<std::uint64_t>>> vram_alloc(std::uint64_t pages) = 0;
   virtual void vram_free(std::span<const std::uint64_t> pages) = 0;
+  // Copies one page's contents to another (a page migration's copy; its time is the caller's).
+  virtual void vram_copy_page(std::uint64_t from, std::uint64_t to) = 0;
   virtual void vram_pin(std::span<const std::uint64_t> pages) = 0;
   virtual void vram_unpin(std::span<const std::uint64_t> pages) = 0;
 

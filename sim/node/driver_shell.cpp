@@ -1,6 +1,7 @@
 #include "sim/node/driver_shell.hpp"
 
 #include <fmt/format.h>
+#include <array>
 
 #include "sim/core/timeline.hpp"
 
@@ -124,6 +125,11 @@ void DriverShell::vram_pin(std::span<const std::uint64_t> pages) {
 }
 void DriverShell::vram_unpin(std::span<const std::uint64_t> pages) {
   vram_.allocator().unpin(pages);
+}
+void DriverShell::vram_copy_page(std::uint64_t from, std::uint64_t to) {
+  std::array<unsigned char, kPageSize> page;
+  vram_.read_bytes(from << kPageShift, page.data(), page.size());
+  vram_.write_bytes(to << kPageShift, page.data(), page.size());
 }
 void DriverShell::npa_map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
                           std::uint64_t tag, std::uint8_t max_fragment) {

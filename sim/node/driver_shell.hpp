@@ -108,6 +108,7 @@ class DriverShell final : public sc_core::sc_module, public HasStats, private Dr
   void vram_free(std::span<const std::uint64_t> pages) override;
   void vram_pin(std::span<const std::uint64_t> pages) override;
   void vram_unpin(std::span<const std::uint64_t> pages) override;
+  void vram_copy_page(std::uint64_t from, std::uint64_t to) override;
   void npa_map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
                std::uint64_t tag, std::uint8_t max_fragment) override;
   void npa_set_retry(std::uint64_t key, bool retry) override;

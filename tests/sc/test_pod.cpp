@@ -127,6 +127,51 @@ TEST_CASE(
   CHECK(*ids.rbegin() == pages);
 }
 
+TEST_CASE(
+    "an exporter that moves its pages (unpinned) moves their data: stores before a move are "
+    "there after it, behind the NPA range and the owner's own mapping",
+    "[sc][pod][migration]") {
+  // GPU 0 stores once into every page of GPU 1's buffer, then waits while GPU 1 moves a page
+  // every 2 us on average; a last load at 300 us keeps the run going. Every page moved after
+  // its store must hold it in its new place.
+  Pod pod("pod", config_with({"pod.gpus=2", "workload.initiators=[0]", "workload.teardown=false",
+                              "gpu.driver.exported_memory=unpinned",
+                              "gpu.driver.migration.eviction_interval=2us"}));
+  const std::uint64_t bytes = pod.config().workload.buffer_size.count();
+  const std::uint64_t pages = bytes / kPageSize;
+  const std::uint64_t import_va = kLocalVa + (bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  std::vector<TraceEntry> trace;
+  for (std::uint64_t p = 0; p < pages; ++p)
+    trace.push_back(TraceEntry{Time::ns(static_cast<std::int64_t>(10 * p)), 0, TraceOp::Write,
+                               import_va + p * kPageSize, 64});
+  trace.push_back(TraceEntry{Time::us(300), 0, TraceOp::Read, import_va, 64});
+  pod.replay(trace);
+  pod.run();
+  REQUIRE(pod.ok());
+  GpuNode& importer = pod.gpu(0);
+  GpuNode& exporter = pod.gpu(1);
+  REQUIRE(counter(exporter.driver.driver().stats(), "evictions") > 5);
+  const PageTable* imp = importer.gpuvm.page_table(1);
+  const PageTable* own = exporter.gpuvm.page_table(1);
+  REQUIRE(imp != nullptr);
+  REQUIRE(own != nullptr);
+  std::uint64_t stored = 0;
+  for (std::uint64_t p = 0; p < pages; ++p) {
+    const Pte n = imp->lookup((import_va >> kPageShift) + p);
+    REQUIRE(n.target == PteTarget::Npa);
+    const Pte behind = exporter.npa_mmu.page_table().lookup(
+        exporter.npa_mmu.key_of(n.frame << kPageShift, importer.id()));
+    REQUIRE(behind.target == PteTarget::Vram);
+    // The owner's own mapping of the page is the same VRAM page.
+    CHECK(own->lookup((kLocalVa >> kPageShift) + p).frame == behind.frame);
+    std::uint64_t word = 0;
+    exporter.vram.read_bytes(behind.frame << kPageShift, reinterpret_cast<unsigned char*>(&word),
+                             8);
+    stored += word != 0;
+  }
+  CHECK(stored == pages);  // every store survived the moves
+}
+
 TEST_CASE("the default pod: every GPU loads from and stores to every other", "[sc][pod]") {
   Pod pod("pod", config_with({"workload.traffic.accesses=400", "workload.teardown=false"}));
   pod.run();

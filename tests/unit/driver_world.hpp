@@ -41,6 +41,10 @@ class FakeEnv final : public DriverEnv {
   void vram_pin(std::span<const std::uint64_t> pages) override { pinned += pages.size(); }
   void vram_unpin(std::span<const std::uint64_t> pages) override { pinned -= pages.size(); }
   void vram_free(std::span<const std::uint64_t> pages) override { free_pages += pages.size(); }
+  void vram_copy_page(std::uint64_t from, std::uint64_t to) override {
+    copied_pages.emplace_back(from, to);
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> copied_pages;
   void npa_map(std::uint64_t first, std::span<const std::uint64_t> pages, std::uint64_t tag,
                std::uint8_t /*max_fragment*/) override {
     for (std::size_t i = 0; i < pages.size(); ++i)

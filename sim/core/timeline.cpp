@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace podsim {
 
@@ -43,6 +44,21 @@ void Timeline::instant(std::uint32_t gpu, std::uint32_t track, std::string name,
                        std::string args) {
   events_.push_back(
       Event{'i', gpu, track, 0, at, Time{}, std::move(name), "control", std::move(args)});
+}
+
+void Timeline::message_sent(std::uint32_t gpu, std::uint32_t to, std::string what, Time start,
+                            Time end, std::string args) {
+  async_span(gpu, MessagesSent, fmt::format("{} to gpu{}", what, to), start, end, std::move(args));
+  // A marker where the send begins: a flow arrow leaves from it.
+  events_.push_back(Event{'X', gpu, MessagesSent, 0, start, Time{}, "send " + what, "message", {}});
+  sent_.push_back(Message{gpu, to, std::move(what), start, events_.size() - 1});
+}
+
+void Timeline::message_handled(std::uint32_t gpu, std::uint32_t from, std::string what, Time at,
+                               std::string args) {
+  events_.push_back(Event{'X', gpu, Driver, 0, at, Time{}, fmt::format("{} from gpu{}", what, from),
+                          "control", std::move(args)});
+  handled_.push_back(Message{from, gpu, std::move(what), at, events_.size() - 1});
 }
 
 bool Timeline::sample(std::uint32_t gpu) {
@@ -101,21 +117,62 @@ std::string Timeline::to_json(std::uint32_t gpus, const std::string& failed) con
           g, t, quoted(n)));
     }
   }
+  // Flow arrows: each handling joined to the earliest unjoined send of its type from its sender
+  // to it that began no later (a ring delivers in order).
+  std::vector<Event> events = events_;
+  {
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::string>, std::vector<const Message*>>
+        sends;
+    for (const Message& m : sent_)
+      sends[{m.from, m.to, m.what}].push_back(&m);
+    for (auto& [key, v] : sends)
+      std::stable_sort(v.begin(), v.end(),
+                       [](const Message* a, const Message* b) { return a->at < b->at; });
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::string>, std::size_t> next;
+    std::vector<const Message*> handled;
+    for (const Message& m : handled_)
+      handled.push_back(&m);
+    std::stable_sort(handled.begin(), handled.end(),
+                     [](const Message* a, const Message* b) { return a->at < b->at; });
+    std::uint64_t flow = 1;
+    for (const Message* h : handled) {
+      const auto key = std::make_tuple(h->from, h->to, h->what);
+      auto it = sends.find(key);
+      if (it == sends.end()) continue;
+      std::size_t& i = next[key];
+      if (i >= it->second.size() || it->second[i]->at > h->at) continue;
+      events[it->second[i]->event].flow = flow;
+      events[h->event].flow = flow;
+      events[h->event].flow_in = true;
+      ++flow;
+      ++i;
+    }
+  }
   // Events by start time (ties: as recorded); an async slice's end follows its start.
   std::vector<const Event*> order;
-  order.reserve(events_.size());
-  for (const Event& e : events_)
+  order.reserve(events.size());
+  for (const Event& e : events)
     order.push_back(&e);
   std::stable_sort(order.begin(), order.end(),
                    [](const Event* a, const Event* b) { return a->ts < b->ts; });
   for (const Event* e : order) {
     const std::string args = e->args.empty() ? "" : ", \"args\": " + e->args;
     switch (e->ph) {
-      case 'X':
+      case 'X': {
+        const std::string flow = e->flow ? fmt::format(R"(, "bind_id": "0x{:x}", "{}": true)",
+                                                       e->flow, e->flow_in ? "flow_in" : "flow_out")
+                                         : std::string();
         emit(fmt::format(
-            R"({{"ph": "X", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "name": {}, "cat": "{}"{}}})",
-            e->pid, e->tid, us(e->ts), us(e->dur), quoted(e->name), e->cat, args));
+            R"({{"ph": "X", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "name": {}, "cat": "{}"{}{}}})",
+            e->pid, e->tid, us(e->ts), us(e->dur), quoted(e->name), e->cat, flow, args));
+        // The same arrow as the format's flow events (older viewers read these).
+        if (e->flow)
+          emit(fmt::format(
+              R"({{"ph": "{}", {}"pid": {}, "tid": {}, "ts": {}, "id": "0x{:x}", "name": "message", "cat": "flow"}})",
+              e->flow_in ? 'f' : 's', e->flow_in ? R"("bp": "e", )" : "", e->pid, e->tid, us(e->ts),
+              e->flow));
         break;
+      }
       case 'i':
         emit(fmt::format(
             R"({{"ph": "i", "s": "t", "pid": {}, "tid": {}, "ts": {}, "name": {}, "cat": "{}"{}}})",

@@ -1,7 +1,9 @@
 // A timeline of a run in the Chrome/Perfetto trace-event JSON format (open it at
 // ui.perfetto.dev or chrome://tracing). One process per GPU; on it:
 //   - "driver": export, import and revoke calls, and every message handled (always);
-//   - "messages sent": each control message from the write to its write-back (always);
+//   - "messages sent": each control message from the write to its write-back (always), with a
+//     flow arrow from its sending to its handling by the receiving GPU's driver (matched in
+//     order per sender, receiver and message type: a ring delivers in order);
 //   - "process N": the scenario steps of process N (always);
 //   - "accesses (sampled)": one access in every `sample_every`, as a slice with one child per
 //     hop, until `max_access_events` events have been written (then the rest are counted).
@@ -35,6 +37,14 @@ class Timeline {
                   std::string args = {});
   void instant(std::uint32_t gpu, std::uint32_t track, std::string name, Time at,
                std::string args = {});
+  // A control message `what` sent by `gpu` to `to` from `start` until its write-back at `end`
+  // (on "messages sent"), and one handled by `gpu`'s driver at `at` (on "driver"): each
+  // handling is joined by a flow arrow to the earliest send of the same type from its sender
+  // to it not yet joined that began no later.
+  void message_sent(std::uint32_t gpu, std::uint32_t to, std::string what, Time start, Time end,
+                    std::string args = {});
+  void message_handled(std::uint32_t gpu, std::uint32_t from, std::string what, Time at,
+                       std::string args = {});
 
   // Data: should this GPU's next completed access be recorded? (Counts every call.)
   bool sample(std::uint32_t gpu);
@@ -61,7 +71,16 @@ class Timeline {
     std::uint64_t id;  // async slices
     Time ts, dur;
     std::string name, cat, args;
+    std::uint64_t flow = 0;  // 'X' only: the flow it starts (flow_out) or ends (flow_in)
+    bool flow_in = false;
   };
+  struct Message {
+    std::uint32_t from, to;
+    std::string what;
+    Time at;
+    std::size_t event;  // its 'X' marker in events_
+  };
+  std::vector<Message> sent_, handled_;
   Options opt_;
   std::vector<Event> events_;
   std::vector<std::uint64_t> seen_;  // per GPU: accesses offered to sample()

@@ -227,8 +227,8 @@ void DriverShell::note_send(AccelId dst, Ring ring, const Dwords& command, Time 
   const std::string what = ring == Ring::Tlb
                                ? std::string("TLB_INV")
                                : std::string(msg_name(static_cast<MsgType>(command[0] & 0x3FF)));
-  timeline_->async_span(self_, Timeline::MessagesSent, fmt::format("{} to gpu{}", what, dst), t0,
-                        sim_now(), fmt::format(R"({{"to": {}, "outcome": "{}"}})", dst, outcome));
+  timeline_->message_sent(self_, dst, what, t0, sim_now(),
+                          fmt::format(R"({{"to": {}, "outcome": "{}"}})", dst, outcome));
 }
 
 void DriverShell::note_call(std::string_view what, Time start, const std::string& detail) {
@@ -238,8 +238,8 @@ void DriverShell::note_call(std::string_view what, Time start, const std::string
 
 void DriverShell::note_message(std::string_view what, AccelId from) {
   if (timeline_)
-    timeline_->instant(self_, Timeline::Driver, fmt::format("{} from gpu{}", what, from), sim_now(),
-                       fmt::format(R"({{"from": {}}})", from));
+    timeline_->message_handled(self_, from, std::string(what), sim_now(),
+                               fmt::format(R"({{"from": {}}})", from));
 }
 
 }  // namespace podsim::driver

@@ -179,6 +179,60 @@ TEST_CASE(
   CHECK(doc.at("otherData").at("dropped_sampled_accesses") == 0);
 }
 
+TEST_CASE(
+    "the timeline joins each control message's sending to its handling on the other GPU with a "
+    "flow arrow",
+    "[outputs][trace]") {
+  const std::string trace =
+      (fs::temp_directory_path() / "podsim-test-timeline-flows.json").string();
+  auto r =
+      run_podsim({"run", "--quiet", "--trace", trace, "--set", "workload.traffic.accesses=50"});
+  REQUIRE(r.exit_code == 0);
+  const auto doc = read_json_file(trace);
+  struct End {
+    int pid = -1;
+    double ts = 0;
+    std::string name;
+  };
+  std::map<std::string, End> out, in;
+  std::size_t handled = 0, legacy_s = 0, legacy_f = 0;
+  for (const auto& ev : doc.at("traceEvents").as_array()) {
+    const auto& o = ev.as_object();
+    legacy_s += o.at("ph") == "s";
+    legacy_f += o.at("ph") == "f";
+    if (o.at("ph") != "X") continue;
+    const std::string name(o.at("name").as_string());
+    const bool handling =
+        o.at("tid").to_number<int>() == 1 && name.find(" from gpu") != std::string::npos;
+    handled += handling;
+    const auto* bind = o.if_contains("bind_id");
+    if (!bind) {
+      CHECK_FALSE(handling);  // every handled message has its arrow
+      continue;
+    }
+    End e{o.at("pid").to_number<int>(), o.at("ts").to_number<double>(), name};
+    (o.contains("flow_in") ? in : out)[std::string(bind->as_string())] = e;
+  }
+  // HELLO, HELLO_ACK, NPA_REQ, NPA_RSP, NPA_REVOKE, NPA_RELEASE between 8 GPUs: hundreds.
+  CHECK(handled > 100);
+  CHECK(in.size() == handled);
+  CHECK(out.size() == in.size());
+  CHECK(legacy_s == out.size());  // the same arrows as the format's flow events
+  CHECK(legacy_f == in.size());
+  for (const auto& [id, h] : in) {
+    INFO("flow " << id << ": " << h.name);
+    REQUIRE(out.count(id));
+    const End& s = out.at(id);
+    // From the sender named in the handling, of the same message, no later than it.
+    const std::string what = h.name.substr(0, h.name.find(" from gpu"));
+    const int from = std::stoi(h.name.substr(h.name.find(" from gpu") + 9));
+    CHECK(s.pid == from);
+    CHECK(s.name == "send " + what);
+    CHECK(s.ts <= h.ts);
+    CHECK(s.pid != h.pid);
+  }
+}
+
 TEST_CASE("the timeline's sampled accesses are bounded by --trace-max-events", "[outputs][trace]") {
   const std::string trace = (fs::temp_directory_path() / "podsim-test-timeline-b.json").string();
   auto r =

@@ -123,5 +123,5 @@ TEST_CASE("study pages show what their commands print", "[regression][studies]")
     CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == printed);
     CHECK(printed.rfind("| ", 0) == 0);
   }
-  CHECK(studies == 4);
+  CHECK(studies == 5);
 }

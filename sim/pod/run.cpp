@@ -116,12 +116,18 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     }
   }
 
-  // A trace to replay: its path is relative to the config file; it is checked line by line
+  // A trace to replay: a relative path is relative to the config file that names it, or to
+  // the current directory when a --set names it (docs/traces.md); it is checked line by line
   // now, before anything is written.
   std::vector<TraceEntry> replay;
   if (!cfg.workload.traffic.trace.empty()) {
     fs::path trace(cfg.workload.traffic.trace);
-    if (trace.is_relative() && opt.config_path)
+    const bool from_set =
+        std::any_of(opt.overrides.begin(), opt.overrides.end(), [](const std::string& s) {
+          return s.rfind("workload.traffic.trace=", 0) == 0 ||
+                 s.rfind("workload.traffic=", 0) == 0 || s.rfind("workload=", 0) == 0;
+        });
+    if (trace.is_relative() && opt.config_path && !from_set)
       trace = fs::path(*opt.config_path).parent_path() / trace;
     cfg.workload.traffic.trace = fs::absolute(trace).lexically_normal().string();
     try {

@@ -80,6 +80,22 @@ TEST_CASE("a trace path in a config file is relative to that file", "[trace]") {
   CHECK(rep.stat("pod.summary.remote_accesses") == 8 * 3);
 }
 
+TEST_CASE("a trace path given with --set is relative to the current directory, config or not",
+          "[trace]") {
+  const std::string log = write_temp_file("here.trace", "");
+  auto gen =
+      run_podsim({"run", "--quiet", "--access-log", log, "--set", "workload.traffic.accesses=2"});
+  REQUIRE(gen.exit_code == 0);
+  const std::string dir = std::filesystem::path(log).parent_path().string();
+  // A config file elsewhere (the source tree's) and the trace named from the current directory.
+  auto rep = podsim::test::run_podsim_after(
+      "cd '" + dir + "' && ", {"run", "--quiet", podsim::test::source_path("configs/default.json"),
+                               "--set", "workload.traffic.trace=here.trace"});
+  INFO(rep.err);
+  REQUIRE(rep.exit_code == 0);
+  CHECK(rep.stat("pod.summary.remote_accesses") == 8 * 2);
+}
+
 TEST_CASE(
     "a trace replaces generated traffic entirely: an empty trace or a directory is an error, "
     "and a GPU absent from the trace issues nothing",

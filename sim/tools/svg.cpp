@@ -17,17 +17,32 @@ const char* color(std::size_t i) {
   return kPalette[i % (sizeof kPalette / sizeof *kPalette)];
 }
 
-// Tick positions: about `n` round numbers covering [lo, hi].
-std::vector<double> ticks(double lo, double hi, int n = 5) {
+// The round step between about `n` ticks over [lo, hi].
+double tick_step(double lo, double hi, int n = 5) {
   if (!(hi > lo)) hi = lo + 1;
   const double raw = (hi - lo) / n;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = mag;
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (m * mag >= raw) {
-      step = m * mag;
-      break;
-    }
+    if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
+// Widens [lo, hi] to whole ticks, so that both ends of an axis carry a label; returns the
+// step between the ticks (0: none fits; ticks() then picks its own).
+double to_whole_ticks(double& lo, double& hi) {
+  if (!(hi > lo)) return 0;
+  const double step = tick_step(lo, hi);
+  if (!(step > 0) || !std::isfinite(step)) return 0;
+  const double a = std::floor(lo / step) * step, b = std::ceil(hi / step) * step;
+  if (!std::isfinite(a) || !std::isfinite(b) || !(b > a)) return 0;
+  lo = a, hi = b;
+  return step;
+}
+
+// Tick positions: round numbers covering [lo, hi], `step` apart (0: about 5 of them).
+std::vector<double> ticks(double lo, double hi, double step = 0) {
+  if (!(hi > lo)) hi = lo + 1;
+  if (!(step > 0)) step = tick_step(lo, hi);
   // Indexed, not accumulated: where adding the step no longer changes a value (a span of a
   // few units at 1e17) an accumulating loop never ends. At most 100 ticks, whatever the data.
   std::vector<double> t;
@@ -87,22 +102,25 @@ std::string line_chart(const std::string& id, const std::string& title, const Ax
     }
   if (!std::isfinite(x0)) x0 = 0, x1 = 1;
   if (!std::isfinite(y1) || y1 <= y0) y1 = y0 + 1;
-  if (!x.categories.empty()) x0 = -0.5, x1 = static_cast<double>(x.categories.size()) - 0.5;
   if (x1 <= x0) x1 = x0 + 1;
+  // Both ends of each axis on a labelled tick.
+  const double ystep = to_whole_ticks(y0, y1);
+  const double xstep = x.categories.empty() ? to_whole_ticks(x0, x1) : 0.0;
+  if (!x.categories.empty()) x0 = -0.5, x1 = static_cast<double>(x.categories.size()) - 0.5;
   auto sx = [&](double v) { return L + (v - x0) / (x1 - x0) * pw; };
   auto sy = [&](double v) { return T + ph - (v - y0) / (y1 - y0) * ph; };
 
   std::string s = open_svg(id, title, W, H);
   s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="#fafafa" stroke="#ccc"/>)",
                    L, T, pw, ph);
-  for (double t : ticks(y0, y1)) {
+  for (double t : ticks(y0, y1, ystep)) {
     s += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#e4e4e4"/>)", L,
                      L + pw, sy(t), sy(t));
     s += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{}</text>)", L - 6, sy(t) + 4,
                      tick_label(t));
   }
   if (x.categories.empty()) {
-    for (double t : ticks(x0, x1))
+    for (double t : ticks(x0, x1, xstep))
       s += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", sx(t),
                        T + ph + 16, tick_label(t));
   } else {
@@ -153,10 +171,12 @@ std::string stacked_bars(const std::string& id, const std::string& title, const 
     total = std::max(total, t);
   }
   if (total <= 0) total = 1;
+  double zero = 0;
+  const double step = to_whole_ticks(zero, total);  // the axis ends on a labelled tick
   auto sx = [&](double v) { return L + v / total * pw; };
   std::string s =
       open_svg(id, title, W, std::max(H, T + B + 18 * static_cast<int>(part_names.size())));
-  for (double t : ticks(0, total)) {
+  for (double t : ticks(0, total, step)) {
     s += fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}" stroke="#e4e4e4"/>)", sx(t),
                      sx(t), T, H - B);
     s += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", sx(t), H - B + 16,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sim/tools/report.hpp"
+#include "sim/tools/svg.hpp"
 
 namespace fs = std::filesystem;
 
@@ -46,4 +47,19 @@ TEST_CASE("report: a very long stat key is skipped, not matched to the stack's e
   CHECK(page.str().find("switch-utilisation") != std::string::npos);
   CHECK(page.str().find("aaaaswitch1") == std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("a chart's axes end on labelled ticks, whatever the data's extent", "[report][svg]") {
+  // Latencies from 597 to 1,459 ns (ticks 200 apart) and a CDF up to 0.93: the axes run from
+  // 400 to 1,600 and to 1, labelled at both ends.
+  podsim::tools::svg::Line l{"remote", {{597.0, 0.0}, {1459.0, 0.93}}};
+  const std::string s =
+      podsim::tools::svg::line_chart("c", "t", {"latency (ns)", {}}, {"fraction", {}}, {l});
+  CHECK(s.find(">1600<") != std::string::npos);
+  CHECK(s.find(">1<") != std::string::npos);
+  CHECK(s.find(">400<") != std::string::npos);
+  // Bars up to 837 ns: the axis runs to 1000.
+  const std::string b =
+      podsim::tools::svg::stacked_bars("b", "t", "ns", {"a", "b"}, {{"all", {400.0, 437.0}}});
+  CHECK(b.find(">1000<") != std::string::npos);
 }

@@ -342,8 +342,10 @@ void ComputeAgent::note_access(const Access& a, Time now) {
   std::vector<Timeline::Hop> hops;
   for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
     const HopStamp& h = a.hops[i];
-    if (a.hops[i + 1].at() > h.at())
-      hops.push_back({parts[breakdown_slot(h.kind(), h.response())], h.at(), a.hops[i + 1].at()});
+    if (a.hops[i + 1].at() <= h.at()) continue;
+    const bool fabric = h.kind() == HopKind::Switch || h.kind() == HopKind::Link;
+    hops.push_back({parts[breakdown_slot(h.kind(), h.response())], h.at(), a.hops[i + 1].at(),
+                    fabric ? static_cast<std::int32_t>(a.plane) : -1, h.kind() == HopKind::Switch});
   }
   const char* op = a.op == AccessOp::Read ? "load" : a.op == AccessOp::Write ? "store" : "atomic";
   const char* status = a.status == AccessStatus::Ok            ? "ok"

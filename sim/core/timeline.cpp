@@ -68,7 +68,9 @@ bool Timeline::sample(std::uint32_t gpu) {
 
 void Timeline::access(std::uint32_t gpu, std::string name, Time start, Time end,
                       const std::vector<Hop>& hops, std::string args) {
-  const std::uint64_t n = 1 + hops.size();
+  std::uint64_t n = 1 + hops.size();
+  for (const Hop& h : hops)
+    n += h.plane >= 0;
   if (access_events_ + n > opt_.max_access_events) {
     ++dropped_;
     return;
@@ -77,9 +79,20 @@ void Timeline::access(std::uint32_t gpu, std::string name, Time start, Time end,
   const std::uint64_t id = next_id_++;
   events_.push_back(Event{'b', gpu, Accesses, id, start, end - start, std::move(name), "access",
                           std::move(args)});
-  for (const Hop& h : hops)
+  for (const Hop& h : hops) {
     events_.push_back(
         Event{'b', gpu, Accesses, id, h.start, h.end - h.start, std::string(h.name), "access", {}});
+    if (h.plane >= 0)  // where it happened, too
+      events_.push_back(Event{'b',
+                              kFabricPid + static_cast<std::uint32_t>(h.plane),
+                              h.is_switch ? Switches : Links,
+                              next_id_++,
+                              h.start,
+                              h.end - h.start,
+                              fmt::format("gpu{} {}", gpu, h.name),
+                              "access",
+                              {}});
+  }
 }
 
 std::string Timeline::to_json(std::uint32_t gpus, const std::string& failed) const {
@@ -147,6 +160,20 @@ std::string Timeline::to_json(std::uint32_t gpus, const std::string& failed) con
       ++flow;
       ++i;
     }
+  }
+  // The fabric's planes that any sampled hop crossed.
+  for (const auto& [pid, tids] : tracks) {
+    if (pid < kFabricPid) continue;
+    emit(fmt::format(
+        R"({{"ph": "M", "pid": {}, "name": "process_name", "args": {{"name": "plane {}"}}}})", pid,
+        pid - kFabricPid));
+    emit(fmt::format(
+        R"({{"ph": "M", "pid": {}, "name": "process_sort_index", "args": {{"sort_index": {}}}}})",
+        pid, gpus + (pid - kFabricPid)));
+    for (std::uint32_t t : tids)
+      emit(fmt::format(
+          R"({{"ph": "M", "pid": {}, "tid": {}, "name": "thread_name", "args": {{"name": "{}"}}}})",
+          pid, t, t == Switches ? "switches" : "links"));
   }
   // Events by start time (ties: as recorded); an async slice's end follows its start.
   std::vector<const Event*> order;

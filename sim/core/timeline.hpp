@@ -7,6 +7,9 @@
 //   - "process N": the scenario steps of process N (always);
 //   - "accesses (sampled)": one access in every `sample_every`, as a slice with one child per
 //     hop, until `max_access_events` events have been written (then the rest are counted).
+// And one process per fabric plane ("plane P"), with tracks "switches" and "links": a sampled
+// access's switch and link hops also appear there, where they happen (named by the access's
+// GPUs and direction; a leaf/spine plane's switches share the one track).
 // Plain C++: the models call it; nothing is written until the run ends.
 #pragma once
 
@@ -51,7 +54,11 @@ class Timeline {
   struct Hop {
     std::string_view name;
     Time start, end;
+    // A switch or link hop: the plane it crossed, and whether it is a switch (else a link).
+    std::int32_t plane = -1;
+    bool is_switch = false;
   };
+  enum FabricTrack : std::uint32_t { Switches = 1, Links = 2 };
   // A sampled access and its hops; dropped (and counted) once the bound is reached.
   void access(std::uint32_t gpu, std::string name, Time start, Time end,
               const std::vector<Hop>& hops, std::string args = {});
@@ -63,6 +70,8 @@ class Timeline {
   // `failed`: the run's failure line (kFailedCsvMark's text) when it failed, written into
   // otherData as "run_failed"; empty for a run that completed as configured.
   std::string to_json(std::uint32_t gpus, const std::string& failed = {}) const;
+  // The process of plane `p`'s fabric tracks (after the GPUs').
+  static constexpr std::uint32_t kFabricPid = 1u << 20;
 
  private:
   struct Event {

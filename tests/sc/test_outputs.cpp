@@ -233,6 +233,51 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a sampled access's switch and link hops also appear on their plane's tracks",
+          "[outputs][trace]") {
+  const std::string trace =
+      (fs::temp_directory_path() / "podsim-test-timeline-fabric.json").string();
+  auto r = run_podsim({"run", "--quiet", "--trace", trace, "--trace-sample", "10", "--set",
+                       "fabric.planes=2", "--set", "workload.traffic.accesses=40"});
+  REQUIRE(r.exit_code == 0);
+  const auto doc = read_json_file(trace);
+  std::map<int, std::string> process;                // pid -> name
+  std::map<std::pair<int, int>, std::string> track;  // (pid, tid) -> name
+  std::map<std::string, int> on_gpu, on_plane;       // hop name -> slices
+  for (const auto& ev : doc.at("traceEvents").as_array()) {
+    const auto& o = ev.as_object();
+    const int pid = o.at("pid").to_number<int>();
+    if (o.at("ph") == "M") {
+      const auto* nv = o.at("args").as_object().if_contains("name");
+      const std::string n(nv && nv->is_string() ? nv->as_string() : "");
+      if (o.at("name") == "process_name") process[pid] = n;
+      if (o.at("name") == "thread_name") track[{pid, o.at("tid").to_number<int>()}] = n;
+      continue;
+    }
+    const auto* cat = o.if_contains("cat");
+    if (o.at("ph") != "b" || !cat || *cat != "access") continue;
+    const std::string name(o.at("name").as_string());
+    if (process[pid].rfind("plane ", 0) == 0) {
+      const std::string t = track[{pid, o.at("tid").to_number<int>()}];
+      const std::string hop = name.substr(name.find(' ') + 1);  // "gpu3 req.switch"
+      CHECK(((hop.find("switch") != std::string::npos) ? t == "switches" : t == "links"));
+      ++on_plane[hop];
+    } else if (name.find('.') != std::string::npos) {
+      ++on_gpu[name];
+    }
+  }
+  CHECK(process.count(1 << 20) == 1);
+  CHECK(process[1 << 20] == "plane 0");
+  CHECK(process[(1 << 20) + 1] == "plane 1");  // both planes carried sampled accesses
+  // Every switch and link hop on a GPU's track appears once on its plane's tracks too.
+  for (const char* hop : {"req.switch", "resp.switch", "req.link", "resp.link"}) {
+    INFO(hop);
+    CHECK(on_gpu[hop] > 0);
+    CHECK(on_plane[hop] == on_gpu[hop]);
+  }
+  CHECK(on_plane.count("req.gpuvm") == 0);  // the GPU's own hops stay on the GPU
+}
+
 TEST_CASE("the timeline's sampled accesses are bounded by --trace-max-events", "[outputs][trace]") {
   const std::string trace = (fs::temp_directory_path() / "podsim-test-timeline-b.json").string();
   auto r =

@@ -298,3 +298,15 @@ TEST_CASE("a run without an access phase has it all as setup", "[window]") {
         r.run->at("simulated_time_ns").to_number<double>());
   CHECK(ph.at("access_ns").to_number<double>() == 0);
 }
+
+TEST_CASE("a GPU that runs several access phases is said to stretch the window over the gaps",
+          "[window]") {
+  // node-reset: GPU 1's accesses stop with its reset and begin again after it.
+  auto r = run_podsim({"run", "--quiet", source_path("configs/node-reset.json")});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(warning_text(r, "window_spans_phases"),
+             Catch::Contains("access phases") && Catch::Contains("whatever lies between"));
+  // One phase per GPU (the default all_to_all): no such warning.
+  auto one = run_podsim({"run", "--quiet"});
+  CHECK_FALSE(has(warning_codes(one), "window_spans_phases"));
+}

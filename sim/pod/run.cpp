@@ -478,7 +478,11 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     put(out_dir / "latency.csv", failed_mark + latency_csv(pod.summary().latency_paths()));
     put(out_dir / "latency_histogram.csv",
         failed_mark + latency_histogram_csv(pod.summary().latency_paths()));
-    put(out_dir / "breakdown.csv", failed_mark + breakdown_csv(pod.summary().remote_breakdown()));
+    // With a warm-up, the measured window's breakdown, the whole run's beside it.
+    put(out_dir / "breakdown.csv",
+        failed_mark + (pod.summary().windowed() ? breakdown_csv(pod.summary().measured_breakdown(),
+                                                                &pod.summary().remote_breakdown())
+                                                : breakdown_csv(pod.summary().remote_breakdown())));
     put(out_dir / "timeseries.csv", failed_mark + timeseries_csv(pod.summary().series()));
     if (opt.access_log) put(*opt.access_log, failed_mark + format_trace(pod.access_log()));
     if (!failed_text.empty()) digest_doc["run_failed"] = failed_text;

@@ -37,10 +37,14 @@ std::string latency_histogram_csv(const LatencyPaths& paths) {
   return out;
 }
 
-std::string breakdown_csv(const Breakdown& b) {
-  std::string out = "hop,mean_ns\n";
-  for (std::size_t i = 0; i < b.part_count(); ++i)
-    if (b.part_sum(i) > 0) out += fmt::format("{},{}\n", b.part_name(i), num(b.part_mean(i)));
+std::string breakdown_csv(const Breakdown& b, const Breakdown* whole) {
+  std::string out = whole ? "hop,mean_ns,whole_run_mean_ns\n" : "hop,mean_ns\n";
+  for (std::size_t i = 0; i < b.part_count(); ++i) {
+    if (b.part_sum(i) <= 0 && !(whole && whole->part_sum(i) > 0)) continue;
+    out += fmt::format("{},{}", b.part_name(i), num(b.part_mean(i)));
+    if (whole) out += "," + num(whole->part_mean(i));
+    out += "\n";
+  }
   return out;
 }
 

@@ -20,7 +20,9 @@ using LatencyPaths = std::vector<std::pair<std::string, const Distribution*>>;
 inline constexpr const char* kFailedCsvMark = "# podsim: ";
 std::string latency_csv(const LatencyPaths& paths);
 std::string latency_histogram_csv(const LatencyPaths& paths);
-std::string breakdown_csv(const Breakdown& b);
+// With `whole` (a run with a warm-up: `b` is the measured window's), a column of the whole
+// run's means beside.
+std::string breakdown_csv(const Breakdown& b, const Breakdown* whole = nullptr);
 std::string timeseries_csv(const TimeSeries& s);
 
 }  // namespace podsim

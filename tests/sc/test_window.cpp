@@ -63,6 +63,12 @@ TEST_CASE("a warm-up leaves the start of the access phase out of the measured wi
   CHECK(util > 0.45);
   CHECK(util < 0.65);
   CHECK(r.stat("pod.gpu0.port0.tx.utilisation") < 0.2);
+  // The tables: breakdown.csv is the window's, the whole run's beside it; latency.csv adds the
+  // window's remote row.
+  const std::string bd = podsim::test::slurp(r.out_dir + "/breakdown.csv");
+  CHECK(bd.rfind("hop,mean_ns,whole_run_mean_ns\n", 0) == 0);
+  const std::string lat = podsim::test::slurp(r.out_dir + "/latency.csv");
+  CHECK_THAT(lat, Catch::Contains("\nremote_measured,"));
   // The phases add up to the run.
   const double sim = run.at("simulated_time_ns").to_number<double>();
   CHECK(phase_start + run.at("phases").at("access_ns").to_number<double>() +
@@ -78,6 +84,9 @@ TEST_CASE("without a warm-up every access is measured: the window's latency is t
     CHECK(r.stat("pod.summary.measured.remote_latency", f) ==
           r.stat("pod.summary.remote_latency", f));
   CHECK(r.stat("pod.summary.measured.warmup_accesses") == 0);
+  // The tables are as they always were: no window columns or rows.
+  CHECK(podsim::test::slurp(r.out_dir + "/breakdown.csv").rfind("hop,mean_ns\n", 0) == 0);
+  CHECK_THAT(podsim::test::slurp(r.out_dir + "/latency.csv"), !Catch::Contains("remote_measured"));
 }
 
 TEST_CASE("a warm-up that leaves nothing to measure is a config error", "[window][config]") {

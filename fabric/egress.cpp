@@ -32,15 +32,12 @@ Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig
                     const double w = static_cast<double>(wire_bytes_.value());
                     return w > 0 ? static_cast<double>(payload_bytes_.value()) / w : 0.0;
                   }),
-      measured_utilisation_(
-          stats_, "measured_utilisation", "ratio",
-          "fraction of the time the link spent sending while it carried measured traffic: "
-          "measured_busy_ps over measured_window_ps",
-          [this] {
-            const auto w = static_cast<double>(measured_window_.value());
-            return w > 0 ? static_cast<double>(measured_busy_.value()) / w : 0.0;
-          },
-          Formula::FromStats{}) {
+      measured_(stats_, "link time spent sending in measured_window_ps, every packet counted",
+                "from the first measured access's packet (one issued after its GPU's warm-up: "
+                "workload.traffic.warmup) reaching the queue to the last one sent",
+                "measured_utilisation",
+                "fraction of the time the link spent sending while it carried measured "
+                "traffic: measured_busy_ps over measured_window_ps") {
   credits_.fill(INT64_MAX / 4);  // until told the receiver's buffer
   occupancy_.report_buckets(true);
 }
@@ -60,10 +57,8 @@ void Egress::enqueue(tlm::tlm_generic_payload& gp) {
 
 void Egress::enqueue(tlm::tlm_generic_payload& gp, TrafficClass cls, std::uint64_t tl) {
   const auto tc = static_cast<std::size_t>(cls);
-  if (!in_window_ && access_of(gp).measured != Measured::No) [[unlikely]] {
-    in_window_ = true;
-    window_end_ = sim_now();  // the window so far: from here to here
-  }
+  if (!measured_.open() && access_of(gp).measured != Measured::No) [[unlikely]]
+    measured_.arrived(sim_now());
   occupancy_.record(queued_);
   if (queued_ == 0) waiting_since_ = sim_now();
   queues_[tc].push_back(Queued{&gp, tl, sim_now()});
@@ -156,15 +151,7 @@ void Egress::commit(std::size_t tc, Time now) {
   const Access& a = access_of(*q.gp);
   // The window's busy time: everything sent from the first measured packet's arrival to the
   // last measured packet's departure (the warm-up's packets still queued at its start too).
-  if (in_window_) {
-    window_pending_ += static_cast<std::uint64_t>((ser + penalty).as_ps());
-    if (a.measured != Measured::No) {
-      measured_busy_.inc(window_pending_);
-      window_pending_ = 0;
-      measured_window_.inc(static_cast<std::uint64_t>((free_at_ - window_end_).as_ps()));
-      window_end_ = free_at_;
-    }
-  }
+  measured_.did(ser + penalty, free_at_, a.measured != Measured::No);
   packets_.inc();
   tl_bytes_.inc(q.tl);
   payload_bytes_.inc(payload_bytes_on_wire(a));

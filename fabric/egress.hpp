@@ -25,6 +25,7 @@
 #include "fabric/link.hpp"
 #include "fabric/traffic.hpp"
 #include "sim/core/fifo.hpp"
+#include "sim/core/measured_busy.hpp"
 #include "sim/core/rng.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
@@ -148,16 +149,7 @@ class Egress {
                           "packets already queued when a packet arrives (arrival-sampled)"};
   Formula utilisation_;
   Formula efficiency_;
-  Counter measured_busy_{stats_, "measured_busy_ps", "ps",
-                         "link time spent sending in measured_window_ps, every packet counted"};
-  Counter measured_window_{stats_, "measured_window_ps", "ps",
-                           "from the first measured access's packet (one issued after its "
-                           "GPU's warm-up: workload.traffic.warmup) reaching the queue to the "
-                           "last one sent"};
-  Formula measured_utilisation_;
-  bool in_window_ = false;            // a measured packet has reached the queue
-  std::uint64_t window_pending_ = 0;  // busy ps since the last measured packet left
-  Time window_end_;                   // the end of the window so far
+  MeasuredBusy measured_;
 };
 
 }  // namespace podsim

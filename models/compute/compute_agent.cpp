@@ -281,22 +281,30 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       }
       const Time latency = now - a.issued;
       latency_.record(latency);
+      // With a warm-up, a measured access also goes into the window's own figures.
+      const bool measured = a.measured != Measured::No;
+      Breakdown* also = measured && windowed_ ? &m_breakdown_ : nullptr;
       // One pass over the trail: the per-hop breakdown, and the switches the request crossed.
       std::size_t switches = 0;
       for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
         const HopStamp& h = a.hops[i];
         switches += h.kind() == HopKind::Switch && !h.response();
-        if (a.hops_dropped == 0)
-          breakdown_.add(breakdown_slot(h.kind(), h.response()),
-                         static_cast<std::uint64_t>((a.hops[i + 1].at() - h.at()).as_ps()));
+        if (a.hops_dropped != 0) continue;
+        const std::size_t slot = breakdown_slot(h.kind(), h.response());
+        const auto ps = static_cast<std::uint64_t>((a.hops[i + 1].at() - h.at()).as_ps());
+        breakdown_.add(slot, ps);
+        if (also) [[unlikely]]
+          also->add(slot, ps);
       }
-      if (a.hops_dropped == 0) breakdown_.add_sample();
+      if (a.hops_dropped == 0) {
+        breakdown_.add_sample();
+        if (also) also->add_sample();
+      }
       latency_via(switches).record(latency);
-      if (a.measured != Measured::No) {
+      if (measured) {
         trend_.add(a.issued - m_first_issue_, latency);
         note_window(a.size, now);
-        if (windowed_) [[unlikely]]
-          note_measured(a, latency);
+        if (windowed_) m_latency_.record(latency);
       }
       if (a.op == AccessOp::Atomic) {
         atomics_.inc();
@@ -315,15 +323,6 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
     issue_more();
   else
     check_done();
-}
-
-void ComputeAgent::note_measured(const Access& a, Time latency) {
-  m_latency_.record(latency);
-  if (a.hops_dropped != 0) return;
-  for (std::size_t i = 0; i + 1 < a.hop_count; ++i)
-    m_breakdown_.add(breakdown_slot(a.hops[i].kind(), a.hops[i].response()),
-                     static_cast<std::uint64_t>((a.hops[i + 1].at() - a.hops[i].at()).as_ps()));
-  m_breakdown_.add_sample();
 }
 
 Distribution& ComputeAgent::latency_via(std::size_t switches) {

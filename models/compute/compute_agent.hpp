@@ -247,7 +247,6 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   TimedQueue<tlm::tlm_generic_payload*> completions_;
   RequestLane requests_;  // to_gpuvm's request side
   void note_access(const Access& a, Time now);
-  void note_measured(const Access& a, Time latency);
   // A measured remote access completed now, with `bytes` of payload.
   void note_window(std::uint64_t bytes, Time now) {
     m_bytes_ += bytes;

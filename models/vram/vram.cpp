@@ -52,15 +52,14 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
                }),
       pinned_(stats_, "pinned_pages", "count", "pages pinned at the end of the run",
               [this] { return static_cast<double>(alloc_.pinned_pages()); }),
-      measured_utilisation_(
-          stats_, "measured_channel_utilisation", "ratio",
-          "mean fraction of the time the channels spent transferring while the VRAM served "
-          "measured traffic: measured_busy_ps over measured_window_ps and the channels",
-          [this] {
-            const auto w = static_cast<double>(measured_window_.value()) * channels_;
-            return w > 0 ? static_cast<double>(measured_busy_.value()) / w : 0.0;
-          },
-          Formula::FromStats{}) {
+      measured_(stats_, "channel time, all channels, in measured_window_ps, every request counted",
+                "from the first measured access (one issued after its GPU's warm-up: "
+                "workload.traffic.warmup) reaching the VRAM to the last one done",
+                "measured_channel_utilisation",
+                "mean fraction of the time the channels spent transferring while the VRAM "
+                "served measured traffic: measured_busy_ps over measured_window_ps and the "
+                "channels",
+                static_cast<double>(cfg.channels())) {
   for (std::uint64_t n = 0; n <= 8; ++n)  // requests move 64-512 bytes (an atomic, twice)
     transfer_.push_back(cfg.channel_bandwidth.transfer_time(Bytes(64 * n)));
   arrivals_.fetch_ahead<&Vram::fetch_packet>();
@@ -106,21 +105,9 @@ void Vram::serve(const Arrival& arr) {
   const Time busy_before = xfer_busy_total_;
   const Time done = occupy(pa, bytes, now);
   // The window's busy time: every request from the first measured one to the last.
-  if (a.measured != Measured::No && !in_window_) {
-    in_window_ = true;
-    window_end_ = now;
-  }
-  if (in_window_) {
-    window_pending_ += static_cast<std::uint64_t>((xfer_busy_total_ - busy_before).as_ps());
-    if (a.measured != Measured::No) {
-      measured_busy_.inc(window_pending_);
-      window_pending_ = 0;
-      if (done > window_end_) {
-        measured_window_.inc(static_cast<std::uint64_t>((done - window_end_).as_ps()));
-        window_end_ = done;
-      }
-    }
-  }
+  const bool measured = a.measured != Measured::No;
+  if (measured) measured_.arrived(now);
+  measured_.did(xfer_busy_total_ - busy_before, done, measured);
 
   apply(a.op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, a.size);
   if (a.mailbox != MailboxWrite::None) [[unlikely]]

@@ -21,6 +21,7 @@
 #include "models/vram/data_store.hpp"
 #include "models/vram/page_allocator.hpp"
 #include "models/vram/vram_config.hpp"
+#include "sim/core/measured_busy.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/base_protocol.hpp"
@@ -151,16 +152,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   Formula utilisation_;
   Formula balance_;
   Formula pinned_;
-  Counter measured_busy_{stats_, "measured_busy_ps", "ps",
-                         "channel time, all channels, in measured_window_ps, every request "
-                         "counted"};
-  Counter measured_window_{stats_, "measured_window_ps", "ps",
-                           "from the first measured access (one issued after its GPU's warm-up: "
-                           "workload.traffic.warmup) reaching the VRAM to the last one done"};
-  Formula measured_utilisation_;
-  bool in_window_ = false;            // a measured request has been served
-  std::uint64_t window_pending_ = 0;  // busy ps since the last measured one
-  Time window_end_;                   // the end of the window so far
+  MeasuredBusy measured_;
 };
 
 }  // namespace podsim

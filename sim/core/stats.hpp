@@ -144,15 +144,6 @@ class Formula {
   static constexpr Stat::Kind kKind = Stat::Kind::Formula;
   Formula(StatGroup& group, std::string name, std::string unit, std::string desc,
           std::function<double()> fn);
-  // A formula of stats alone (and of the pod's measured window): a pod split across ranks
-  // evaluates it on rank 0 from the merged stats instead of taking another rank's value.
-  struct FromStats {};
-  Formula(StatGroup& group, std::string name, std::string unit, std::string desc,
-          std::function<double()> fn, FromStats)
-      : Formula(group, std::move(name), std::move(unit), std::move(desc), std::move(fn)) {
-    from_stats_ = true;
-  }
-  bool from_stats() const { return from_stats_; }
   Formula(const Formula&) = delete;
   Formula& operator=(const Formula&) = delete;
   double value() const { return fixed_ ? fixed_value_ : fn_(); }
@@ -167,7 +158,6 @@ class Formula {
  private:
   std::function<double()> fn_;
   bool fixed_ = false;
-  bool from_stats_ = false;
   double fixed_value_ = 0;
 };
 

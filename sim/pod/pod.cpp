@@ -518,8 +518,7 @@ void Pod::gather_ranks() {
       words.clear();
       std::uint8_t kind = 0;
       if (s.kind() == Stat::Kind::Formula) {
-        // Evaluated on rank 0 from the merged stats.
-        if (owner == -1 || s.as<Formula>()->from_stats()) return;
+        if (owner == -1) return;  // evaluated on rank 0 from the merged stats
         const double v = s.as<Formula>()->value();
         std::uint64_t bits;
         std::memcpy(&bits, &v, sizeof v);

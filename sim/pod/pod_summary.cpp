@@ -75,7 +75,6 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
   paths |= paths_seen(gpus);
   for (std::size_t n = 0; n < 64; ++n)
     if (paths >> n & 1) path_via(n);
-  phase_start_ = Time::max();
   auto counts = [&](const GpuNode& g) { return !owned || (*owned)[g.id()]; };
   for (const auto& g : gpus) {
     if (!counts(*g)) continue;
@@ -107,11 +106,7 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     m_completed_.inc(a.measured_completed());
     max_phases_ = std::max<std::uint64_t>(max_phases_, a.phases());
     if (a.measured_first_issue() != Time::max() && a.measured_completed() > 0) {
-      window_.start = window_.any ? std::min(window_.start, a.measured_first_issue())
-                                  : a.measured_first_issue();
-      window_.end = window_.any ? std::max(window_.end, a.measured_last_complete())
-                                : a.measured_last_complete();
-      window_.any = true;
+      window_.cover(a.measured_first_issue(), a.measured_last_complete());
     }
     latency_.merge(a.remote_latency());
     path_local_.merge(a.local_latency());
@@ -123,11 +118,8 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     bytes_.inc(a.remote_bytes());
     reads_.inc(a.remote_reads());
     writes_.inc(a.remote_writes());
-    phase_start_ = std::min(phase_start_, a.first_issue());
-    phase_end_ = std::max(phase_end_, a.last_complete());
-    any_phase_ = true;
+    phase_.cover(a.first_issue(), a.last_complete());
   }
-  if (phase_start_ == Time::max()) phase_start_ = phase_end_ = Time{};
   for (const auto& g : gpus)
     for (std::uint32_t p = 0; p < g->ports.size() && counts(*g); ++p) {
       const Egress& e = g->ports[p]->egress();
@@ -151,9 +143,9 @@ Distribution& PodSummary::path_via(std::size_t n) {
 }
 
 void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
-  out.push_back(any_phase_);
-  out.push_back(static_cast<std::uint64_t>(phase_start_.as_ps()));
-  out.push_back(static_cast<std::uint64_t>(phase_end_.as_ps()));
+  out.push_back(phase_.any);
+  out.push_back(static_cast<std::uint64_t>(phase_.start.as_ps()));
+  out.push_back(static_cast<std::uint64_t>(phase_.end.as_ps()));
   // Sums of byte counts: whole numbers far below 2^53, so exact as doubles in any order.
   out.push_back(static_cast<std::uint64_t>(payload_));
   out.push_back(static_cast<std::uint64_t>(wire_));
@@ -171,24 +163,12 @@ void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
 
 const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std::uint64_t* end) {
   if (end - in < 14) throw std::runtime_error("pod summary: another rank's figures are cut short");
-  const bool any = in[0] != 0;
-  const Time start = Time::ps(static_cast<std::int64_t>(in[1]));
-  const Time stop = Time::ps(static_cast<std::int64_t>(in[2]));
-  if (any) {
-    phase_start_ = any_phase_ ? std::min(phase_start_, start) : start;
-    phase_end_ = any_phase_ ? std::max(phase_end_, stop) : stop;
-    any_phase_ = true;
-  }
+  auto at = [&](std::size_t i) { return Time::ps(static_cast<std::int64_t>(in[i])); };
+  if (in[0] != 0) phase_.cover(at(1), at(2));
   payload_ += static_cast<double>(in[3]);
   wire_ += static_cast<double>(in[4]);
   windowed_ = windowed_ || (in[5] & 2) != 0;
-  if (in[5] & 1) {
-    const Time s = Time::ps(static_cast<std::int64_t>(in[6]));
-    const Time e = Time::ps(static_cast<std::int64_t>(in[7]));
-    window_.start = window_.any ? std::min(window_.start, s) : s;
-    window_.end = window_.any ? std::max(window_.end, e) : e;
-    window_.any = true;
-  }
+  if (in[5] & 1) window_.cover(at(6), at(7));
   m_bytes_ += in[8];
   max_phases_ = std::max(max_phases_, in[9]);
   for (int h = 0; h < 2; ++h) {

@@ -4,13 +4,13 @@
 // During the run only the bandwidth series is fed (by the agents).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sim/core/invariants.hpp"
-#include "sim/core/measured_window.hpp"
 #include "sim/core/stats.hpp"
 #include "sim/core/time_series.hpp"
 #include "sim/node/gpu_node.hpp"
@@ -19,6 +19,19 @@ namespace podsim {
 
 class PodSummary {
  public:
+  // A span of simulated time: from the earliest start to the latest end of the spans it
+  // covers (each GPU's, then each rank's).
+  struct Span {
+    Time start, end;
+    bool any = false;
+    void cover(Time s, Time e) {
+      start = any ? std::min(start, s) : s;
+      end = any ? std::max(end, e) : e;
+      any = true;
+    }
+    Time length() const { return any && end > start ? end - start : Time{}; }
+  };
+
   PodSummary(std::uint32_t planes, Time sample_interval);
 
   // Gathers every GPU's figures and the invariant log's count. Once, after the run. The
@@ -63,12 +76,12 @@ class PodSummary {
   std::uint64_t unreachable() const { return unreachable_.value(); }
   std::uint64_t retries() const { return retries_.value(); }
   double achieved_bandwidth() const;  // bytes/s of remote payload in the access phases
-  Time access_phase() const { return phase_end_ - phase_start_; }
+  Time access_phase() const { return phase_.length(); }
   // The access phases' span: from the first access issued to the last completed (none: 0, 0).
-  Time access_start() const { return phase_start_; }
-  Time access_end() const { return phase_end_; }
+  Time access_start() const { return phase_.start; }
+  Time access_end() const { return phase_.end; }
   // The measured window (after every GPU's warm-up) and what was measured in it.
-  const MeasuredWindow& window() const { return window_; }
+  const Span& window() const { return window_; }
   const Distribution& measured_latency() const { return m_latency_; }
   const Breakdown& measured_breakdown() const { return m_breakdown_; }
   std::uint64_t measured_accesses() const { return m_completed_.value(); }
@@ -97,9 +110,16 @@ class PodSummary {
   double payload_efficiency() const { return wire_ > 0 ? payload_ / wire_ : 0.0; }
 
  private:
-  Time phase_start_, phase_end_;
-  bool any_phase_ = false;
-  MeasuredWindow window_;
+  Span phase_;  // the access phases: first access issued to last completed
+  // The measured window of a run's access phases (workload.traffic.warmup): the measured remote
+  // accesses are those issued after their GPU's warm-up (without one, all of them), and the
+  // window runs from the first of them issued to the last completed, all GPUs. Everything they
+  // moved, and every packet of theirs, falls inside it, so a rate or a utilisation over it is
+  // never above the truth; it is below by about one latency over the window's length (the
+  // first accesses' flight, with nothing yet delivered), which a run warns about when that is
+  // over 5% (window_too_short). (Each port, link and VRAM measures its own utilisation over its
+  // own part of it: from the first measured access reaching it to the last leaving.)
+  Span window_;
   bool windowed_ = false;
   std::uint64_t m_bytes_ = 0;
   std::array<ComputeAgent::Half, 2> halves_{};

@@ -363,6 +363,17 @@ std::vector<svg::Line> bandwidth_lines(const fs::path& dir, const std::string& p
   return bw;
 }
 
+// A run's warnings (run.json "warnings") as a note under `heading` (HTML); "" when it has none.
+std::string warnings_note(const J& run, const std::string& heading) {
+  if (!run.contains("warnings")) return {};
+  std::string items;
+  for (const J& w : run.at("warnings").items())
+    items += fmt::format("<li><b>{}</b>: {}</li>", svg::escape(w.at("code").str()),
+                         svg::escape(w.at("message").str()));
+  return items.empty() ? std::string()
+                       : "<div class=note>" + heading + "<ul>" + items + "</ul></div>\n";
+}
+
 std::string page(const std::string& title, const std::string& body) {
   return fmt::format(R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{0}</title>
@@ -478,17 +489,9 @@ std::string run_report(const fs::path& dir, std::string& title) {
         "results describe a run that did not complete as configured.</p>\n";
   body += table({"run", ""}, meta);
   // What the run does not measure as it seems to (run.json "warnings"), before any number.
-  if (run_file && run_file->root().contains("warnings")) {
-    std::string items;
-    for (const J& w : run_file->root().at("warnings").items())
-      items += fmt::format("<li><b>{}</b>: {}</li>", svg::escape(w.at("code").str()),
-                           svg::escape(w.at("message").str()));
-    if (!items.empty())
-      body +=
-          "<div class=note><b>Warnings</b>: what this run does not measure as it seems to"
-          "<ul>" +
-          items + "</ul></div>\n";
-  }
+  if (run_file)
+    body += warnings_note(run_file->root(),
+                          "<b>Warnings</b>: what this run does not measure as it seems to");
   auto stat = [&](const std::string& key) -> std::optional<J> {
     if (!stats.contains(key)) return std::nullopt;
     return stats.at(key);
@@ -812,15 +815,8 @@ std::string compare_report(const fs::path& a, const fs::path& b, std::string& ti
   // Warnings of either run, first.
   for (const auto& [label, dir] : {std::pair{la, a}, std::pair{lb, b}}) {
     if (!fs::exists(dir / "run.json")) continue;
-    const JsonFile rf = read_json(dir / "run.json");
-    if (!rf.root().contains("warnings")) continue;
-    std::string items;
-    for (const J& w : rf.root().at("warnings").items())
-      items += fmt::format("<li><b>{}</b>: {}</li>", svg::escape(w.at("code").str()),
-                           svg::escape(w.at("message").str()));
-    if (!items.empty())
-      body += fmt::format("<div class=note><b>Warnings of {}</b><ul>{}</ul></div>\n",
-                          svg::escape(label), items);
+    body += warnings_note(read_json(dir / "run.json").root(),
+                          "<b>Warnings of " + svg::escape(label) + "</b>");
   }
 
   // The headline numbers, each run's and their ratio.

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "models/compute/collective.hpp"
 #include "sim/core/time_series.hpp"
 #include "sim/core/timeline.hpp"
 
+#include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -76,9 +79,65 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
   check_done();
 }
 
+void ComputeAgent::run_program(coll::Runner& runner, std::uint16_t vmid) {
+  runner_ = &runner;
+  vmid_ = vmid;
+  traffic_ = TrafficConfig{};
+  replaying_ = false;
+  windowed_ = false;
+  warm_end_ = Time{};
+  active_ = true;
+  if (tokens_.empty()) tokens_.resize(1024);
+  issue_timer_.at(sim_now());
+}
+
+void ComputeAgent::drive_program() {
+  const Time now = sim_now();
+  coll::Runner::Request q;
+  while (runner_->next(now, q)) {
+    const std::uint64_t id =
+        issue(q.store ? AccessOp::Write : AccessOp::Read, q.va, q.size, q.data, q.sync);
+    put_token(id, q.token);
+  }
+  if (runner_->done()) {
+    runner_ = nullptr;
+    active_ = false;
+    notify_event(done_ev_);
+    return;
+  }
+  const Time wake = runner_->wake_at();
+  if (wake != Time::max()) issue_timer_.at(std::max(wake, now));
+}
+
+void ComputeAgent::put_token(std::uint64_t id, std::uint32_t token) {
+  for (;;) {
+    TokenSlot& s = tokens_[id & (tokens_.size() - 1)];
+    if (s.id == 0) {
+      s = TokenSlot{id, token};
+      return;
+    }
+    // An access still in flight that many IDs ago: twice the room (rare).
+    std::vector<TokenSlot> old(tokens_.size() * 2);
+    old.swap(tokens_);
+    for (const TokenSlot& t : old)
+      if (t.id) tokens_[t.id & (tokens_.size() - 1)] = t;
+  }
+}
+
+std::uint32_t ComputeAgent::take_token(std::uint64_t id) {
+  TokenSlot& s = tokens_[id & (tokens_.size() - 1)];
+  assert(s.id == id);
+  s.id = 0;
+  return s.token;
+}
+
 void ComputeAgent::abort() {
   ++epoch_;
   in_flight_ = 0;
+  if (runner_) {
+    runner_ = nullptr;
+    std::fill(tokens_.begin(), tokens_.end(), TokenSlot{});
+  }
   if (active_) {
     active_ = false;
     notify_event(done_ev_);
@@ -99,6 +158,10 @@ void ComputeAgent::check_done() {
 }
 
 void ComputeAgent::issue_more() {
+  if (runner_) [[unlikely]] {
+    drive_program();
+    return;
+  }
   if (replaying_) {
     // A trace: each access at its time, whatever is in flight.
     const Time now = sim_now();
@@ -169,7 +232,8 @@ void ComputeAgent::issue_one() {
   issue(op, va, static_cast<std::uint32_t>(size));
 }
 
-void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
+std::uint64_t ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size,
+                                  const unsigned char* data, bool sync) {
   const Time now = sim_now();
   if (first_issue_ == Time::max()) first_issue_ = now;
   if (record_)
@@ -201,7 +265,10 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
   a.stamp(HopKind::Issue, now);
   gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
   gp.set_data_length(size);
-  if (!read && fill_data_) {
+  a.sync = sync;
+  if (data) {
+    std::memcpy(a.data.data(), data, size);
+  } else if (!read && fill_data_) {
     // A recognisable pattern: the access id, repeated (an atomic adds it).
     for (std::uint64_t off = 0; off + 8 <= size; off += 8)
       std::memcpy(&a.data[off], &a.id, 8);
@@ -220,6 +287,7 @@ void ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t size) {
     ++in_flight_;
   }
   send(gp, issue_latency_);
+  return a.id;
 }
 
 // A posted store is complete when GpuVm takes it: the lane drops our reference then.
@@ -315,6 +383,14 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       remote_bytes_.inc(a.size);
       if (series_) series_->add(0, now, a.size);
       break;
+  }
+  if (runner_) [[unlikely]] {
+    // A program's access: its data (a load's) to the runner, which says what comes next.
+    const bool ok = a.status == AccessStatus::Ok;
+    runner_->completed(take_token(a.id), ok ? a.data.data() : nullptr, now);
+    gp->release();
+    drive_program();
+    return;
   }
   gp->release();
   // Closed loop: a completion frees a slot for the next access. Poisson arrivals and traces

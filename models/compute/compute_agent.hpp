@@ -24,6 +24,9 @@ namespace podsim {
 
 class Timeline;
 class TimeSeries;
+namespace coll {
+class Runner;
+}
 
 // A range of a process's GPU virtual address space to access.
 struct AccessRegion {
@@ -46,6 +49,10 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   void start(const TrafficConfig& traffic, std::vector<AccessRegion> regions, std::uint16_t vmid,
              Time mean_interarrival = Time{},
              std::optional<std::vector<TraceEntry>> replay = std::nullopt);
+  // Runs a collective's program (models/compute/collective) now in address space `vmid`:
+  // `runner` (started already, and outliving the run) says which loads and stores to issue
+  // and takes their completions. `done()` fires when it has ended.
+  void run_program(coll::Runner& runner, std::uint16_t vmid);
   // Sampled accesses, with their hops, go to this timeline (null: nowhere).
   void set_timeline(Timeline* t) { timeline_ = t; }
   // Completed payload bytes go into this series: channel 0 remote, 1 local (null: nowhere).
@@ -122,7 +129,19 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
  private:
   void issue_more();
   void issue_one();
-  void issue(AccessOp op, std::uint64_t va, std::uint32_t size);
+  // Returns the access's ID.
+  std::uint64_t issue(AccessOp op, std::uint64_t va, std::uint32_t size,
+                      const unsigned char* data = nullptr, bool sync = false);
+  // A program's accesses: what its runner asks for, and its tokens by access ID.
+  void drive_program();
+  struct TokenSlot {
+    std::uint64_t id = 0;
+    std::uint32_t token = 0;
+  };
+  std::vector<TokenSlot> tokens_;  // by access ID modulo its size (a power of two)
+  void put_token(std::uint64_t id, std::uint32_t token);
+  std::uint32_t take_token(std::uint64_t id);
+  coll::Runner* runner_ = nullptr;
   // The next access's address, by pattern.
   std::uint64_t pick_address();
   void send(tlm::tlm_generic_payload& gp, Time delay);

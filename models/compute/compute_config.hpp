@@ -12,6 +12,7 @@ namespace podsim {
 struct ComputeConfig {
   Time issue_latency = Time::ns(5);
   Time retry_interval = Time::ns(500);
+  Bandwidth reduce_bandwidth = parse_bandwidth("40TB/s");
 
   template <class V>
   void visit(V& v) {
@@ -19,6 +20,11 @@ struct ComputeConfig {
             "from a wavefront issuing a load/store to its address reaching GpuVm");
     v.field("retry_interval", retry_interval,
             "how long a wavefront waits before re-issuing an access answered with a retry");
+    v.field("reduce_bandwidth", reduce_bandwidth,
+            "how fast the GPU's shaders reduce (a collective's sums), in bytes of their inputs: "
+            "a reduction of k inputs of B bytes takes k x B at this rate, one after the other "
+            "(the loads and stores around it go through VRAM or the fabric as any other)",
+            at_least(Bandwidth::gbyte_per_second(1)));
   }
 };
 

@@ -109,7 +109,7 @@ void Vram::serve(const Arrival& arr) {
   if (measured) measured_.arrived(now);
   measured_.did(xfer_busy_total_ - busy_before, done, measured);
 
-  apply(a.op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, a.size);
+  apply(a.op, pa, functional_data_ || a.sync ? gp.get_data_ptr() : nullptr, a.size);
   if (a.mailbox != MailboxWrite::None) [[unlikely]]
     if (mailbox_watch_) mailbox_watch_(a, done + access_latency_);
   if (unanswered(a)) {  // a posted store: done, and nobody waits for it
@@ -126,12 +126,12 @@ void Vram::apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32
     case AccessOp::Read:
       reads_.inc();
       bytes_read_.inc(size);
-      if (data) read_bytes(pa, data, size);
+      if (data) data_.read(pa, data, size);
       break;
     case AccessOp::Write:
       writes_.inc();
       bytes_written_.inc(size);
-      if (data) write_bytes(pa, data, size);
+      if (data) data_.write(pa, data, size);
       break;
     case AccessOp::Atomic: {
       // Fetch-and-add of 64-bit lanes: the old values go back, the sums stay.
@@ -140,7 +140,7 @@ void Vram::apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32
       bytes_written_.inc(size);
       if (data) {
         unsigned char old[Access::kMaxData];
-        read_bytes(pa, old, size);
+        data_.read(pa, old, size);
         unsigned char sum[Access::kMaxData];
         for (std::uint32_t off = 0; off + 8 <= size; off += 8) {
           std::uint64_t x, y;
@@ -149,7 +149,7 @@ void Vram::apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32
           x += y;
           std::memcpy(sum + off, &x, 8);
         }
-        write_bytes(pa, sum, size);
+        data_.write(pa, sum, size);
         std::memcpy(data, old, size);
       }
       break;

@@ -98,7 +98,8 @@ class Vram final : public sc_core::sc_module, public HasStats {
   static void fetch_packet(const Arrival& a) { prefetch_packet(a.gp); }
   // A blocking (loosely timed) access from any base-protocol initiator, plain payloads too.
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-  // Counts, and moves the data of, `size` bytes at `pa` for `op` (`data`: the payload's).
+  // Counts, and moves the data of, `size` bytes at `pa` for `op` (`data`: the payload's, or
+  // nullptr when its data is not kept: functional data off and not a flag).
   void apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32_t size);
   // Takes `bytes` at `pa` through its channel no earlier than `earliest`; when it is done.
   Time occupy(std::uint64_t pa, std::uint64_t bytes, Time earliest);

@@ -26,6 +26,7 @@ void Access::reset_for_use() {
   op = AccessOp::Read;
   status = AccessStatus::Ok;
   posted = false;
+  sync = false;
   measured = Measured::No;
   mailbox = MailboxWrite::None;
   size = 0;

@@ -82,6 +82,9 @@ class Access final : public tlm::tlm_extension<Access> {
   AccessOp op = AccessOp::Read;
   AccessStatus status = AccessStatus::Ok;
   bool posted = false;  // a store with no response
+  // A flag of a collective (models/compute/collective): VRAM keeps its data even with
+  // gpu.vram.functional_data off, since the synchronisation reads it.
+  bool sync = false;
   // Issued inside its requester's measured window (after the warm-up): its packets count in
   // the windowed utilisations (workload.traffic.warmup).
   Measured measured = Measured::No;

@@ -89,6 +89,7 @@ void pack_packet(const tlm::tlm_generic_payload& gp, std::vector<unsigned char>&
   put(out, raw(a.op));
   put(out, raw(a.status));
   put(out, static_cast<std::uint8_t>(a.posted));
+  put(out, static_cast<std::uint8_t>(a.sync));
   put(out, raw(a.measured));
   put(out, raw(a.mailbox));
   put(out, a.size);
@@ -137,6 +138,7 @@ const unsigned char* unpack_packet(const unsigned char* in, const unsigned char*
   a.op = r.get_enum("op", AccessOp::Read, AccessOp::Atomic);
   a.status = r.get_enum("status", AccessStatus::Ok, AccessStatus::Unreachable);
   a.posted = r.get_bool("posted");
+  a.sync = r.get_bool("sync");
   a.measured = r.get_enum("measured", Measured::No, Measured::Yes);
   a.mailbox = r.get_enum("mailbox", MailboxWrite::None, MailboxWrite::Writeback);
   a.size = r.get<std::uint32_t>("size");

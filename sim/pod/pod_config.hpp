@@ -115,11 +115,14 @@ struct PodConfig {
                    std::to_string(pod.gpus) + ")");
     if (workload.buffer_size < workload.traffic.access_size)
       c.fail("workload.buffer_size", "smaller than workload.traffic.access_size");
+    if (workload.kind == WorkloadKind::Collective) check_collective(*this, c);
     // Every packet must fit a receive buffer, or its sender waits for credits that never come:
     // the largest is a store's or a load response's of the largest access the workload makes
     // (a trace's may be 256 B; control messages are 64 B).
     {
       std::uint64_t largest = std::max<std::uint64_t>(64, workload.traffic.access_size.count());
+      if (workload.kind == WorkloadKind::Collective)
+        largest = std::max<std::uint64_t>(largest, workload.collective.access_size.count());
       if (!workload.traffic.trace.empty()) largest = 256;
       for (const auto& s : workload.steps)
         if (s.access_size) largest = std::max<std::uint64_t>(largest, s.access_size->count());
@@ -180,14 +183,45 @@ void check_topology(const PodConfig& cfg, C& c) {
                "-port spines, but fabric.switch.ports is " + ports);
 }
 
+// A collective's participants exist, once each, at least two; its sizes suit its op.
+template <class C>
+void check_collective(const PodConfig& cfg, C& c) {
+  const CollectiveConfig& k = cfg.workload.collective;
+  std::vector<bool> seen(cfg.pod.gpus, false);
+  for (std::size_t i = 0; i < k.gpus.size(); ++i) {
+    const std::string key = "workload.collective.gpus." + std::to_string(i);
+    if (k.gpus[i] >= cfg.pod.gpus)
+      c.fail(key, "GPU " + std::to_string(k.gpus[i]) + " does not exist (pod.gpus is " +
+                      std::to_string(cfg.pod.gpus) + ")");
+    else if (seen[k.gpus[i]])
+      c.fail(key, "GPU " + std::to_string(k.gpus[i]) + " is listed twice");
+    else
+      seen[k.gpus[i]] = true;
+  }
+  const std::size_t n = k.gpus.empty() ? cfg.pod.gpus : k.gpus.size();
+  if (n < 2) c.fail("workload.collective.gpus", "a collective needs at least 2 participants");
+  if (k.op == coll::Op::Broadcast &&
+      (k.gpus.empty() ? k.root >= cfg.pod.gpus : (k.root >= cfg.pod.gpus || !seen[k.root])))
+    c.fail("workload.collective.root", "GPU " + std::to_string(k.root) + " is not a participant");
+  for (std::size_t i = 0; i < k.sizes.size(); ++i)
+    if (const std::string e =
+            coll::invalid_size(k.op, static_cast<std::uint32_t>(n), k.sizes[i].count());
+        !e.empty())
+      c.fail("workload.collective.sizes." + std::to_string(i), e);
+  const std::uint32_t vpod = cfg.pod.vpod_size ? cfg.pod.vpod_size : cfg.pod.gpus;
+  if (vpod != cfg.pod.gpus)
+    c.fail("workload.kind", "collective runs on a pod that is one vPod (pod.vpod_size 0)");
+}
+
 // Names a scenario's steps use must be defined by earlier steps (or sent, for handles), and
 // GPUs must exist; checked before anything runs.
 template <class C>
 void check_scenario(const PodConfig& cfg, C& c) {
   const WorkloadConfig& w = cfg.workload;
-  if (w.setup == SetupMode::Direct && w.kind != WorkloadKind::AllToAll)
+  if (w.setup == SetupMode::Direct && w.kind == WorkloadKind::Scenario)
     c.fail("workload.setup",
-           "\"direct\" sets up the all_to_all workload only; a scenario's steps run as written");
+           "\"direct\" sets up the all_to_all and collective workloads only; a scenario's steps "
+           "run as written");
   if (w.kind != WorkloadKind::Scenario) {
     if (!w.steps.empty())
       c.fail("workload.steps", "steps run only when workload.kind is \"scenario\"");
@@ -288,7 +322,8 @@ void check_scenario(const PodConfig& cfg, C& c) {
       case StepOp::Fault:
       case StepOp::PpodCommit:
       case StepOp::Activate:
-      case StepOp::Deactivate: break;
+      case StepOp::Deactivate:
+      case StepOp::Collective: break;
     }
   }
 }

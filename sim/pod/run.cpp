@@ -16,6 +16,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/timeline.hpp"
+#include "sim/pod/collective_run.hpp"
 #include "sim/pod/partition.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"
@@ -85,9 +86,15 @@ class Progress {
 
 namespace {
 // The files a run writes into its directory.
-constexpr const char* kRunOutputs[] = {
-    "run.json",      "stats.json",    "config.json", "latency.csv", "latency_histogram.csv",
-    "breakdown.csv", "timeseries.csv"};
+constexpr const char* kRunOutputs[] = {"run.json",
+                                       "stats.json",
+                                       "config.json",
+                                       "latency.csv",
+                                       "latency_histogram.csv",
+                                       "breakdown.csv",
+                                       "timeseries.csv",
+                                       "collectives.csv",
+                                       "collectives.json"};
 }  // namespace
 
 int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
@@ -112,6 +119,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                                              : nullptr;
     if (refused) {
       fmt::print(err, "podsim: {} is not available when the pod is split across ranks\n", refused);
+      return 2;
+    }
+    if (cfg.workload.kind == WorkloadKind::Collective) {
+      fmt::print(err,
+                 "podsim: workload.kind collective is not available when the pod is split across "
+                 "ranks yet; run it on one rank\n");
       return 2;
     }
   }
@@ -484,6 +497,10 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                                                                 &pod.summary().remote_breakdown())
                                                 : breakdown_csv(pod.summary().remote_breakdown())));
     put(out_dir / "timeseries.csv", failed_mark + timeseries_csv(pod.summary().series()));
+    if (const CollectiveRun* c = pod.scenario().collective()) {
+      put(out_dir / "collectives.csv", failed_mark + c->csv());
+      put(out_dir / "collectives.json", c->json(failed_text));
+    }
     if (opt.access_log) put(*opt.access_log, failed_mark + format_trace(pod.access_log()));
     if (!failed_text.empty()) digest_doc["run_failed"] = failed_text;
     if (opt.state_digest) put(*opt.state_digest, config::to_pretty_json(digest_doc));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fabric/framing.hpp"
+#include "sim/pod/collective_run.hpp"
 
 namespace podsim {
 
@@ -104,8 +105,13 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
       lost_handles_(cfg.pod.gpus) {
   if (owned_.empty()) owned_.assign(cfg.pod.gpus, true);
   // The config's steps passed StepConfig::check when read: typed here, once.
-  steps_ = cfg.workload.kind == WorkloadKind::Scenario ? to_steps(cfg.workload.steps)
-                                                       : all_to_all_steps(cfg);
+  if (cfg.workload.kind == WorkloadKind::Collective) {
+    collective_ = std::make_unique<CollectiveRun>(cfg);
+    steps_ = collective_->steps();
+  } else {
+    steps_ = cfg.workload.kind == WorkloadKind::Scenario ? to_steps(cfg.workload.steps)
+                                                         : all_to_all_steps(cfg);
+  }
   if (cfg.workload.setup == SetupMode::Direct) {
     steps_ = direct_setup(steps_);
     setup_failures_ = failures_.size();
@@ -171,6 +177,8 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
                  [this, k, steps] { run_group(k, steps); });
   }
 }
+
+ScenarioRunner::~ScenarioRunner() = default;
 
 std::vector<std::pair<std::uint32_t, std::uint32_t>> ScenarioRunner::processes() const {
   std::set<std::pair<std::uint32_t, std::uint32_t>> all;
@@ -482,6 +490,76 @@ struct ScenarioRunner::StepRun {
     while (!node.agent.finished())
       sc_core::wait(node.agent.done());
     if (r.host_) r.host_->phase_end();
+    return Errno::Ok;
+  }
+  // The collective at every size: before each size a barrier and the input filled in, then
+  // each call a barrier and the call, timed from the barrier passed to the call done; after
+  // the last size's calls, the output checked (with functional data).
+  Errno operator()(const CollectiveStep& c) {
+    CollectiveRun& run = *r.collective_;
+    const PodConfig& cfg = r.cfg_;
+    const CollectiveConfig& k = cfg.workload.collective;
+    coll::Runner::Env env;
+    env.rank = c.rank;
+    for (const std::string& m : c.windows) {
+      if (m.empty()) {
+        env.window_va.push_back(0);
+        continue;
+      }
+      auto* map = lookup(ps.mappings, m, "mapping");
+      if (!map) return Errno::Ok;
+      env.window_va.push_back(map->va);
+    }
+    env.layout = run.layout();
+    env.access_size = static_cast<std::uint32_t>(k.access_size.count());
+    env.outstanding = k.outstanding;
+    env.poll_interval = k.poll_interval;
+    env.reduce_ps_per_byte = 1e12 / cfg.gpu.compute.reduce_bandwidth.bytes_per_second();
+    coll::Runner runner(std::move(env));
+    const bool data = cfg.gpu.vram.functional_data;
+    if (!node.agent.finished()) {
+      detail = "the GPU's compute agent is already running an access phase";
+      return Errno::Ok;
+    }
+    if (r.on_first_access_) std::exchange(r.on_first_access_, nullptr)();
+    if (r.host_) r.host_->phase_begin();
+    auto execute = [&](const coll::Program& prog, std::uint64_t value, const coll::Shape* shape) {
+      runner.start(prog, value, shape, sim_now());
+      node.agent.run_program(runner, p);
+      while (!node.agent.finished())
+        sc_core::wait(node.agent.done());
+      return !runner.failed();
+    };
+    std::uint64_t value = 0;
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < run.shapes().size(); ++i) {
+      const coll::Shape& shape = run.shapes()[i];
+      // Nobody still reads the last size's input when it is filled in.
+      ok = execute(run.barrier(c.rank), ++value, nullptr);
+      if (ok && data) {
+        const coll::Program f = coll::fill(shape, c.rank);
+        ok = execute(f, value, &shape);
+      }
+      for (std::uint32_t call = 0; ok && call < run.calls_per_size(); ++call) {
+        ok = execute(run.barrier(c.rank), ++value, nullptr);
+        const Time start = sim_now();
+        if (ok) ok = execute(run.body(i, c.rank), value, &shape);
+        if (ok) run.note_call(i, call, start, sim_now());
+      }
+      if (ok && data) {
+        const std::uint64_t checked = runner.checked(), wrong = runner.wrong();
+        const coll::Program chk = coll::check(shape, c.rank);
+        ok = execute(chk, value, &shape);
+        if (ok) run.note_check(i, runner.checked() - checked, runner.wrong() - wrong);
+      }
+    }
+    if (r.host_) r.host_->phase_end();
+    run.note_done();
+    if (!ok)
+      detail = fmt::format(
+          "participant {} (gpu{}): a load or store of the collective was not served (a fault, "
+          "a refusal or a GPU down): it stops",
+          c.rank, s.gpu);
     return Errno::Ok;
   }
   Errno operator()(const CloseFdStep& c) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "sim/pod/steps.hpp"
 
 namespace podsim {
+
+class CollectiveRun;
 
 // What happened to one step.
 struct StepRecord {
@@ -42,11 +45,14 @@ class ScenarioRunner {
                  std::vector<bool> owned = {},
                  const std::vector<std::vector<TraceEntry>>* replay = nullptr,
                  HostPhases* host = nullptr);
+  ~ScenarioRunner();
   // A note on the host network takes effect (HostNet's `apply`, for every kind but Idle).
   void apply(const HostNote& n);
 
   // The steps of an all_to_all workload, in scenario form.
   static std::vector<Step> all_to_all_steps(const PodConfig& cfg);
+  // workload.kind = collective: its participants, programs and results (else null).
+  const CollectiveRun* collective() const { return collective_.get(); }
 
   // Every process's steps (on every rank) are done, and the pod has heard so.
   bool finished() const { return finished_groups_ == groups_.size(); }
@@ -135,6 +141,7 @@ class ScenarioRunner {
   std::vector<StepRecord> records_;
   std::map<std::size_t, StepRecord> running_;  // steps under way here, by index
   std::function<void()> on_first_access_;
+  std::unique_ptr<CollectiveRun> collective_;
 };
 
 }  // namespace podsim

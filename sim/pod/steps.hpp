@@ -137,10 +137,19 @@ struct DeactivateStep {
   static constexpr StepOp kOp = StepOp::Deactivate;
 };
 
-using StepKind = std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep,
-                              MapStep, AccessStep, CloseFdStep, CloseStep, UnmapStep, CpuMapStep,
-                              WaitStep, ExitStep, BarrierStep, ResetNodeStep, FaultStep, SignalStep,
-                              PpodCommitStep, VpodCommitStep, ActivateStep, DeactivateStep>;
+// A collective's participant (made by workload.kind collective, never read from a config):
+// where each participant's window is mapped in this process, by participant.
+struct CollectiveStep {
+  static constexpr StepOp kOp = StepOp::Collective;
+  std::uint32_t rank = 0;            // this participant
+  std::vector<std::string> windows;  // mapping names by participant ("": not mapped here)
+};
+
+using StepKind =
+    std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep, MapStep, AccessStep,
+                 CloseFdStep, CloseStep, UnmapStep, CpuMapStep, WaitStep, ExitStep, BarrierStep,
+                 ResetNodeStep, FaultStep, SignalStep, PpodCommitStep, VpodCommitStep, ActivateStep,
+                 DeactivateStep, CollectiveStep>;
 static_assert(std::variant_size_v<StepKind> == kStepOpNames.size(), "one alternative per op");
 
 struct Step {

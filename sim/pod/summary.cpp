@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "fabric/framing.hpp"
+#include "sim/pod/collective_run.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/pod/warnings.hpp"
@@ -41,6 +42,20 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
                "phases", pretty(ps.access_start()), host.setup, pretty(ps.access_phase()),
                host.access, pretty(sim - ps.access_end()), host.teardown);
   fmt::print(out, "\n");
+
+  // A collective: its table first, as nccl-tests prints it (time per call, algorithm and bus
+  // bandwidth), with the outputs checked.
+  if (const CollectiveRun* c = pod.scenario().collective()) {
+    fmt::print(out, "{} {} over {} GPUs (float32 sum; time: a call's first start to last end)\n",
+               c->op_name(), c->algorithm_name(), c->participants());
+    fmt::print(out, "  {:>12} {:>6} {:>12} {:>11} {:>11} {:>8}\n", "bytes", "calls", "time (us)",
+               "algbw GB/s", "busbw GB/s", "wrong");
+    for (const CollectiveRun::Row& r : c->rows())
+      fmt::print(out, "  {:>12} {:>6} {:>12.2f} {:>11.2f} {:>11.2f} {:>8}\n", r.bytes, r.calls,
+                 r.time_us, r.algbw_gbps, r.busbw_gbps,
+                 r.checked ? std::to_string(r.wrong) : "n/a");
+    fmt::print(out, "\n");
+  }
 
   fmt::print(out, "{:<18}{} ({} loads, {} stores); {} not served, {} retried\n", "remote accesses",
              pod.summary().remote_accesses(), pod.summary().remote_reads(),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "driver_model/errno.hpp"
+#include "models/compute/collective.hpp"
 #include "models/compute/compute_config.hpp"
 #include "sim/core/params.hpp"
 #include "sim/core/units.hpp"
@@ -38,9 +39,10 @@ enum class StepOp : std::uint8_t {
   VpodCommit,  // the vPod commit: members, [vpod_id, vpod_size]
   Activate,    // UALink on: READY
   Deactivate,  // UALink off, peers not told: CONFIGURED
+  Collective,  // workload.collective over the windows mapped (made by workload.kind collective)
 };
 
-inline constexpr std::array<EnumName<StepOp>, 21> kStepOpNames{{
+inline constexpr std::array<EnumName<StepOp>, 22> kStepOpNames{{
     {"alloc", StepOp::Alloc, "allocate a buffer (gem_create)"},
     {"export", StepOp::Export, "export a buffer: a 128-bit UALink handle"},
     {"send_handle", StepOp::SendHandle, "pass a handle to another GPU out of band"},
@@ -64,6 +66,9 @@ inline constexpr std::array<EnumName<StepOp>, 21> kStepOpNames{{
      "commit the GPU's vPod: the accelerators it may share with"},
     {"activate", StepOp::Activate, "activate UALink on the GPU (READY)"},
     {"deactivate", StepOp::Deactivate, "deactivate UALink on the GPU, peers not told (CONFIGURED)"},
+    {"collective", StepOp::Collective,
+     "run workload.collective (made by workload.kind collective; not available in a scenario "
+     "yet)"},
 }};
 
 // Steps of the pod rather than of a GPU process: `gpu` names the GPU they act on, `process`
@@ -253,6 +258,11 @@ struct StepConfig {
       case StepOp::VpodCommit: want({"members"}, {"vpod_id", "vpod_size"}); break;
       case StepOp::Activate: want({}, {}); break;
       case StepOp::Deactivate: want({}, {}); break;
+      case StepOp::Collective:
+        c.fail("op",
+               "a \"collective\" step is made by workload.kind collective; a scenario "
+               "cannot run one yet");
+        return;
       case StepOp::Fault:
         if (fault == FaultKind::FirmwareStall || fault == FaultKind::MessageDelay ||
             fault == FaultKind::LinkStall)
@@ -315,20 +325,83 @@ struct StepConfig {
   }
 };
 
-enum class WorkloadKind : std::uint8_t { AllToAll, Scenario };
-inline constexpr std::array<EnumName<WorkloadKind>, 2> kWorkloadKindNames{{
+enum class WorkloadKind : std::uint8_t { AllToAll, Scenario, Collective };
+inline constexpr std::array<EnumName<WorkloadKind>, 3> kWorkloadKindNames{{
     {"all_to_all", WorkloadKind::AllToAll,
      "every GPU exports a buffer, imports every other GPU's, maps them, and the initiators "
      "load and store across them"},
     {"scenario", WorkloadKind::Scenario, "the timed steps of workload.steps"},
+    {"collective", WorkloadKind::Collective,
+     "a collective (workload.collective) over loads and stores: every participant exports a "
+     "window of its VRAM, imports and maps the windows its algorithm reaches into, and runs "
+     "the collective at each size; results in collectives.csv"},
 }};
+
+// workload.kind = collective: which collective, how, at which sizes (docs/collectives.md).
+struct CollectiveConfig {
+  coll::Op op = coll::Op::AllReduce;
+  coll::Algorithm algorithm = coll::Algorithm::Ring;
+  std::vector<Bytes> sizes{Bytes::MiB(1)};
+  std::vector<std::uint32_t> gpus;  // empty: every GPU
+  std::uint32_t root = 0;
+  Bytes chunk_size = Bytes::KiB(64);
+  std::uint32_t iterations = 5;
+  std::uint32_t warmup_iterations = 1;
+  std::uint32_t outstanding = 512;
+  Bytes access_size = Bytes(256);
+  Time poll_interval;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("op", op, "the collective", std::span<const EnumName<coll::Op>>(coll::kOpNames));
+    v.choice("algorithm", algorithm, "how it runs over loads and stores",
+             std::span<const EnumName<coll::Algorithm>>(coll::kAlgorithmNames));
+    v.field("sizes", sizes,
+            "the sizes to run it at, one after the other (as nccl-tests counts them: "
+            "workload.collective.op says what a size is for each op); multiples of 64 B",
+            between(Bytes(64), Bytes::GiB(16)));
+    v.field("gpus", gpus,
+            "the participants, in ring order (an empty list means every GPU of the pod)",
+            between<std::uint32_t>(0, 1023));
+    v.field("root", root, "broadcast: the GPU whose input every participant receives",
+            between<std::uint32_t>(0, 1023));
+    v.field("chunk_size", chunk_size,
+            "ring: the pipelining unit; a participant raises a flag at the next one after each "
+            "piece this big of the share it passes on (a multiple of 64 B)",
+            between(Bytes(64), Bytes::GiB(16)));
+    v.field("iterations", iterations, "timed calls at each size (their mean is reported)",
+            between<std::uint32_t>(1, 1'000'000));
+    v.field("warmup_iterations", warmup_iterations,
+            "calls at each size before the timed ones (not reported)",
+            between<std::uint32_t>(0, 1'000'000));
+    v.field("outstanding", outstanding,
+            "loads and stores a participant keeps in flight (its shaders' memory parallelism: "
+            "512 x 256 B covers a 100 GB/s port's bandwidth x a ~1 us round trip)",
+            between<std::uint32_t>(1, 65536));
+    v.field("access_size", access_size, "bytes per load or store (64, 128, 192 or 256)",
+            between(Bytes(64), Bytes(256)));
+    v.field("poll_interval", poll_interval,
+            "a participant waiting for a flag loads it again this long after its last load "
+            "came back (0: at once)");
+  }
+  template <class C>
+  void check(C& c) const {
+    if (const std::string e = coll::invalid(op, algorithm); !e.empty()) c.fail("algorithm", e);
+    if (access_size.count() % 64 != 0) c.fail("access_size", "must be a multiple of 64 bytes");
+    if (chunk_size.count() % 64 != 0) c.fail("chunk_size", "must be a multiple of 64 bytes");
+    if (sizes.empty()) c.fail("sizes", "must name at least one size");
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      if (sizes[i].count() % 64 != 0)
+        c.fail("sizes." + std::to_string(i), "must be a multiple of 64 bytes");
+  }
+};
 
 enum class SetupMode : std::uint8_t { Protocol, Direct };
 inline constexpr std::array<EnumName<SetupMode>, 2> kSetupModeNames{{
     {"protocol", SetupMode::Protocol,
      "the driver's export, import and mapping calls and every protocol message, simulated"},
     {"direct", SetupMode::Direct,
-     "all_to_all only: the pod starts in the state the protocol would leave (tables, "
+     "all_to_all and collective: the pod starts in the state the protocol would leave (tables, "
      "connections, NPA ranges, pins, page tables, rings), without simulating it"},
 }};
 
@@ -353,6 +426,7 @@ struct WorkloadConfig {
   std::uint32_t peers = 0;                // 0: every GPU of the vPod
   TrafficConfig traffic;
   std::vector<StepConfig> steps;
+  CollectiveConfig collective;
   bool teardown = true;
 
   template <class V>
@@ -360,8 +434,8 @@ struct WorkloadConfig {
     v.choice("kind", kind, "what the GPUs do",
              std::span<const EnumName<WorkloadKind>>(kWorkloadKindNames));
     v.choice("setup", setup,
-             "all_to_all: how the buffers get exported, imported and mapped before the access "
-             "phase (direct: for studies of the access phase on big pods)",
+             "all_to_all and collective: how the buffers get exported, imported and mapped before "
+             "the accesses (direct: for studies of the access phase on big pods)",
              std::span<const EnumName<SetupMode>>(kSetupModeNames));
     v.field("buffer_size", buffer_size, "all_to_all: size of the buffer each GPU exports",
             between(Bytes(4096), Bytes::GiB(64)));
@@ -377,6 +451,7 @@ struct WorkloadConfig {
             between<std::uint32_t>(0, 1023));
     v.section("traffic", traffic, "access phases (a scenario's access steps may override)");
     v.list("steps", steps, "scenario: the steps, in order per GPU process");
+    v.section("collective", collective, "collective: the collective and its sizes");
     v.choice("on_failure", on_failure, "scenario: what a failed step does to the run",
              std::span<const EnumName<OnFailure>>(kOnFailureNames));
     v.field("teardown", teardown,

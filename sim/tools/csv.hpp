@@ -20,6 +20,7 @@ inline std::vector<CsvRow> parse_csv(const std::string& text) {
     std::istringstream l(line);
     for (std::string c; std::getline(l, c, ',');)
       cells.push_back(c);
+    if (!line.empty() && line.back() == ',') cells.emplace_back();  // an empty last cell
     if (head.empty()) {
       head = cells;
       continue;

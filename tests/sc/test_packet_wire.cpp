@@ -2,6 +2,7 @@
 // one MPI rank to another): every field arrives, the new packet's data pointer is its own and
 // its reference count is untouched; short and malformed bytes are errors that leave the packet
 // as it was; a payload that is not a podsim packet is refused.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -33,6 +34,7 @@ void fill(tlm::tlm_generic_payload& gp, std::size_t hops, unsigned seed) {
   a.op = seed % 2 ? AccessOp::Write : AccessOp::Atomic;
   a.status = seed % 2 ? AccessStatus::RemoteFault : AccessStatus::Unreachable;
   a.posted = seed % 2 == 0;
+  a.sync = seed % 2 == 1;
   a.measured = static_cast<Measured>(seed % 2);
   a.mailbox = seed % 2 ? MailboxWrite::Doorbell : MailboxWrite::Writeback;
   a.size = 192 + seed;
@@ -75,6 +77,7 @@ void check_same(const tlm::tlm_generic_payload& x, const tlm::tlm_generic_payloa
   CHECK(a.op == b.op);
   CHECK(a.status == b.status);
   CHECK(a.posted == b.posted);
+  CHECK(a.sync == b.sync);
   CHECK(a.measured == b.measured);
   CHECK(a.mailbox == b.mailbox);
   CHECK(a.size == b.size);
@@ -186,12 +189,12 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
   std::vector<unsigned char> buf = whole;
   const auto unpack = [&] { unpack_packet(buf.data(), buf.data() + buf.size(), dst); };
   // Offsets in the format: the version (1 byte), id (8), src, dst, route_to (2 each), kind,
-  // op, status, posted, measured, mailbox (1 each), size (4), vmid (2), vaddr, npa, pa (8
+  // op, status, posted, sync, measured, mailbox (1 each), size (4), vmid (2), vaddr, npa, pa (8
   // each), plane,
   // tag (4 each), issued (8), hop_count, hops_dropped (1 each), the stamps (8 each), the data,
   // the command (4)...
-  constexpr std::size_t kKind = 15, kPosted = 18, kMeasured = 19, kMailbox = 20, kHopCount = 67,
-                        kHops = 69;
+  constexpr std::size_t kKind = 15, kPosted = 18, kSync = 19, kMeasured = 20, kMailbox = 21,
+                        kHopCount = 68, kHops = 70;
   const std::size_t kCommand = kHops + 4 * 8 + Access::kMaxData;
   REQUIRE(buf[kKind] == static_cast<unsigned char>(PacketKind::Control));
   REQUIRE(buf[kHopCount] == 4);
@@ -205,7 +208,8 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
   }
   SECTION("another version") {
     buf[0] = kPacketWireVersion + 1;
-    CHECK_THROWS_WITH(unpack(), Contains("format version 4, this podsim reads 3"));
+    CHECK_THROWS_WITH(unpack(), Contains(fmt::format("format version {}, this podsim reads {}",
+                                                     kPacketWireVersion + 1, kPacketWireVersion)));
   }
   SECTION("more hops than a packet holds") {
     buf[kHopCount] = Access::kMaxHops + 1;
@@ -220,6 +224,10 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
     SECTION("posted") {
       buf[kPosted] = 2;
       CHECK_THROWS_WITH(unpack(), Contains("posted 2 is not a bool"));
+    }
+    SECTION("sync") {
+      buf[kSync] = 9;
+      CHECK_THROWS_WITH(unpack(), Contains("sync 9 is not a bool"));
     }
     SECTION("measured") {
       buf[kMeasured] = 7;

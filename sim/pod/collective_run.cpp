@@ -1,0 +1,205 @@
+#include "sim/pod/collective_run.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <set>
+
+#include "sim/core/json_write.hpp"
+
+namespace podsim {
+
+CollectiveRun::CollectiveRun(const PodConfig& cfg) : cfg_(cfg) {
+  const CollectiveConfig& k = cfg.workload.collective;
+  gpus_ = k.gpus;
+  if (gpus_.empty())
+    for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
+      gpus_.push_back(g);
+  const auto n = static_cast<std::uint32_t>(gpus_.size());
+  std::uint32_t root = 0;
+  for (std::uint32_t r = 0; r < n; ++r)
+    if (gpus_[r] == k.root) root = r;
+  for (Bytes b : k.sizes) {
+    coll::Shape s;
+    s.op = k.op;
+    s.alg = k.algorithm;
+    s.n = n;
+    s.bytes = b.count();
+    s.piece = k.chunk_size.count();
+    s.root = root;
+    shapes_.push_back(s);
+    bodies_.push_back(coll::build(s));
+  }
+  layout_ = coll::Layout::covering(shapes_);
+  for (std::uint32_t r = 0; r < n; ++r)
+    barriers_.push_back(coll::barrier(n, r));
+  peers_.resize(n);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    std::set<std::uint32_t> all;
+    auto add = [&](const coll::Program& p) {
+      for (std::uint32_t q : p.peers())
+        if (q != r) all.insert(q);
+    };
+    add(barriers_[r]);
+    for (const auto& body : bodies_)
+      add(body[r]);
+    peers_[r].assign(all.begin(), all.end());
+  }
+  warmup_ = k.warmup_iterations;
+  iterations_ = k.iterations;
+  calls_.assign(shapes_.size(), std::vector<Call>(warmup_ + iterations_));
+  checked_.assign(shapes_.size(), 0);
+  wrong_.assign(shapes_.size(), 0);
+  checks_.assign(shapes_.size(), 0);
+}
+
+namespace {
+Step make(std::uint32_t gpu, StepKind kind) {
+  Step s{StepCommon{}, std::move(kind)};
+  s.common.gpu = gpu;
+  return s;
+}
+}  // namespace
+
+std::vector<Step> CollectiveRun::steps() const {
+  const auto n = participants();
+  std::vector<std::vector<std::uint32_t>> importers(n);  // by exporter
+  for (std::uint32_t r = 0; r < n; ++r)
+    for (std::uint32_t q : peers_[r])
+      importers[q].push_back(r);
+  std::vector<Step> steps;
+  for (std::uint32_t r = 0; r < n; ++r) {
+    const std::uint32_t g = gpus_[r];
+    const std::string h = fmt::format("h{}", g);
+    steps.push_back(make(g, AllocStep{Bytes(layout_.window), "win", AllocDomain::Vram}));
+    steps.push_back(make(g, MapStep{MapStep::From::Buffer, "win", "local"}));
+    steps.push_back(make(g, ExportStep{"win", h}));
+    for (std::uint32_t q : importers[r])
+      steps.push_back(make(g, SendHandleStep{h, gpus_[q], h}));
+    CollectiveStep run;
+    run.rank = r;
+    run.windows.assign(n, "");
+    run.windows[r] = "local";
+    for (std::uint32_t q : peers_[r]) {
+      const std::uint32_t e = gpus_[q];
+      Step& imp =
+          steps.emplace_back(make(g, ImportStep{fmt::format("h{}", e), fmt::format("fd{}", e)}));
+      imp.common.retries = 1000;  // a concurrent handshake with the same peer answers EAGAIN
+      imp.common.retry_interval = Time::us(10);
+      steps.push_back(
+          make(g, MapStep{MapStep::From::Fd, fmt::format("fd{}", e), fmt::format("m{}", e)}));
+      steps.push_back(make(g, CloseFdStep{fmt::format("fd{}", e)}));
+      run.windows[q] = fmt::format("m{}", e);
+    }
+    steps.push_back(make(g, BarrierStep{"mapped"}));
+    steps.push_back(make(g, std::move(run)));
+  }
+  return steps;
+}
+
+void CollectiveRun::note_call(std::size_t size, std::uint32_t call, Time start, Time end) {
+  Call& c = calls_[size][call];
+  c.start = std::min(c.start, start);
+  c.end = std::max(c.end, end);
+  ++c.ended;
+}
+
+void CollectiveRun::note_check(std::size_t size, std::uint64_t checked, std::uint64_t wrong) {
+  checked_[size] += checked;
+  wrong_[size] += wrong;
+  ++checks_[size];
+}
+
+std::vector<CollectiveRun::Row> CollectiveRun::rows() const {
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < shapes_.size(); ++i) {
+    Row row;
+    row.bytes = shapes_[i].bytes;
+    double sum = 0, lo = 0, hi = 0;
+    for (std::uint32_t c = warmup_; c < warmup_ + iterations_; ++c) {
+      const Call& call = calls_[i][c];
+      if (call.ended != participants()) continue;
+      const double us = (call.end - call.start).as_us();
+      lo = row.calls == 0 ? us : std::min(lo, us);
+      hi = std::max(hi, us);
+      sum += us;
+      ++row.calls;
+    }
+    if (row.calls) {
+      row.time_us = sum / row.calls;
+      row.min_us = lo;
+      row.max_us = hi;
+      // Bytes per microsecond are MB/s: / 1e3 for GB/s.
+      row.algbw_gbps = row.time_us > 0 ? static_cast<double>(row.bytes) / row.time_us / 1e3 : 0;
+      row.busbw_gbps = row.algbw_gbps * shapes_[i].bus_factor();
+    }
+    row.checked = checks_[i] == participants();
+    row.elements_checked = checked_[i];
+    row.wrong = wrong_[i];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string CollectiveRun::op_name() const {
+  return std::string(
+      enum_name(std::span<const EnumName<coll::Op>>(coll::kOpNames), cfg_.workload.collective.op));
+}
+std::string CollectiveRun::algorithm_name() const {
+  return std::string(enum_name(std::span<const EnumName<coll::Algorithm>>(coll::kAlgorithmNames),
+                               cfg_.workload.collective.algorithm));
+}
+
+std::string CollectiveRun::csv() const {
+  std::string out =
+      "op,algorithm,participants,bytes,elements,calls,time_us,min_us,max_us,algbw_GBps,"
+      "busbw_GBps,elements_checked,wrong\n";
+  for (const Row& r : rows())
+    out += fmt::format("{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{},{}\n", op_name(),
+                       algorithm_name(), participants(), r.bytes, r.bytes / 4, r.calls, r.time_us,
+                       r.min_us, r.max_us, r.algbw_gbps, r.busbw_gbps,
+                       r.checked ? std::to_string(r.elements_checked) : "",
+                       r.checked ? std::to_string(r.wrong) : "");
+  return out;
+}
+
+std::string CollectiveRun::json(const std::string& failed_text) const {
+  boost::json::object doc;
+  if (!failed_text.empty()) doc["run_failed"] = failed_text;
+  doc["op"] = op_name();
+  doc["algorithm"] = algorithm_name();
+  boost::json::array gpus;
+  for (std::uint32_t g : gpus_)
+    gpus.push_back(g);
+  doc["gpus"] = std::move(gpus);
+  doc["data_type"] = "float32";
+  doc["reduction"] = "sum";
+  doc["chunk_size_bytes"] = cfg_.workload.collective.chunk_size.count();
+  doc["window_bytes"] = layout_.window;
+  doc["bus_factor"] = shapes_.empty() ? 1.0 : shapes_[0].bus_factor();
+  boost::json::array sizes;
+  for (const Row& r : rows()) {
+    boost::json::object o;
+    o["bytes"] = r.bytes;
+    o["elements"] = r.bytes / 4;
+    o["calls"] = r.calls;
+    o["time_us"] = r.time_us;
+    o["min_us"] = r.min_us;
+    o["max_us"] = r.max_us;
+    o["algbw_GBps"] = r.algbw_gbps;
+    o["busbw_GBps"] = r.busbw_gbps;
+    if (r.checked) {
+      o["elements_checked"] = r.elements_checked;
+      o["wrong"] = r.wrong;
+    } else {
+      o["elements_checked"] = nullptr;
+      o["wrong"] = nullptr;
+    }
+    sizes.push_back(std::move(o));
+  }
+  doc["sizes"] = std::move(sizes);
+  return config::to_pretty_json(doc);
+}
+
+}  // namespace podsim

@@ -1,0 +1,77 @@
+// workload.kind = collective: the collective's participants, its programs at each size, the
+// steps that export, import and map their windows, and the results (docs/collectives.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/compute/collective.hpp"
+#include "sim/pod/pod_config.hpp"
+#include "sim/pod/steps.hpp"
+
+namespace podsim {
+
+class CollectiveRun {
+ public:
+  explicit CollectiveRun(const PodConfig& cfg);
+
+  // The setup and the collective, as scenario steps: every participant allocates its window,
+  // maps it, exports it and sends the handle to the participants that reach into it, imports
+  // and maps theirs, meets the others at a barrier, then runs the collective step.
+  std::vector<Step> steps() const;
+
+  std::uint32_t participants() const { return static_cast<std::uint32_t>(gpus_.size()); }
+  std::uint32_t gpu(std::uint32_t rank) const { return gpus_[rank]; }
+  const std::vector<coll::Shape>& shapes() const { return shapes_; }
+  const coll::Program& body(std::size_t size, std::uint32_t rank) const {
+    return bodies_[size][rank];
+  }
+  const coll::Program& barrier(std::uint32_t rank) const { return barriers_[rank]; }
+  const coll::Layout& layout() const { return layout_; }
+  std::uint32_t calls_per_size() const { return warmup_ + iterations_; }
+
+  // A participant's call `call` of size `size` ran from start to end (its barrier passed to its
+  // program done).
+  void note_call(std::size_t size, std::uint32_t call, Time start, Time end);
+  // A participant checked its output at size `size`: elements compared, elements wrong.
+  void note_check(std::size_t size, std::uint64_t checked, std::uint64_t wrong);
+  // A participant ended every size (or failed).
+  void note_done() { ++done_; }
+
+  struct Row {
+    std::uint64_t bytes = 0;
+    std::uint32_t calls = 0;                     // timed calls every participant finished
+    double time_us = 0, min_us = 0, max_us = 0;  // a call: first start to last end
+    double algbw_gbps = 0, busbw_gbps = 0;
+    bool checked = false;
+    std::uint64_t elements_checked = 0, wrong = 0;
+  };
+  std::vector<Row> rows() const;
+  // collectives.csv and collectives.json (rows() with the op, algorithm and participants); a
+  // failed run's JSON says so first ("run_failed").
+  std::string csv() const;
+  std::string json(const std::string& failed_text = {}) const;
+  std::string op_name() const;
+  std::string algorithm_name() const;
+
+ private:
+  const PodConfig& cfg_;
+  std::vector<std::uint32_t> gpus_;
+  std::vector<coll::Shape> shapes_;
+  std::vector<std::vector<coll::Program>> bodies_;  // by size, by rank
+  std::vector<coll::Program> barriers_;             // by rank
+  coll::Layout layout_;
+  std::vector<std::vector<std::uint32_t>> peers_;  // by rank: the ranks it maps (not itself)
+  std::uint32_t warmup_ = 0, iterations_ = 0;
+  struct Call {
+    Time start = Time::max(), end;
+    std::uint32_t ended = 0;  // participants
+  };
+  std::vector<std::vector<Call>> calls_;  // by size, by call
+  std::vector<std::uint64_t> checked_, wrong_;
+  std::vector<std::uint32_t> checks_;  // participants that checked, by size
+  std::uint32_t done_ = 0;
+};
+
+}  // namespace podsim

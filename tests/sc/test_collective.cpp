@@ -1,0 +1,152 @@
+// Collectives over load/store (workload.kind collective), end to end through the podsim
+// binary: every op and algorithm ends with the right data in every participant's VRAM, the
+// outputs say what a collective benchmark says, and bad configs are refused.
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include "tests/support/run_podsim.hpp"
+
+using podsim::test::read_csv;
+using podsim::test::run_podsim;
+using podsim::test::run_podsim_mpi;
+
+namespace {
+
+std::vector<std::string> collective(const std::string& op, const std::string& alg,
+                                    std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"run",   "--quiet",
+                                   "--set", "workload.kind=collective",
+                                   "--set", "workload.collective.op=" + op,
+                                   "--set", "workload.collective.algorithm=" + alg,
+                                   "--set", "workload.collective.iterations=2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("every collective and algorithm leaves every participant with the right data",
+          "[collective]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"all_reduce", "ring"},         {"all_reduce", "one_shot"}, {"all_reduce", "two_shot"},
+      {"all_gather", "ring"},         {"all_gather", "one_shot"}, {"reduce_scatter", "ring"},
+      {"reduce_scatter", "one_shot"}, {"all_to_all", "one_shot"}, {"broadcast", "ring"},
+      {"broadcast", "one_shot"},
+  };
+  for (const auto& [op, alg] : cases) {
+    INFO(op << " " << alg);
+    // Five of the pod's eight GPUs, out of order; sizes that split evenly among them and one
+    // that does not (all_to_all: multiples of 64 B x 5), over the protocol's setup.
+    const bool a2a = std::string(op) == "all_to_all";
+    const auto r = run_podsim(collective(
+        op, alg,
+        {"--set", "workload.collective.gpus=[6,1,3,0,5]", "--set", "workload.collective.root=3",
+         "--set", "workload.collective.chunk_size=512B", "--set",
+         a2a ? R"(workload.collective.sizes=["320B","64000B"])"
+             : R"(workload.collective.sizes=["320B","64448B"])"}));
+    REQUIRE(r.exit_code == 0);
+    const auto rows = read_csv(r.out_dir + "/collectives.csv");
+    REQUIRE(rows.size() == 2);
+    for (const auto& row : rows) {
+      CHECK(row.at("op") == op);
+      CHECK(row.at("algorithm") == alg);
+      CHECK(row.at("participants") == "5");
+      CHECK(row.at("calls") == "2");
+      CHECK(row.at("wrong") == "0");
+      // Every element of every participant's output was compared.
+      const std::uint64_t bytes = std::stoull(row.at("bytes"));
+      const std::uint64_t out = std::string(op) == "reduce_scatter" ? bytes : 5 * bytes;
+      CHECK(std::stoull(row.at("elements_checked")) == out / 4);
+      CHECK(std::stod(row.at("time_us")) > 0);
+      CHECK(std::stod(row.at("busbw_GBps")) > 0);
+    }
+    // Exported windows were given back at the end (the teardown's checks held).
+    CHECK(r.stats->at("ok").as_bool());
+  }
+}
+
+TEST_CASE("a collective's outputs: the table, collectives.json, and the GPUs that do not take part",
+          "[collective]") {
+  const auto r = run_podsim(
+      {"run", "--set", "workload.kind=collective", "--set", "workload.collective.gpus=[2,5]",
+       "--set", R"(workload.collective.sizes=["4KiB","64KiB"])", "--set", "workload.setup=direct"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("all_reduce ring over 2 GPUs") != std::string::npos);
+  CHECK(r.out.find("busbw GB/s") != std::string::npos);
+  const auto doc = boost::json::parse(podsim::test::slurp(r.out_dir + "/collectives.json"));
+  CHECK(doc.at("op").as_string() == "all_reduce");
+  CHECK(doc.at("gpus").as_array().size() == 2);
+  const auto& sizes = doc.at("sizes").as_array();
+  REQUIRE(sizes.size() == 2);
+  CHECK(sizes[1].at("bytes").to_number<std::uint64_t>() == 65536);
+  CHECK(sizes[1].at("wrong").to_number<std::uint64_t>() == 0);
+  // Bus bandwidth is algorithm bandwidth x 2(n-1)/n for all_reduce.
+  CHECK(sizes[1].at("busbw_GBps").to_number<double>() ==
+        Approx(sizes[1].at("algbw_GBps").to_number<double>()));
+  // GPUs 0 and 1 did not take part: no accesses.
+  CHECK(r.stat("pod.gpu0.agent.remote_writes") == 0);
+  CHECK(r.stat("pod.gpu2.agent.remote_writes") > 0);
+}
+
+TEST_CASE("functional data off: the same times, flags still work, nothing checked",
+          "[collective]") {
+  auto args = [](bool data) {
+    return collective("all_reduce", "ring",
+                      {"--set", R"(workload.collective.sizes=["1KiB","256KiB"])", "--set",
+                       fmt::format("gpu.vram.functional_data={}", data)});
+  };
+  const auto on = run_podsim(args(true));
+  const auto off = run_podsim(args(false));
+  REQUIRE(on.exit_code == 0);
+  REQUIRE(off.exit_code == 0);
+  const auto a = read_csv(on.out_dir + "/collectives.csv");
+  const auto b = read_csv(off.out_dir + "/collectives.csv");
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].at("time_us") == b[i].at("time_us"));
+    CHECK(a[i].at("busbw_GBps") == b[i].at("busbw_GBps"));
+    CHECK(a[i].at("wrong") == "0");
+    CHECK(b[i].at("wrong").empty());
+    CHECK(b[i].at("elements_checked").empty());
+  }
+}
+
+TEST_CASE("collective config errors name the key, exit 2, write nothing", "[collective]") {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"workload.collective.op=all_gather", "workload.collective.algorithm=two_shot"},
+       "workload.collective.algorithm: two_shot is an all_reduce algorithm"},
+      {{"workload.collective.op=all_to_all", "workload.collective.algorithm=ring"},
+       "workload.collective.algorithm: all_to_all runs one_shot"},
+      {{R"(workload.collective.sizes=["100B"])"}, "workload.collective.sizes.0"},
+      {{"workload.collective.op=all_to_all", "workload.collective.algorithm=one_shot",
+        R"(workload.collective.sizes=["1KiB"])", "workload.collective.gpus=[0,1,2]"},
+       "workload.collective.sizes.0: all_to_all: a size must be a multiple of 64 B x the "
+       "participants (192 B)"},
+      {{"workload.collective.gpus=[0,9]"}, "workload.collective.gpus.1: GPU 9 does not exist"},
+      {{"workload.collective.gpus=[0,1,0]"}, "workload.collective.gpus.2: GPU 0 is listed twice"},
+      {{"workload.collective.gpus=[4]"}, "at least 2 participants"},
+      {{"workload.collective.op=broadcast", "workload.collective.gpus=[0,1]",
+        "workload.collective.root=5"},
+       "workload.collective.root: GPU 5 is not a participant"},
+      {{"workload.collective.chunk_size=100B"}, "workload.collective.chunk_size"},
+      {{"workload.collective.sizes=[]"}, "workload.collective.sizes: must name at least one size"},
+  };
+  for (const auto& [sets, want] : cases) {
+    std::vector<std::string> args = {"run", "--set", "workload.kind=collective"};
+    for (const auto& s : sets)
+      args.insert(args.end(), {"--set", s});
+    INFO(want);
+    const auto r = run_podsim(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(want) != std::string::npos);
+    CHECK_FALSE(r.out_dir_exists);
+  }
+}
+
+TEST_CASE("a collective is refused, exit 2, when the pod is split across ranks",
+          "[collective][mpi]") {
+  const auto r = run_podsim_mpi(2, {"run", "--set", "workload.kind=collective"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("workload.kind collective is not available when the pod is split") !=
+        std::string::npos);
+}

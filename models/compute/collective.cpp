@@ -17,8 +17,8 @@ std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
 std::string invalid(Op op, Algorithm alg) {
   if (alg == Algorithm::TwoShot && op != Op::AllReduce)
     return "two_shot is an all_reduce algorithm";
-  if (alg == Algorithm::Ring && op == Op::AllToAll)
-    return "all_to_all runs one_shot (every participant stores into every peer)";
+  if (alg == Algorithm::Ring && (op == Op::AllToAll || op == Op::AllToAllV))
+    return "all_to_all and all_to_all_v run one_shot (every participant stores into every peer)";
   return {};
 }
 
@@ -37,8 +37,25 @@ std::uint64_t Shape::chunk_offset(std::uint32_t c) const {
   return lines * c / n * kLine;
 }
 
+std::uint64_t Shape::block(std::uint32_t i, std::uint32_t j) const {
+  return op == Op::AllToAllV ? blocks[static_cast<std::size_t>(i) * n + j] : bytes / n;
+}
+std::uint64_t Shape::block_in(std::uint32_t i, std::uint32_t j) const {
+  std::uint64_t off = 0;
+  for (std::uint32_t k = 0; k < j; ++k)
+    off += block(i, k);
+  return off;
+}
+std::uint64_t Shape::block_out(std::uint32_t i, std::uint32_t j) const {
+  std::uint64_t off = 0;
+  for (std::uint32_t k = 0; k < i; ++k)
+    off += block(k, j);
+  return off;
+}
+
 std::uint64_t Shape::input_bytes(std::uint32_t r) const {
   switch (op) {
+    case Op::AllToAllV: return block_in(r, n);
     case Op::AllGather: return chunk_bytes(r);
     case Op::Broadcast: return r == root ? bytes : 0;
     default: return bytes;
@@ -46,7 +63,7 @@ std::uint64_t Shape::input_bytes(std::uint32_t r) const {
 }
 
 std::uint64_t Shape::output_bytes(std::uint32_t r) const {
-  return op == Op::ReduceScatter ? chunk_bytes(r) : bytes;
+  return op == Op::ReduceScatter ? chunk_bytes(r) : op == Op::AllToAllV ? block_out(n, r) : bytes;
 }
 
 std::uint64_t Shape::scratch_bytes() const {
@@ -88,10 +105,12 @@ void Shape::output_at(std::uint32_t r, std::uint64_t offset, float* out, std::si
         v = base(owner, at / 4);
         break;
       }
-      case Op::AllToAll: {
-        const std::uint64_t block = bytes / n;
-        const auto from = static_cast<std::uint32_t>(at / block);
-        v = base(from, (r * block + at % block) / 4);
+      case Op::AllToAll:
+      case Op::AllToAllV: {
+        std::uint32_t from = 0;
+        while (from + 1 < n && block_out(from + 1, r) <= at)
+          ++from;
+        v = base(from, (block_in(from, r) + at - block_out(from, r)) / 4);
         break;
       }
       case Op::Broadcast: v = base(root, at / 4); break;
@@ -106,7 +125,8 @@ double Shape::bus_factor() const {
     case Op::AllReduce: return 2 * (d - 1) / d;
     case Op::AllGather:
     case Op::ReduceScatter:
-    case Op::AllToAll: return (d - 1) / d;
+    case Op::AllToAll:
+    case Op::AllToAllV: return (d - 1) / d;
     case Op::Broadcast: return 1;
   }
   return 1;
@@ -298,14 +318,26 @@ void one_shot(const Shape& s, std::vector<Program>& progs) {
           w.copy(at(peer(k), Region::Input, 0), at(i, Region::Output, s.chunk_offset(peer(k))),
                  s.chunk_bytes(peer(k)));
         break;
-      case Op::AllToAll: {
-        const std::uint64_t block = s.bytes / n;
-        for (std::uint32_t k = 1; k < n; ++k) {
-          w.copy(at(i, Region::Input, peer(k) * block), at(peer(k), Region::Output, i * block),
-                 block);
+      case Op::AllToAll:
+      case Op::AllToAllV: {
+        // To every peer at once (as many thread blocks would): piece p of each block in turn,
+        // so that every receive side hears from every sender all along; then the flags.
+        const std::uint64_t piece = std::max<std::uint64_t>(kLine, s.piece / kLine * kLine);
+        std::uint64_t longest = 0;
+        for (std::uint32_t k = 1; k < n; ++k)
+          longest = std::max(longest, s.block(i, peer(k)));
+        for (std::uint64_t o = 0; o < longest; o += piece)
+          for (std::uint32_t k = 1; k < n; ++k) {
+            const std::uint32_t j = peer(k);
+            if (o >= s.block(i, j)) continue;
+            w.copy(at(i, Region::Input, s.block_in(i, j) + o),
+                   at(j, Region::Output, s.block_out(i, j) + o),
+                   std::min(piece, s.block(i, j) - o));
+          }
+        for (std::uint32_t k = 1; k < n; ++k)
           w.signal(peer(k), kBarrierSlots + i);
-        }
-        w.copy(at(i, Region::Input, i * block), at(i, Region::Output, i * block), block);
+        w.copy(at(i, Region::Input, s.block_in(i, i)), at(i, Region::Output, s.block_out(i, i)),
+               s.block(i, i));
         for (std::uint32_t k = 1; k < n; ++k)
           w.wait(i, kBarrierSlots + peer(n - k));
         break;
@@ -363,9 +395,21 @@ void ring_broadcast(const Shape& s, std::vector<Program>& progs) {
 
 }  // namespace
 
+std::string invalid_blocks(std::uint32_t n, const std::vector<std::uint64_t>& blocks) {
+  if (blocks.size() != static_cast<std::size_t>(n) * n)
+    return "needs " + std::to_string(static_cast<std::uint64_t>(n) * n) +
+           " sizes (participants x participants, row by sender), not " +
+           std::to_string(blocks.size());
+  for (std::uint64_t b : blocks)
+    if (b % kLine != 0) return "every size must be a multiple of 64 B";
+  return {};
+}
+
 std::vector<Program> build(const Shape& s) {
   if (const std::string e = invalid(s.op, s.alg); !e.empty()) throw std::invalid_argument(e);
-  if (const std::string e = invalid_size(s.op, s.n, s.bytes); !e.empty())
+  if (const std::string e =
+          s.op == Op::AllToAllV ? invalid_blocks(s.n, s.blocks) : invalid_size(s.op, s.n, s.bytes);
+      !e.empty())
     throw std::invalid_argument(e);
   if (s.n < 2) throw std::invalid_argument("a collective needs at least 2 participants");
   std::vector<Program> progs(s.n);

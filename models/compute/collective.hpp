@@ -24,8 +24,15 @@
 
 namespace podsim::coll {
 
-enum class Op : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast };
-inline constexpr std::array<EnumName<Op>, 5> kOpNames{{
+enum class Op : std::uint8_t {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  AllToAllV,
+  Broadcast
+};
+inline constexpr std::array<EnumName<Op>, 6> kOpNames{{
     {"all_reduce", Op::AllReduce,
      "every participant ends with the sum of every input (size: the buffer)"},
     {"all_gather", Op::AllGather,
@@ -36,6 +43,10 @@ inline constexpr std::array<EnumName<Op>, 5> kOpNames{{
     {"all_to_all", Op::AllToAll,
      "participant i sends its input's block j to participant j, which keeps it as its output's "
      "block i (size: each input; a multiple of 64 B x the participants)"},
+    {"all_to_all_v", Op::AllToAllV,
+     "all_to_all with a block size per sender and receiver (workload.collective.send_bytes), as "
+     "a mixture of experts' dispatch and combine send tokens (size: the mean a participant "
+     "sends)"},
     {"broadcast", Op::Broadcast, "every participant ends with the root's input (size: the buffer)"},
 }};
 
@@ -46,7 +57,7 @@ inline constexpr std::array<EnumName<Algorithm>, 3> kAlgorithmNames{{
      "(pipelined); all_reduce is a reduce-scatter then an all-gather around the ring"},
     {"one_shot", Algorithm::OneShot,
      "direct: every participant loads what it needs from every peer (all_to_all stores into "
-     "every peer and raises its flag)"},
+     "every peer, a piece of chunk_size to each in turn, and raises its flag at each)"},
     {"two_shot", Algorithm::TwoShot,
      "all_reduce: each participant loads its share from every peer and reduces it (reduce-"
      "scatter), raises a flag at every peer, then loads every peer's reduced share (all-gather)"},
@@ -55,6 +66,7 @@ inline constexpr std::array<EnumName<Algorithm>, 3> kAlgorithmNames{{
 // Why an op cannot run with an algorithm, or a size with an op (empty: it can).
 std::string invalid(Op op, Algorithm alg);
 std::string invalid_size(Op op, std::uint32_t participants, std::uint64_t bytes);
+std::string invalid_blocks(std::uint32_t participants, const std::vector<std::uint64_t>& blocks);
 
 // The regions of a window, in this order.
 enum class Region : std::uint8_t { Flags, Input, Output, Scratch };
@@ -104,7 +116,13 @@ struct Shape {
   std::uint64_t bytes = 0;        // the size, as kOpNames says for each op
   std::uint64_t piece = 1 << 16;  // ring: the pipelining unit
   std::uint32_t root = 0;         // broadcast
+  // all_to_all_v: bytes from participant i to j at [i * n + j] (multiples of 64 B).
+  std::vector<std::uint64_t> blocks;
 
+  // all_to_all(_v): the block i sends j; where it is in i's input and in j's output.
+  std::uint64_t block(std::uint32_t i, std::uint32_t j) const;
+  std::uint64_t block_in(std::uint32_t i, std::uint32_t j) const;
+  std::uint64_t block_out(std::uint32_t i, std::uint32_t j) const;
   // Share c of `bytes` (64-byte lines split as evenly as they go): its offset and length.
   std::uint64_t chunk_offset(std::uint32_t c) const;
   std::uint64_t chunk_bytes(std::uint32_t c) const { return chunk_offset(c + 1) - chunk_offset(c); }

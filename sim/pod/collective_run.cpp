@@ -20,7 +20,16 @@ CollectiveRun::CollectiveRun(const PodConfig& cfg) : cfg_(cfg) {
   std::uint32_t root = 0;
   for (std::uint32_t r = 0; r < n; ++r)
     if (gpus_[r] == k.root) root = r;
-  for (Bytes b : k.sizes) {
+  std::vector<std::uint64_t> blocks;
+  std::uint64_t total = 0;
+  for (Bytes b : k.send_bytes) {
+    blocks.push_back(b.count());
+    total += b.count();
+  }
+  // all_to_all_v: one size, send_bytes (reported as the mean a participant sends).
+  const std::vector<Bytes> sizes =
+      k.op == coll::Op::AllToAllV ? std::vector<Bytes>{Bytes(total / n)} : k.sizes;
+  for (Bytes b : sizes) {
     coll::Shape s;
     s.op = k.op;
     s.alg = k.algorithm;
@@ -28,6 +37,7 @@ CollectiveRun::CollectiveRun(const PodConfig& cfg) : cfg_(cfg) {
     s.bytes = b.count();
     s.piece = k.chunk_size.count();
     s.root = root;
+    if (k.op == coll::Op::AllToAllV) s.blocks = blocks;
     shapes_.push_back(s);
     bodies_.push_back(coll::build(s));
   }

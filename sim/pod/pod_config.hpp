@@ -203,11 +203,24 @@ void check_collective(const PodConfig& cfg, C& c) {
   if (k.op == coll::Op::Broadcast &&
       (k.gpus.empty() ? k.root >= cfg.pod.gpus : (k.root >= cfg.pod.gpus || !seen[k.root])))
     c.fail("workload.collective.root", "GPU " + std::to_string(k.root) + " is not a participant");
-  for (std::size_t i = 0; i < k.sizes.size(); ++i)
-    if (const std::string e =
-            coll::invalid_size(k.op, static_cast<std::uint32_t>(n), k.sizes[i].count());
+  if (k.op == coll::Op::AllToAllV) {
+    std::vector<std::uint64_t> blocks;
+    for (Bytes b : k.send_bytes)
+      blocks.push_back(b.count());
+    if (const std::string e = coll::invalid_blocks(static_cast<std::uint32_t>(n), blocks);
         !e.empty())
-      c.fail("workload.collective.sizes." + std::to_string(i), e);
+      c.fail("workload.collective.send_bytes", "all_to_all_v " + e);
+    if (k.sizes != CollectiveConfig{}.sizes)
+      c.fail("workload.collective.sizes",
+             "all_to_all_v sends workload.collective.send_bytes: leave sizes out");
+  } else {
+    if (!k.send_bytes.empty()) c.fail("workload.collective.send_bytes", "is for all_to_all_v only");
+    for (std::size_t i = 0; i < k.sizes.size(); ++i)
+      if (const std::string e =
+              coll::invalid_size(k.op, static_cast<std::uint32_t>(n), k.sizes[i].count());
+          !e.empty())
+        c.fail("workload.collective.sizes." + std::to_string(i), e);
+  }
   const std::uint32_t vpod = cfg.pod.vpod_size ? cfg.pod.vpod_size : cfg.pod.gpus;
   if (vpod != cfg.pod.gpus)
     c.fail("workload.kind", "collective runs on a pod that is one vPod (pod.vpod_size 0)");

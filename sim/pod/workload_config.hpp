@@ -344,6 +344,7 @@ struct CollectiveConfig {
   std::vector<Bytes> sizes{Bytes::MiB(1)};
   std::vector<std::uint32_t> gpus;  // empty: every GPU
   std::uint32_t root = 0;
+  std::vector<Bytes> send_bytes;  // all_to_all_v, row by sender
   Bytes chunk_size = Bytes::KiB(64);
   std::uint32_t iterations = 5;
   std::uint32_t warmup_iterations = 1;
@@ -365,6 +366,11 @@ struct CollectiveConfig {
             between<std::uint32_t>(0, 1023));
     v.field("root", root, "broadcast: the GPU whose input every participant receives",
             between<std::uint32_t>(0, 1023));
+    v.field("send_bytes", send_bytes,
+            "all_to_all_v: what each participant sends each one (itself included), participants "
+            "x participants sizes, row by sender in the order of gpus; multiples of 64 B (sizes "
+            "then stays at its default: the run has one size, the mean a participant sends)",
+            between(Bytes(0), Bytes::GiB(16)));
     v.field("chunk_size", chunk_size,
             "ring: the pipelining unit; a participant raises a flag at the next one after each "
             "piece this big of the share it passes on (a multiple of 64 B)",

@@ -28,25 +28,35 @@ std::vector<std::string> collective(const std::string& op, const std::string& al
 TEST_CASE("every collective and algorithm leaves every participant with the right data",
           "[collective]") {
   const std::pair<const char*, const char*> cases[] = {
-      {"all_reduce", "ring"},         {"all_reduce", "one_shot"}, {"all_reduce", "two_shot"},
-      {"all_gather", "ring"},         {"all_gather", "one_shot"}, {"reduce_scatter", "ring"},
-      {"reduce_scatter", "one_shot"}, {"all_to_all", "one_shot"}, {"broadcast", "ring"},
-      {"broadcast", "one_shot"},
+      {"all_reduce", "ring"},         {"all_reduce", "one_shot"},   {"all_reduce", "two_shot"},
+      {"all_gather", "ring"},         {"all_gather", "one_shot"},   {"reduce_scatter", "ring"},
+      {"reduce_scatter", "one_shot"}, {"all_to_all", "one_shot"},   {"broadcast", "ring"},
+      {"broadcast", "one_shot"},      {"all_to_all_v", "one_shot"},
   };
   for (const auto& [op, alg] : cases) {
     INFO(op << " " << alg);
     // Five of the pod's eight GPUs, out of order; sizes that split evenly among them and one
     // that does not (all_to_all: multiples of 64 B x 5), over the protocol's setup.
-    const bool a2a = std::string(op) == "all_to_all";
+    const bool a2a = std::string(op) == "all_to_all", a2av = std::string(op) == "all_to_all_v";
+    // all_to_all_v: 5 x 5 blocks, participant 1 (GPU 1) receiving most, one empty.
+    std::string blocks;
+    std::uint64_t total = 0;
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 5; ++j) {
+        const int b = j == 1 ? 64 * (100 + i) : i == j ? 0 : 64 * (3 * i + j + 1);
+        blocks += fmt::format("{}\"{}B\"", blocks.empty() ? "" : ",", b);
+        total += static_cast<std::uint64_t>(b);
+      }
     const auto r = run_podsim(collective(
         op, alg,
         {"--set", "workload.collective.gpus=[6,1,3,0,5]", "--set", "workload.collective.root=3",
          "--set", "workload.collective.chunk_size=512B", "--set",
-         a2a ? R"(workload.collective.sizes=["320B","64000B"])"
-             : R"(workload.collective.sizes=["320B","64448B"])"}));
+         a2av  ? "workload.collective.send_bytes=[" + blocks + "]"
+         : a2a ? R"(workload.collective.sizes=["320B","64000B"])"
+               : R"(workload.collective.sizes=["320B","64448B"])"}));
     REQUIRE(r.exit_code == 0);
     const auto rows = read_csv(r.out_dir + "/collectives.csv");
-    REQUIRE(rows.size() == 2);
+    REQUIRE(rows.size() == (a2av ? 1u : 2u));
     for (const auto& row : rows) {
       CHECK(row.at("op") == op);
       CHECK(row.at("algorithm") == alg);
@@ -55,7 +65,10 @@ TEST_CASE("every collective and algorithm leaves every participant with the righ
       CHECK(row.at("wrong") == "0");
       // Every element of every participant's output was compared.
       const std::uint64_t bytes = std::stoull(row.at("bytes"));
-      const std::uint64_t out = std::string(op) == "reduce_scatter" ? bytes : 5 * bytes;
+      // all_to_all_v: what everyone receives is what everyone sends (bytes is its mean).
+      const std::uint64_t out = a2av                                  ? total
+                                : std::string(op) == "reduce_scatter" ? bytes
+                                                                      : 5 * bytes;
       CHECK(std::stoull(row.at("elements_checked")) == out / 4);
       CHECK(std::stod(row.at("time_us")) > 0);
       CHECK(std::stod(row.at("busbw_GBps")) > 0);
@@ -116,7 +129,7 @@ TEST_CASE("collective config errors name the key, exit 2, write nothing", "[coll
       {{"workload.collective.op=all_gather", "workload.collective.algorithm=two_shot"},
        "workload.collective.algorithm: two_shot is an all_reduce algorithm"},
       {{"workload.collective.op=all_to_all", "workload.collective.algorithm=ring"},
-       "workload.collective.algorithm: all_to_all runs one_shot"},
+       "workload.collective.algorithm: all_to_all and all_to_all_v run one_shot"},
       {{R"(workload.collective.sizes=["100B"])"}, "workload.collective.sizes.0"},
       {{"workload.collective.op=all_to_all", "workload.collective.algorithm=one_shot",
         R"(workload.collective.sizes=["1KiB"])", "workload.collective.gpus=[0,1,2]"},
@@ -130,6 +143,16 @@ TEST_CASE("collective config errors name the key, exit 2, write nothing", "[coll
        "workload.collective.root: GPU 5 is not a participant"},
       {{"workload.collective.chunk_size=100B"}, "workload.collective.chunk_size"},
       {{"workload.collective.sizes=[]"}, "workload.collective.sizes: must name at least one size"},
+      {{"workload.collective.op=all_to_all_v", "workload.collective.algorithm=one_shot",
+        "workload.collective.gpus=[0,1]", R"(workload.collective.send_bytes=["64B","64B","64B"])"},
+       "workload.collective.send_bytes: all_to_all_v needs 4 sizes"},
+      {{"workload.collective.op=all_to_all_v", "workload.collective.algorithm=one_shot",
+        "workload.collective.gpus=[0,1]",
+        R"(workload.collective.send_bytes=["64B","64B","64B","64B"])",
+        R"(workload.collective.sizes=["1KiB"])"},
+       "workload.collective.sizes: all_to_all_v sends workload.collective.send_bytes"},
+      {{R"(workload.collective.send_bytes=["64B"])"},
+       "workload.collective.send_bytes: is for all_to_all_v only"},
   };
   for (const auto& [sets, want] : cases) {
     std::vector<std::string> args = {"run", "--set", "workload.kind=collective"};

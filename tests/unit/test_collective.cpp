@@ -244,6 +244,36 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("all_to_all_v: skewed blocks, empty ones among them, land where they belong") {
+  for (std::uint32_t n : {2u, 3u, 6u}) {
+    Shape s = shape(Op::AllToAllV, Algorithm::OneShot, n, 0);
+    std::uint64_t total = 0;
+    for (std::uint32_t i = 0; i < n; ++i)
+      for (std::uint32_t j = 0; j < n; ++j) {
+        // A hot receiver (participant 1), an empty block, and lines of odd counts.
+        const std::uint64_t b = j == 1             ? 64 * (40 + 3 * i)
+                                : (i + j) % 4 == 0 ? 0
+                                                   : 64 * (i + 2 * j + 1);
+        s.blocks.push_back(b);
+        total += b;
+      }
+    s.bytes = total / n;
+    CAPTURE(n);
+    Harness h({s}, n, 256, 8, 11 + n);
+    const auto [checked, wrong] = h.run(2);
+    CHECK(checked == output_elements(s));
+    CHECK(wrong == 0);
+    CHECK(s.output_bytes(1) == [&] {
+      std::uint64_t in = 0;
+      for (std::uint32_t i = 0; i < n; ++i)
+        in += s.blocks[i * n + 1];
+      return in;
+    }());
+  }
+  CHECK(invalid_blocks(3, std::vector<std::uint64_t>(8, 64)).find("needs 9 sizes") == 0);
+  CHECK(invalid_blocks(2, {64, 65, 0, 0}) == "every size must be a multiple of 64 B");
+}
+
 TEST_CASE("several sizes one after the other reuse the windows and flags") {
   std::vector<Shape> shapes;
   for (std::uint64_t b : {64ull, 4096ull, 1000ull * 64})

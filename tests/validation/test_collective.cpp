@@ -111,3 +111,43 @@ TEST_CASE("uniform all_to_all approaches the injection bound", "[validation][col
   CHECK(busbw <= bound);
   CHECK(busbw >= 0.90 * bound);
 }
+
+TEST_CASE("skewed all_to_all_v: the slowest participant's bytes over its port set the time",
+          "[validation][collective]") {
+  // A mixture of experts' dispatch on 8 GPUs with a hot expert: every GPU sends 256 KiB to
+  // each peer, except 1 MiB to GPU 3. GPU 3's receive side carries 7 MiB of stores and the
+  // acknowledgements of its own 7 x 256 KiB; every other side carries less.
+  constexpr std::uint32_t n = 8, hot = 3;
+  std::vector<std::uint64_t> blocks;
+  std::string list;
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const std::uint64_t b = j == hot ? 1 << 20 : 256 << 10;
+      blocks.push_back(b);
+      list += fmt::format("{}\"{}B\"", list.empty() ? "" : ",", b);
+    }
+  const auto r = collective(
+      {"workload.collective.op=all_to_all_v", "workload.collective.algorithm=one_shot",
+       "workload.collective.send_bytes=[" + list + "]", "workload.collective.iterations=1",
+       "workload.collective.warmup_iterations=0", "gpu.vram.functional_data=false"});
+  REQUIRE(r.exit_code == 0);
+  const auto& c = *r.config;
+  const double data = static_cast<double>(analysis::packet_wire_ps(c, 256));
+  const double ack = static_cast<double>(analysis::packet_wire_ps(c, 0));
+  double slowest_ps = 0;
+  for (std::uint32_t g = 0; g < n; ++g) {
+    double sent = 0, received = 0;  // stores over the fabric (a GPU's own block stays local)
+    for (std::uint32_t k = 0; k < n; ++k)
+      if (k != g) {
+        sent += static_cast<double>(blocks[g * n + k]) / 256;
+        received += static_cast<double>(blocks[k * n + g]) / 256;
+      }
+    // Each side: one way's stores and the other way's acknowledgements.
+    slowest_ps = std::max({slowest_ps, received * data + sent * ack, sent * data + received * ack});
+  }
+  const double want_us = slowest_ps / 1e6;
+  const double got_us = column(r, "time_us");
+  INFO("the call took " << got_us << " us; GPU 3's receive side needs " << want_us << " us");
+  CHECK(got_us >= want_us);
+  CHECK(got_us <= 1.10 * want_us);
+}

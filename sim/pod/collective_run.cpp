@@ -7,6 +7,7 @@
 #include <set>
 
 #include "sim/core/json_write.hpp"
+#include "sim/core/stats.hpp"
 
 namespace podsim {
 
@@ -62,6 +63,20 @@ CollectiveRun::CollectiveRun(const PodConfig& cfg) : cfg_(cfg) {
   checked_.assign(shapes_.size(), 0);
   wrong_.assign(shapes_.size(), 0);
   checks_.assign(shapes_.size(), 0);
+  for (std::size_t i = 0; i < shapes_.size(); ++i) {
+    const std::string at = fmt::format("size_{}.", shapes_[i].bytes);
+    auto add = [&](const char* name, const char* unit, const char* desc, double Row::*field) {
+      formulas_.push_back(std::make_unique<Formula>(stats_, at + name, unit, desc,
+                                                    [this, i, field] { return rows()[i].*field; }));
+    };
+    add("time", "us", "mean time of a timed call at this size: its first start to its last end",
+        &Row::time_us);
+    add("algbw", "GB/s", "algorithm bandwidth at this size: its bytes over the mean time",
+        &Row::algbw_gbps);
+    add("busbw", "GB/s",
+        "bus bandwidth at this size: algorithm bandwidth x the op's factor (nccl-tests')",
+        &Row::busbw_gbps);
+  }
 }
 
 namespace {

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "models/compute/collective.hpp"
+#include "sim/core/stats.hpp"
 #include "sim/pod/pod_config.hpp"
 #include "sim/pod/steps.hpp"
 
@@ -53,6 +55,8 @@ class CollectiveRun {
   std::string csv() const;
   std::string json(const std::string& failed_text = {}) const;
   std::string op_name() const;
+  // Per size, pod.summary.collective.size_BYTES.{time, algbw, busbw}: what sweeps read.
+  const StatGroup& stats() const { return stats_; }
   std::string algorithm_name() const;
 
  private:
@@ -72,6 +76,8 @@ class CollectiveRun {
   std::vector<std::uint64_t> checked_, wrong_;
   std::vector<std::uint32_t> checks_;  // participants that checked, by size
   std::uint32_t done_ = 0;
+  StatGroup stats_{"collective"};
+  std::vector<std::unique_ptr<Formula>> formulas_;
 };
 
 }  // namespace podsim

@@ -15,6 +15,7 @@
 #include "sim/core/byte_io.hpp"
 #include "sim/core/stat_pack.hpp"
 #include "sim/kernel/stats_collector.hpp"
+#include "sim/pod/collective_run.hpp"
 
 namespace podsim {
 
@@ -72,6 +73,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
     if (!owned_[g]) gpus_[g]->driver.driver().go_dormant();
   scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, net_, owned_, &replay_, &host_);
+  if (const CollectiveRun* c = scenario_->collective()) summary_.attach(c->stats());
   spawn_thread("control", [this] { control(); });
 }
 

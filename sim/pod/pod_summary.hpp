@@ -51,6 +51,8 @@ class PodSummary {
   static std::uint64_t paths_seen(const std::vector<std::unique_ptr<GpuNode>>& gpus);
 
   const StatGroup& group() const { return stats_; }
+  // Another group of pod-wide stats under this one (a collective's: pod.summary.collective).
+  void attach(const StatGroup& g) { stats_.add_child(g); }
 
   // A pod split across ranks: what gather found beyond the stats (the access phases' span,
   // the wire's bytes, the bandwidth series), packed on one rank and merged into another's.

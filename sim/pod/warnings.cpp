@@ -62,8 +62,44 @@ std::string num(std::uint64_t n) {  // 1234567 -> 1,234,567
 
 }  // namespace
 
+// Accesses not served, and retried, in words.
+static void served_warnings(const PodSummary& s, std::vector<RunWarning>& out) {
+  if (s.faults() > 0) {
+    std::vector<std::string> parts;
+    if (s.gpuvm_faults())
+      parts.push_back(
+          fmt::format("{} found no valid mapping in their own GPUVM and were never "
+                      "sent (an import unmapped by a revoke or a reset)",
+                      num(s.gpuvm_faults())));
+    if (s.remote_faults())
+      parts.push_back(
+          fmt::format("{} were refused by the exporter: no valid NPA mapping "
+                      "(revoked, released, or the exporter reset since the import)",
+                      num(s.remote_faults())));
+    if (s.unreachable())
+      parts.push_back(fmt::format("{} were sent to a GPU that was down", num(s.unreachable())));
+    out.push_back(
+        {"not_served", fmt::format("{} accesses were not served, beside {} completed: {}; they are "
+                                   "not in the latency or bandwidth figures",
+                                   num(s.faults()), num(s.remote_accesses()), join(parts, "; "))});
+  }
+  if (s.retries() > 0)
+    out.push_back(
+        {"retried", fmt::format("{} times an access was answered \"retry\" (its page being revoked "
+                                "or moved: PTE.X) and issued again after "
+                                "gpu.compute.retry_interval; the wait is in its latency "
+                                "(retry_wait)",
+                                num(s.retries()))});
+}
+
 std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::string>& overrides) {
   std::vector<RunWarning> out;
+  // A collective's results are its calls' times (collectives.csv), not an access phase's
+  // window: what the access-phase warnings say about a window does not apply to them.
+  if (pod.config().workload.kind == WorkloadKind::Collective) {
+    served_warnings(pod.summary(), out);
+    return out;
+  }
   const PodConfig& cfg = pod.config();
   const PodSummary& s = pod.summary();
   const TrafficConfig& t = cfg.workload.traffic;
@@ -250,33 +286,7 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
                          : fmt::format("; none of the settings given ({}) do", join(given)))});
   }
 
-  // Accesses not served, and retried, in words.
-  if (s.faults() > 0) {
-    std::vector<std::string> parts;
-    if (s.gpuvm_faults())
-      parts.push_back(
-          fmt::format("{} found no valid mapping in their own GPUVM and were never "
-                      "sent (an import unmapped by a revoke or a reset)",
-                      num(s.gpuvm_faults())));
-    if (s.remote_faults())
-      parts.push_back(
-          fmt::format("{} were refused by the exporter: no valid NPA mapping "
-                      "(revoked, released, or the exporter reset since the import)",
-                      num(s.remote_faults())));
-    if (s.unreachable())
-      parts.push_back(fmt::format("{} were sent to a GPU that was down", num(s.unreachable())));
-    out.push_back(
-        {"not_served", fmt::format("{} accesses were not served, beside {} completed: {}; they are "
-                                   "not in the latency or bandwidth figures",
-                                   num(s.faults()), num(s.remote_accesses()), join(parts, "; "))});
-  }
-  if (s.retries() > 0)
-    out.push_back(
-        {"retried", fmt::format("{} times an access was answered \"retry\" (its page being revoked "
-                                "or moved: PTE.X) and issued again after "
-                                "gpu.compute.retry_interval; the wait is in its latency "
-                                "(retry_wait)",
-                                num(s.retries()))});
+  served_warnings(s, out);
   return out;
 }
 

@@ -478,7 +478,8 @@ std::string run_report(const fs::path& dir, std::string& title) {
     failed = failed || !ok;
     meta.push_back({"completed as configured", ok ? "yes" : "no"});
   }
-  for (const char* f : {"latency.csv", "latency_histogram.csv", "breakdown.csv", "timeseries.csv"})
+  for (const char* f : {"latency.csv", "latency_histogram.csv", "breakdown.csv", "timeseries.csv",
+                        "collectives.csv"})
     if (fs::exists(dir / f) && Csv(dir / f).failed()) {
       failed = true;
       meta.push_back({f, "marked: from a failed run"});
@@ -510,6 +511,44 @@ std::string run_report(const fs::path& dir, std::string& title) {
                       pretty(Time::ps(std::llround(ph.at(k).num() * 1e3))), "simulated"});
   }
   body += table({"headline", "value", "unit"}, head);
+
+  // A collective (workload.kind collective): its sizes as a collective benchmark shows them,
+  // and bus bandwidth and time against size.
+  if (fs::exists(dir / "collectives.csv")) {
+    const Csv c(dir / "collectives.csv");
+    body += "<h2>Collective</h2>\n";
+    if (c.size() == 0) {
+      body += "<p class=note>collectives.csv has no sizes.</p>\n";
+    } else {
+      body += fmt::format(
+          "<p class=note>{} {} over {} GPUs: each size's calls timed from the first "
+          "participant's start to the last one's end (collectives.csv; wrong: elements of the "
+          "outputs that differ from the right sums, blank when functional data was off).</p>\n",
+          svg::escape(c.text(0, c.col("op"))), svg::escape(c.text(0, c.col("algorithm"))),
+          svg::escape(c.text(0, c.col("participants"))));
+      std::vector<std::vector<std::string>> rows;
+      std::vector<std::string> sizes;
+      svg::Line bus{"bus bandwidth", {}}, alg{"algorithm bandwidth", {}}, time{"time", {}};
+      for (std::size_t r = 0; r < c.size(); ++r) {
+        const double bytes = c.num(r, c.col("bytes"));
+        sizes.push_back(to_string(Bytes(static_cast<std::uint64_t>(bytes))));
+        rows.push_back({sizes.back(), fmt_num(c.num(r, c.col("calls"))),
+                        fmt_num(c.num(r, c.col("time_us"))), fmt_num(c.num(r, c.col("algbw_GBps"))),
+                        fmt_num(c.num(r, c.col("busbw_GBps"))), c.text(r, c.col("wrong"))});
+        const double x = static_cast<double>(r);
+        bus.points.emplace_back(x, c.num(r, c.col("busbw_GBps")));
+        alg.points.emplace_back(x, c.num(r, c.col("algbw_GBps")));
+        time.points.emplace_back(x, c.num(r, c.col("time_us")));
+      }
+      body += table({"size", "calls", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "wrong"}, rows);
+      if (c.size() > 1) {
+        body += svg::line_chart("collective-bw", "Bandwidth against size", {"size", sizes},
+                                {"GB/s", {}}, {bus, alg});
+        body += svg::line_chart("collective-time", "Time of a call against size", {"size", sizes},
+                                {"us", {}}, {time});
+      }
+    }
+  }
 
   // Latency by path: the table, and its CDF.
   const LatencyData ld = read_latency(dir);

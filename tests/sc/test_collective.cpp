@@ -173,3 +173,41 @@ TEST_CASE("a collective is refused, exit 2, when the pod is split across ranks",
   CHECK(r.err.find("workload.kind collective is not available when the pod is split") !=
         std::string::npos);
 }
+
+TEST_CASE("a collective's sizes are stats a sweep reads, and the report draws them",
+          "[collective]") {
+  const auto cfg = podsim::test::write_temp_file("coll.json", R"({
+    "name": "coll",
+    "workload": {"kind": "collective", "setup": "direct",
+                 "collective": {"sizes": ["4KiB", "64KiB"], "iterations": 1}}
+  })");
+  const auto r = run_podsim({"run", cfg, "--quiet"});
+  REQUIRE(r.exit_code == 0);
+  const auto rows = read_csv(r.out_dir + "/collectives.csv");
+  REQUIRE(rows.size() == 2);
+  // stats.json holds the CSV's figures (to the CSV's 4 decimals).
+  for (const auto& row : rows) {
+    const std::string at = "pod.summary.collective.size_" + row.at("bytes") + ".";
+    CHECK(r.stat(at + "time") == Approx(std::stod(row.at("time_us"))).margin(1e-4));
+    CHECK(r.stat(at + "busbw") == Approx(std::stod(row.at("busbw_GBps"))).margin(1e-4));
+    CHECK(r.stat(at + "algbw") == Approx(std::stod(row.at("algbw_GBps"))).margin(1e-4));
+  }
+  // No access-phase warning: a collective's figures are its calls', not a window's.
+  CHECK(r.run->at("warnings").as_array().empty());
+  // The report: the collective's table and its two charts.
+  const auto rep = run_podsim({"report", r.out_dir}, false);
+  REQUIRE(rep.exit_code == 0);
+  const std::string html = podsim::test::slurp(r.out_dir + "/report.html");
+  CHECK(html.find("<h2>Collective</h2>") != std::string::npos);
+  CHECK(html.find("id=\"collective-bw\"") != std::string::npos);
+  CHECK(html.find("id=\"collective-time\"") != std::string::npos);
+  // A sweep over the algorithms reads the stats of each point.
+  const auto sw =
+      run_podsim({"sweep", cfg, "--vary", "workload.collective.algorithm=ring,two_shot", "--stat",
+                  "pod.summary.collective.size_65536.busbw", "--quiet", "-j", "2"});
+  REQUIRE(sw.exit_code == 0);
+  const auto points = read_csv(sw.out_dir + "/sweep.csv");
+  REQUIRE(points.size() == 2);
+  for (const auto& p : points)
+    CHECK(std::stod(p.at("pod.summary.collective.size_65536.busbw")) > 0);
+}

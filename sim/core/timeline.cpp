@@ -123,6 +123,7 @@ std::string Timeline::to_json(std::uint32_t gpus, const std::string& failed) con
       const std::string n = t == Driver         ? "driver"
                             : t == MessagesSent ? "messages sent"
                             : t == Accesses     ? "accesses (sampled)"
+                            : t == Collective   ? "collective calls"
                             : t == Process      ? "pod (resets, faults, signals)"
                                                 : fmt::format("process {}", t - Process);
       emit(fmt::format(

@@ -28,7 +28,13 @@ class Timeline {
     std::uint64_t sample_every = 100;          // per GPU: the 1st, (n+1)th, ... access
     std::uint64_t max_access_events = 200000;  // events for sampled accesses, at most
   };
-  enum Track : std::uint32_t { Driver = 1, MessagesSent = 2, Accesses = 3, Process = 100 };
+  enum Track : std::uint32_t {
+    Driver = 1,
+    MessagesSent = 2,
+    Accesses = 3,
+    Collective = 4,
+    Process = 100
+  };
 
   explicit Timeline(Options o) : opt_(o) {}
 

@@ -123,7 +123,9 @@ std::vector<Step> CollectiveRun::steps() const {
   return steps;
 }
 
-void CollectiveRun::note_call(std::size_t size, std::uint32_t call, Time start, Time end) {
+void CollectiveRun::note_call(std::uint32_t rank, std::size_t size, std::uint32_t call, Time start,
+                              Time end) {
+  records_.push_back({gpus_[rank], call, size, start, end});
   Call& c = calls_[size][call];
   c.start = std::min(c.start, start);
   c.end = std::max(c.end, end);

@@ -33,9 +33,16 @@ class CollectiveRun {
   const coll::Layout& layout() const { return layout_; }
   std::uint32_t calls_per_size() const { return warmup_ + iterations_; }
 
-  // A participant's call `call` of size `size` ran from start to end (its barrier passed to its
-  // program done).
-  void note_call(std::size_t size, std::uint32_t call, Time start, Time end);
+  // Participant `rank`'s call `call` of size `size` ran from start to end (its barrier passed to
+  // its program done).
+  void note_call(std::uint32_t rank, std::size_t size, std::uint32_t call, Time start, Time end);
+  // Every participant's calls, as they ended (for the timeline).
+  struct CallRecord {
+    std::uint32_t gpu = 0, call = 0;
+    std::size_t size = 0;
+    Time start, end;
+  };
+  const std::vector<CallRecord>& call_records() const { return records_; }
   // A participant checked its output at size `size`: elements compared, elements wrong.
   void note_check(std::size_t size, std::uint64_t checked, std::uint64_t wrong);
   // A participant ended every size (or failed).
@@ -75,6 +82,7 @@ class CollectiveRun {
   std::vector<std::vector<Call>> calls_;  // by size, by call
   std::vector<std::uint64_t> checked_, wrong_;
   std::vector<std::uint32_t> checks_;  // participants that checked, by size
+  std::vector<CallRecord> records_;
   std::uint32_t done_ = 0;
   StatGroup stats_{"collective"};
   std::vector<std::unique_ptr<Formula>> formulas_;

@@ -508,6 +508,18 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       for (const StepRecord& r : pod.scenario().records())
         timeline->span(r.gpu, Timeline::Process + r.process, r.op, r.started, r.ended,
                        fmt::format(R"({{"step": {}, "result": "{}"}})", r.index, r.result));
+      // A collective's calls, each from its barrier passed to its program done.
+      if (const CollectiveRun* c = pod.scenario().collective())
+        for (const CollectiveRun::CallRecord& k : c->call_records()) {
+          const std::uint64_t bytes = c->shapes()[k.size].bytes;
+          const bool timed = k.call >= c->calls_per_size() - cfg.workload.collective.iterations;
+          timeline->span(k.gpu, Timeline::Collective,
+                         fmt::format("{} {} call {}{}", c->op_name(), to_string(Bytes(bytes)),
+                                     k.call + 1, timed ? "" : " (warm-up)"),
+                         k.start, k.end,
+                         fmt::format(R"({{"bytes": {}, "call": {}, "timed": {}}})", bytes,
+                                     k.call + 1, timed ? "true" : "false"));
+        }
       put(*opt.timeline, timeline->to_json(cfg.pod.gpus, failed_text));
       if (timeline->dropped_accesses() && !opt.quiet)
         fmt::print(err,

@@ -544,7 +544,7 @@ struct ScenarioRunner::StepRun {
         ok = execute(run.barrier(c.rank), ++value, nullptr);
         const Time start = sim_now();
         if (ok) ok = execute(run.body(i, c.rank), value, &shape);
-        if (ok) run.note_call(i, call, start, sim_now());
+        if (ok) run.note_call(c.rank, i, call, start, sim_now());
       }
       if (ok && data) {
         const std::uint64_t checked = runner.checked(), wrong = runner.wrong();

@@ -211,3 +211,29 @@ TEST_CASE("a collective's sizes are stats a sweep reads, and the report draws th
   for (const auto& p : points)
     CHECK(std::stod(p.at("pod.summary.collective.size_65536.busbw")) > 0);
 }
+
+TEST_CASE("the timeline shows each participant's calls on a track of their own", "[collective]") {
+  const std::string trace = podsim::test::write_temp_file("t.json", "");
+  const auto r = run_podsim({"run", "--quiet", "--set", "workload.kind=collective", "--set",
+                             "workload.collective.gpus=[1,4,6]", "--set",
+                             R"(workload.collective.sizes=["4KiB"])", "--set",
+                             "workload.collective.iterations=2", "--trace", trace});
+  REQUIRE(r.exit_code == 0);
+  const auto doc = boost::json::parse(podsim::test::slurp(trace));
+  std::map<std::int64_t, int> calls;  // by GPU
+  bool named = false;
+  for (const auto& e : doc.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (o.at("ph").as_string() == "M" && o.at("name").as_string() == "thread_name" &&
+        o.at("args").at("name").as_string() == "collective calls")
+      named = true;
+    if (o.at("ph").as_string() != "X" || o.at("tid").to_number<int>() != 4) continue;
+    const std::string name(o.at("name").as_string());
+    CHECK(name.rfind("all_reduce 4KiB call ", 0) == 0);
+    CHECK(o.at("dur").to_number<double>() > 0);
+    ++calls[o.at("pid").to_number<std::int64_t>()];
+  }
+  CHECK(named);
+  // One warm-up call and two timed ones on each participant, none elsewhere.
+  CHECK(calls == std::map<std::int64_t, int>{{1, 3}, {4, 3}, {6, 3}});
+}

@@ -480,6 +480,7 @@ Runner::Runner(Env env) : env_(std::move(env)) {
     throw std::invalid_argument("collective access size must be 64, 128, 192 or 256 bytes");
   if (env_.outstanding == 0) throw std::invalid_argument("collective outstanding must be >= 1");
   slots_.resize(env_.outstanding);
+  data_.resize(env_.outstanding);
   for (std::uint32_t i = env_.outstanding; i-- > 0;)
     free_.push_back(i);
   loading_.reset(env_.outstanding);
@@ -579,7 +580,7 @@ bool Runner::issue_store(Slot& s, std::uint32_t slot, Request& out) {
   out.store = true;
   out.va = va(r);
   out.size = s.size;
-  std::memcpy(buf_.data(), s.acc.data(), s.size);
+  std::memcpy(buf_.data(), data_[slot].data(), s.size);
   out.data = buf_.data();
   out.token = slot;
   ++s.stores_issued;
@@ -670,7 +671,7 @@ bool Runner::next(Time now, Request& out) {
   advance(now);
   if (st.kind == Step::Kind::Fill) {
     // Its data is the input's: straight to the store.
-    if (shape_) shape_->input_at(env_.rank, s.offset + st.dst.offset, s.acc.data(), s.size / 4);
+    if (shape_) shape_->input_at(env_.rank, s.offset + st.dst.offset, data_[k].data(), s.size / 4);
     s.state = SlotState::Storing;
     if (!issue_store(s, k, out)) return true;
     storing_.push(k);
@@ -690,7 +691,7 @@ void Runner::finish_loads(std::uint32_t k, Time now) {
     std::array<float, 64> want{};
     if (shape_) shape_->output_at(env_.rank, st.dst.offset + s.offset, want.data(), s.size / 4);
     for (std::uint32_t e = 0; e < s.size / 4; ++e)
-      wrong_ += std::memcmp(&want[e], &s.acc[e], 4) != 0;
+      wrong_ += std::memcmp(&want[e], &data_[k][e], 4) != 0;
     checked_ += s.size / 4;
     granule_done(k);
     return;
@@ -738,12 +739,12 @@ void Runner::completed(std::uint32_t token, const unsigned char* data, Time now)
       const Step& st = step(s.step);
       if (data) {
         if (s.loads_done == 0 || st.kind != Step::Kind::Reduce) {
-          std::memcpy(s.acc.data(), data, s.size);
+          std::memcpy(data_[token].data(), data, s.size);
         } else {
           float in[64];
           std::memcpy(in, data, s.size);
           for (std::uint32_t e = 0; e < s.size / 4; ++e)
-            s.acc[e] += in[e];
+            data_[token][e] += in[e];
         }
       }
       const std::uint32_t loads = st.kind == Step::Kind::Check ? 1 : st.src_count;

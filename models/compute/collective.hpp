@@ -210,7 +210,6 @@ class Runner {
     std::uint32_t size = 0;
     std::uint32_t loads_issued = 0, loads_done = 0, stores_issued = 0, stores_done = 0;
     Time ready;
-    std::array<float, 64> acc{};  // the granule's data (256 bytes)
   };
   struct Ring {  // a FIFO of slot numbers, fixed capacity
     std::vector<std::uint32_t> v;
@@ -240,6 +239,9 @@ class Runner {
   std::uint32_t signals_open_ = 0;   // flags registered, not yet completed
   Ring pending_signals_;             // step numbers, waiting for the data before them
   std::vector<Slot> slots_;
+  // Each slot's data (256 bytes), apart from the slots so that their bookkeeping stays in a
+  // few cache lines.
+  std::vector<std::array<float, 64>> data_;
   std::vector<std::uint32_t> free_;
   Ring loading_, storing_, computing_;  // slots with loads / stores to issue, computing
   Time compute_free_;

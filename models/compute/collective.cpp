@@ -424,6 +424,22 @@ std::vector<Program> build(const Shape& s) {
   return progs;
 }
 
+std::vector<Program> build_send(const Shape& s) {
+  if (s.op != Op::Broadcast || s.n != 2 || s.root != 0)
+    throw std::invalid_argument("a send is a broadcast from participant 0 over 2");
+  if (const std::string e = invalid_size(s.op, s.n, s.bytes); !e.empty())
+    throw std::invalid_argument(e);
+  std::vector<Program> progs(2);
+  Writer send(progs[0]);
+  send.copy(at(0, Region::Input, 0), at(1, Region::Output, 0), s.bytes);
+  send.signal(1, kBarrierSlots);
+  send.fence();
+  Writer recv(progs[1]);
+  recv.wait(1, kBarrierSlots);
+  recv.fence();
+  return progs;
+}
+
 Program barrier(std::uint32_t n, std::uint32_t rank) {
   Program p;
   Writer w(p);
@@ -452,13 +468,11 @@ Program check(const Shape& s, std::uint32_t r) {
   return p;
 }
 
-Layout Layout::covering(std::span<const Shape> shapes) {
+Layout Layout::covering(std::span<const Shape> shapes, std::uint32_t flags) {
   constexpr std::uint64_t kPage = 4096;
-  std::uint32_t flags = kBarrierSlots;
+  flags = std::max(flags, kBarrierSlots);
   std::uint64_t in = 0, out = 0, scratch = 0;
   for (const Shape& s : shapes) {
-    for (const Program& p : build(s))
-      flags = std::max(flags, p.flag_slots());
     for (std::uint32_t r = 0; r < s.n; ++r) {
       in = std::max(in, s.input_bytes(r));
       out = std::max(out, s.output_bytes(r));

@@ -140,6 +140,10 @@ struct Shape {
 
 // Each participant's program for one call.
 std::vector<Program> build(const Shape& s);
+// A transfer from participant 0 to participant 1 of `s.bytes` (s: a broadcast from 0 over 2):
+// the sender stores its input into the receiver's output and raises its flag; the receiver
+// waits for it.
+std::vector<Program> build_send(const Shape& s);
 // The barrier before each call (dissemination: log2 n rounds of a flag to rank + 2^k).
 Program barrier(std::uint32_t n, std::uint32_t rank);
 // Filling r's input before the calls, and checking its output after them.
@@ -155,8 +159,8 @@ struct Layout {
            : r == Region::Output ? output
                                  : scratch;
   }
-  // Room for every shape's flags and regions.
-  static Layout covering(std::span<const Shape> shapes);
+  // Room for `flags` flag slots and every shape's regions.
+  static Layout covering(std::span<const Shape> shapes, std::uint32_t flags);
 };
 
 // Runs programs on one GPU: tells its agent which access to issue next and takes their

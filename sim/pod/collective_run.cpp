@@ -40,23 +40,8 @@ CollectiveRun::CollectiveRun(const PodConfig& cfg) : cfg_(cfg) {
     s.root = root;
     if (k.op == coll::Op::AllToAllV) s.blocks = blocks;
     shapes_.push_back(s);
-    bodies_.push_back(coll::build(s));
   }
-  layout_ = coll::Layout::covering(shapes_);
-  for (std::uint32_t r = 0; r < n; ++r)
-    barriers_.push_back(coll::barrier(n, r));
-  peers_.resize(n);
-  for (std::uint32_t r = 0; r < n; ++r) {
-    std::set<std::uint32_t> all;
-    auto add = [&](const coll::Program& p) {
-      for (std::uint32_t q : p.peers())
-        if (q != r) all.insert(q);
-    };
-    add(barriers_[r]);
-    for (const auto& body : bodies_)
-      add(body[r]);
-    peers_[r].assign(all.begin(), all.end());
-  }
+  prepare(false);
   warmup_ = k.warmup_iterations;
   iterations_ = k.iterations;
   calls_.assign(shapes_.size(), std::vector<Call>(warmup_ + iterations_));
@@ -79,6 +64,66 @@ CollectiveRun::CollectiveRun(const PodConfig& cfg) : cfg_(cfg) {
   }
 }
 
+CollectiveRun::CollectiveRun(const PodConfig& cfg, std::string name,
+                             std::vector<std::uint32_t> gpus, const std::vector<coll::Shape>& calls,
+                             bool send)
+    : cfg_(cfg), name_(std::move(name)), gpus_(std::move(gpus)) {
+  // One program per distinct shape; each call names its shape.
+  for (const coll::Shape& c : calls) {
+    std::size_t i = 0;
+    while (i < shapes_.size() && !(shapes_[i].op == c.op && shapes_[i].alg == c.alg &&
+                                   shapes_[i].bytes == c.bytes && shapes_[i].root == c.root))
+      ++i;
+    if (i == shapes_.size()) shapes_.push_back(c);
+    call_shape_.push_back(i);
+  }
+  prepare(send);
+}
+
+void CollectiveRun::prepare(bool send) {
+  const auto n = static_cast<std::uint32_t>(gpus_.size());
+  for (const coll::Shape& s : shapes_)
+    bodies_.push_back(send ? coll::build_send(s) : coll::build(s));
+  std::uint32_t flags = 0;
+  for (const auto& body : bodies_)
+    for (const coll::Program& p : body)
+      flags = std::max(flags, p.flag_slots());
+  layout_ = coll::Layout::covering(shapes_, flags);
+  for (std::uint32_t r = 0; r < n; ++r)
+    barriers_.push_back(coll::barrier(n, r));
+  peers_.resize(n);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    std::set<std::uint32_t> all;
+    auto add = [&](const coll::Program& p) {
+      for (std::uint32_t q : p.peers())
+        if (q != r) all.insert(q);
+    };
+    add(barriers_[r]);
+    for (const auto& body : bodies_)
+      add(body[r]);
+    peers_[r].assign(all.begin(), all.end());
+  }
+}
+
+std::uint32_t CollectiveRun::rank_of(std::uint32_t gpu) const {
+  return static_cast<std::uint32_t>(std::find(gpus_.begin(), gpus_.end(), gpu) - gpus_.begin());
+}
+
+// workload.collective's names as they were; a model trace group's carry the group's name.
+std::string CollectiveRun::name(const char* what, std::int64_t gpu) const {
+  const std::string w(what);
+  if (name_.empty()) return gpu < 0 ? w : fmt::format("{}{}", w, gpu);
+  return gpu < 0 ? fmt::format("{}.{}", w, name_) : fmt::format("{}.{}.{}", w, name_, gpu);
+}
+
+std::vector<std::string> CollectiveRun::windows(std::uint32_t rank) const {
+  std::vector<std::string> w(participants(), "");
+  w[rank] = name("local");
+  for (std::uint32_t q : peers_[rank])
+    w[q] = name("m", gpus_[q]);
+  return w;
+}
+
 namespace {
 Step make(std::uint32_t gpu, StepKind kind) {
   Step s{StepCommon{}, std::move(kind)};
@@ -87,37 +132,45 @@ Step make(std::uint32_t gpu, StepKind kind) {
 }
 }  // namespace
 
-std::vector<Step> CollectiveRun::steps() const {
+void CollectiveRun::setup_steps(std::vector<Step>& steps) const {
   const auto n = participants();
   std::vector<std::vector<std::uint32_t>> importers(n);  // by exporter
   for (std::uint32_t r = 0; r < n; ++r)
     for (std::uint32_t q : peers_[r])
       importers[q].push_back(r);
-  std::vector<Step> steps;
   for (std::uint32_t r = 0; r < n; ++r) {
     const std::uint32_t g = gpus_[r];
-    const std::string h = fmt::format("h{}", g);
-    steps.push_back(make(g, AllocStep{Bytes(layout_.window), "win", AllocDomain::Vram}));
-    steps.push_back(make(g, MapStep{MapStep::From::Buffer, "win", "local"}));
-    steps.push_back(make(g, ExportStep{"win", h}));
+    const std::string h = name("h", g);
+    steps.push_back(make(g, AllocStep{Bytes(layout_.window), name("win"), AllocDomain::Vram}));
+    steps.push_back(make(g, MapStep{MapStep::From::Buffer, name("win"), name("local")}));
+    steps.push_back(make(g, ExportStep{name("win"), h}));
     for (std::uint32_t q : importers[r])
       steps.push_back(make(g, SendHandleStep{h, gpus_[q], h}));
-    CollectiveStep run;
-    run.rank = r;
-    run.windows.assign(n, "");
-    run.windows[r] = "local";
     for (std::uint32_t q : peers_[r]) {
       const std::uint32_t e = gpus_[q];
-      Step& imp =
-          steps.emplace_back(make(g, ImportStep{fmt::format("h{}", e), fmt::format("fd{}", e)}));
+      Step& imp = steps.emplace_back(make(g, ImportStep{name("h", e), name("fd", e)}));
       imp.common.retries = 1000;  // a concurrent handshake with the same peer answers EAGAIN
       imp.common.retry_interval = Time::us(10);
-      steps.push_back(
-          make(g, MapStep{MapStep::From::Fd, fmt::format("fd{}", e), fmt::format("m{}", e)}));
-      steps.push_back(make(g, CloseFdStep{fmt::format("fd{}", e)}));
-      run.windows[q] = fmt::format("m{}", e);
+      steps.push_back(make(g, MapStep{MapStep::From::Fd, name("fd", e), name("m", e)}));
+      steps.push_back(make(g, CloseFdStep{name("fd", e)}));
     }
+  }
+}
+
+std::vector<Step> CollectiveRun::steps() const {
+  std::vector<Step> setup;
+  setup_steps(setup);
+  // Each participant's setup, its barrier and its collective (one GPU's steps run in list
+  // order).
+  std::vector<Step> steps;
+  for (std::uint32_t r = 0; r < participants(); ++r) {
+    const std::uint32_t g = gpus_[r];
+    for (const Step& s : setup)
+      if (s.common.gpu == g) steps.push_back(s);
     steps.push_back(make(g, BarrierStep{"mapped"}));
+    CollectiveStep run;
+    run.rank = r;
+    run.windows = windows(r);
     steps.push_back(make(g, std::move(run)));
   }
   return steps;

@@ -16,12 +16,26 @@ namespace podsim {
 
 class CollectiveRun {
  public:
+  // workload.collective.
   explicit CollectiveRun(const PodConfig& cfg);
+  // A model trace's group `name` over `gpus`: its calls' shapes in order (a send: a broadcast
+  // from participant 0 over 2, run as coll::build_send).
+  CollectiveRun(const PodConfig& cfg, std::string name, std::vector<std::uint32_t> gpus,
+                const std::vector<coll::Shape>& calls, bool send);
 
   // The setup and the collective, as scenario steps: every participant allocates its window,
   // maps it, exports it and sends the handle to the participants that reach into it, imports
   // and maps theirs, meets the others at a barrier, then runs the collective step.
   std::vector<Step> steps() const;
+  // The setup alone (a model trace's groups), appended to `steps`.
+  void setup_steps(std::vector<Step>& steps) const;
+  // Where participant `rank` has each participant's window mapped ("": not mapped).
+  std::vector<std::string> windows(std::uint32_t rank) const;
+  // The participant GPU `gpu` is (it must be one).
+  std::uint32_t rank_of(std::uint32_t gpu) const;
+  // A model trace group's k-th call: its shape's index (into shapes() and body()).
+  std::size_t call_shape(std::size_t k) const { return call_shape_[k]; }
+  std::size_t calls() const { return call_shape_.size(); }
 
   std::uint32_t participants() const { return static_cast<std::uint32_t>(gpus_.size()); }
   std::uint32_t gpu(std::uint32_t rank) const { return gpus_[rank]; }
@@ -67,7 +81,13 @@ class CollectiveRun {
   std::string algorithm_name() const;
 
  private:
+  // Programs, layout and peers from gpus_ and shapes_.
+  void prepare(bool send);
+  std::string name(const char* what, std::int64_t gpu = -1) const;
+
   const PodConfig& cfg_;
+  std::string name_;  // "" for workload.collective
+  std::vector<std::size_t> call_shape_;
   std::vector<std::uint32_t> gpus_;
   std::vector<coll::Shape> shapes_;
   std::vector<std::vector<coll::Program>> bodies_;  // by size, by rank

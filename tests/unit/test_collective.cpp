@@ -15,6 +15,15 @@ using namespace podsim::coll;
 
 namespace {
 
+// Room for the shapes' programs' flags and regions.
+Layout layout_for(const std::vector<Shape>& shapes) {
+  std::uint32_t flags = 0;
+  for (const Shape& s : shapes)
+    for (const Program& p : build(s))
+      flags = std::max(flags, p.flag_slots());
+  return Layout::covering(shapes, flags);
+}
+
 // N executors over N windows of plain memory. An access is served (a store lands, a load
 // reads) a random time after it is issued and completes a random time after that; one in 16
 // takes up to 50 times longer than the rest.
@@ -23,7 +32,7 @@ class Harness {
   Harness(std::vector<Shape> shapes, std::uint32_t n, std::uint32_t access_size,
           std::uint32_t outstanding, std::uint64_t seed)
       : shapes_(std::move(shapes)),
-        layout_(Layout::covering(shapes_)),
+        layout_(layout_for(shapes_)),
         rng_(seed),
         access_size_(access_size) {
     for (std::uint32_t r = 0; r < n; ++r) {
@@ -321,7 +330,7 @@ TEST_CASE("collective shapes: invalid combinations and sizes, bus factors, layou
   }
   CHECK(total == 1 << 20);
   CHECK(hi - lo <= 64);
-  const Layout l = Layout::covering(std::vector<Shape>{s});
+  const Layout l = layout_for({s});
   CHECK(l.input >= kBarrierSlots * kFlagBytes);
   CHECK(l.output - l.input >= (1 << 20));
   CHECK(l.window - l.scratch >= (1 << 20));

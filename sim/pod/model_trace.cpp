@@ -1,0 +1,361 @@
+#include "sim/pod/model_trace.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "sim/core/config_io.hpp"
+
+namespace podsim {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string kind_of(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return "true or false";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_: return "a number";
+    case json::kind::string: return "a string";
+    case json::kind::array: return "an array";
+    case json::kind::object: return "an object";
+  }
+  return "?";
+}
+
+// Reads one node's or group's fields, each error naming the file and where.
+class Reader {
+ public:
+  Reader(const std::string& file, std::string where) : file_(file), where_(std::move(where)) {}
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ModelTraceError(fmt::format("{}: {}: {}", file_, where_, what));
+  }
+  const json::object& object(const json::value& v) const {
+    if (!v.is_object()) fail("expected an object, got " + kind_of(v));
+    return v.get_object();
+  }
+  std::string string(const json::object& o, const char* key) const {
+    const json::value* v = o.if_contains(key);
+    if (!v) fail(fmt::format("needs \"{}\"", key));
+    if (!v->is_string()) fail(fmt::format("\"{}\": expected a string, got {}", key, kind_of(*v)));
+    return std::string(v->get_string());
+  }
+  std::uint64_t whole(const json::object& o, const char* key, std::uint64_t hi) const {
+    const json::value* v = o.if_contains(key);
+    if (!v) fail(fmt::format("needs \"{}\"", key));
+    json::error_code ec;
+    const auto n = v->to_number<std::uint64_t>(ec);
+    if (ec || !(v->is_int64() || v->is_uint64()))
+      fail(fmt::format("\"{}\": expected a whole number of at least 0, got {}", key,
+                       v->is_number() ? json::serialize(*v) : kind_of(*v)));
+    if (n > hi) fail(fmt::format("\"{}\": {} is more than {}", key, n, hi));
+    return n;
+  }
+  double number(const json::object& o, const char* key) const {
+    const json::value* v = o.if_contains(key);
+    json::error_code ec;
+    const double d = v->to_number<double>(ec);
+    if (ec || !(d >= 0)) fail(fmt::format("\"{}\": expected a number of at least 0", key));
+    return d;
+  }
+  template <class T, class Parse>
+  T unit(const json::object& o, const char* key, Parse parse, const char* what) const {
+    const std::string s = string(o, key);
+    try {
+      return parse(s);
+    } catch (const std::exception& e) {
+      fail(fmt::format("\"{}\": \"{}\" is not {} ({})", key, s, what, e.what()));
+    }
+  }
+  template <class E, std::size_t N>
+  E choice(const json::object& o, const char* key, const std::array<EnumName<E>, N>& names) const {
+    const std::string s = string(o, key);
+    std::string all;
+    for (const auto& n : names) {
+      if (n.name == s) return n.value;
+      all += (all.empty() ? "" : ", ") + std::string(n.name);
+    }
+    fail(fmt::format("\"{}\": \"{}\" is not one of {}", key, s, all));
+  }
+  void only(const json::object& o, std::initializer_list<const char*> keys) const {
+    for (const auto& kv : o) {
+      bool known = false;
+      for (const char* k : keys)
+        known = known || kv.key() == k;
+      if (!known) {
+        std::string list;
+        for (const char* k : keys)
+          list += (list.empty() ? "" : ", ") + std::string(k);
+        fail(fmt::format("unknown key \"{}\" (this node takes: {})", std::string(kv.key()), list));
+      }
+    }
+  }
+
+ private:
+  const std::string& file_;
+  std::string where_;
+};
+
+}  // namespace
+
+ModelTrace parse_model_trace(const std::string& text, const std::string& name, std::uint32_t gpus) {
+  json::value root;
+  try {
+    root = config::ConfigDoc::from_text(text, name).root();
+  } catch (const config::ConfigError& e) {
+    throw ModelTraceError(e.what());
+  }
+  ModelTrace t;
+  const Reader top(name, "the trace");
+  const json::object& doc = top.object(root);
+  top.only(doc, {"groups", "nodes"});
+
+  // Groups: ordered GPU lists of at least 2, each GPU once.
+  if (const json::value* g = doc.if_contains("groups")) {
+    const json::object& groups = top.object(*g);
+    for (const auto& kv : groups) {
+      const std::string gname(kv.key());
+      const Reader r(name, fmt::format("group \"{}\"", gname));
+      if (!kv.value().is_array()) r.fail("expected an array of GPUs, got " + kind_of(kv.value()));
+      std::vector<std::uint32_t> members;
+      std::set<std::uint32_t> seen;
+      for (const json::value& m : kv.value().get_array()) {
+        json::error_code ec;
+        const auto id = m.to_number<std::uint64_t>(ec);
+        if (ec || !(m.is_int64() || m.is_uint64())) r.fail("a member is not a GPU number");
+        if (id >= gpus) r.fail(fmt::format("GPU {} does not exist (the pod has {})", id, gpus));
+        if (!seen.insert(static_cast<std::uint32_t>(id)).second)
+          r.fail(fmt::format("GPU {} is listed twice", id));
+        members.push_back(static_cast<std::uint32_t>(id));
+      }
+      if (members.size() < 2) r.fail("a group needs at least 2 GPUs");
+      t.groups[gname] = std::move(members);
+    }
+  }
+
+  // Nodes.
+  const json::value* nv = doc.if_contains("nodes");
+  if (!nv) top.fail("needs \"nodes\"");
+  if (!nv->is_array()) top.fail("\"nodes\": expected an array, got " + kind_of(*nv));
+  const json::array& nodes = nv->get_array();
+  std::map<std::string, std::size_t> index;
+  std::vector<std::vector<std::string>> dep_names(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Reader at(name, fmt::format("nodes[{}]", i));
+    const json::object& o = at.object(nodes[i]);
+    ModelNode n;
+    n.id = at.string(o, "id");
+    const Reader r(name, fmt::format("node \"{}\"", n.id));
+    if (!index.emplace(n.id, i).second)
+      r.fail(fmt::format("the id is used twice (nodes[{}] and nodes[{}])", index[n.id], i));
+    n.gpu = static_cast<std::uint32_t>(r.whole(o, "gpu", 1023));
+    if (n.gpu >= gpus) r.fail(fmt::format("GPU {} does not exist (the pod has {})", n.gpu, gpus));
+    const std::string type = r.string(o, "type");
+    if (const json::value* d = o.if_contains("deps")) {
+      if (!d->is_array()) r.fail("\"deps\": expected an array of node ids, got " + kind_of(*d));
+      for (const json::value& x : d->get_array()) {
+        if (!x.is_string()) r.fail("\"deps\": a dependency is not a node id (a string)");
+        dep_names[i].emplace_back(x.get_string());
+      }
+    }
+    auto bytes = [&](const char* key) {
+      return r.unit<Bytes>(o, key, parse_bytes, "a size").count();
+    };
+    if (type == "compute") {
+      n.type = ModelNode::Type::Compute;
+      r.only(o, {"id", "gpu", "type", "deps", "duration", "flops", "bytes"});
+      if (o.contains("duration")) {
+        if (o.contains("flops") || o.contains("bytes"))
+          r.fail("a compute node takes a \"duration\" or work (\"flops\", \"bytes\"), not both");
+        n.duration = r.unit<Time>(o, "duration", parse_time, "a time");
+      } else {
+        if (!o.contains("flops") && !o.contains("bytes"))
+          r.fail("a compute node needs a \"duration\", or \"flops\" and/or \"bytes\"");
+        if (o.contains("flops")) n.flops = r.number(o, "flops");
+        if (o.contains("bytes")) n.memory_bytes = bytes("bytes");
+      }
+    } else if (type == "collective") {
+      n.type = ModelNode::Type::Collective;
+      r.only(o, {"id", "gpu", "type", "deps", "op", "group", "bytes", "algorithm"});
+      n.op = r.choice(o, "op", coll::kOpNames);
+      if (n.op == coll::Op::AllToAllV)
+        r.fail("all_to_all_v is not available in a model trace yet (its sizes per peer)");
+      n.algorithm = o.contains("algorithm") ? r.choice(o, "algorithm", coll::kAlgorithmNames)
+                                            : coll::Algorithm::Ring;
+      if (n.op == coll::Op::AllToAll && !o.contains("algorithm"))
+        n.algorithm = coll::Algorithm::OneShot;
+      if (const std::string e = coll::invalid(n.op, n.algorithm); !e.empty()) r.fail(e);
+      n.group = r.string(o, "group");
+      n.bytes = bytes("bytes");
+      const auto g = t.groups.find(n.group);
+      if (g == t.groups.end()) r.fail(fmt::format("no group \"{}\"", n.group));
+      if (std::find(g->second.begin(), g->second.end(), n.gpu) == g->second.end())
+        r.fail(fmt::format("GPU {} is not a member of group \"{}\"", n.gpu, n.group));
+      if (const std::string e =
+              coll::invalid_size(n.op, static_cast<std::uint32_t>(g->second.size()), n.bytes);
+          !e.empty())
+        r.fail(e);
+    } else if (type == "send" || type == "recv") {
+      n.type = type == "send" ? ModelNode::Type::Send : ModelNode::Type::Recv;
+      r.only(o, {"id", "gpu", "type", "deps", "peer", "bytes", "tag"});
+      n.peer = static_cast<std::uint32_t>(r.whole(o, "peer", 1023));
+      if (n.peer >= gpus) r.fail(fmt::format("peer GPU {} does not exist", n.peer));
+      if (n.peer == n.gpu) r.fail("a GPU does not send to itself");
+      n.bytes = bytes("bytes");
+      if (n.bytes == 0 || n.bytes % 64) r.fail("\"bytes\": must be a positive multiple of 64 B");
+      n.tag = o.contains("tag") ? r.whole(o, "tag", UINT64_MAX) : 0;
+    } else {
+      r.fail(fmt::format("\"type\": \"{}\" is not one of compute, collective, send, recv", type));
+    }
+    t.nodes.push_back(std::move(n));
+  }
+
+  // Dependencies: nodes that exist, on the same GPU, and no cycle.
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    const Reader r(name, fmt::format("node \"{}\"", t.nodes[i].id));
+    for (const std::string& d : dep_names[i]) {
+      const auto it = index.find(d);
+      if (it == index.end()) r.fail(fmt::format("depends on \"{}\", which is no node", d));
+      if (it->second == i) r.fail("depends on itself");
+      if (t.nodes[it->second].gpu != t.nodes[i].gpu)
+        r.fail(
+            fmt::format("depends on \"{}\" of GPU {}: a node waits only for nodes of its own "
+                        "GPU (GPUs wait for each other through collectives and send/recv)",
+                        d, t.nodes[it->second].gpu));
+      t.nodes[i].deps.push_back(it->second);
+    }
+  }
+  {
+    // Depth-first search; a node met again while on the path closes a cycle.
+    std::vector<int> state(t.nodes.size(), 0);  // 0 new, 1 on the path, 2 done
+    std::vector<std::size_t> path;
+    std::function<void(std::size_t)> visit = [&](std::size_t i) {
+      state[i] = 1;
+      path.push_back(i);
+      for (std::size_t d : t.nodes[i].deps) {
+        if (state[d] == 1) {
+          std::string cycle;
+          for (auto it = std::find(path.begin(), path.end(), d); it != path.end(); ++it)
+            cycle += "\"" + t.nodes[*it].id + "\" -> ";
+          throw ModelTraceError(
+              fmt::format("{}: node \"{}\": its dependencies make a cycle: {}\"{}\"", name,
+                          t.nodes[d].id, cycle, t.nodes[d].id));
+        }
+        if (state[d] == 0) visit(d);
+      }
+      path.pop_back();
+      state[i] = 2;
+    };
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
+      if (state[i] == 0) visit(i);
+  }
+
+  // Collectives: the k-th of a group on each member is one call.
+  {
+    std::map<std::pair<std::string, std::uint32_t>, std::vector<std::size_t>> calls;
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
+      if (t.nodes[i].type == ModelNode::Type::Collective)
+        calls[{t.nodes[i].group, t.nodes[i].gpu}].push_back(i);
+    for (const auto& [gname, members] : t.groups) {
+      const auto first = calls.find({gname, members[0]});
+      const std::vector<std::size_t> none;
+      const std::vector<std::size_t>& ref = first == calls.end() ? none : first->second;
+      for (std::uint32_t m : members) {
+        const auto it = calls.find({gname, m});
+        const std::vector<std::size_t>& mine = it == calls.end() ? none : it->second;
+        if (mine.size() != ref.size())
+          throw ModelTraceError(fmt::format(
+              "{}: group \"{}\": GPU {} has {} collective(s) of the group and GPU {} has {}: "
+              "every member runs each of the group's calls",
+              name, gname, members[0], ref.size(), m, mine.size()));
+        for (std::size_t k = 0; k < mine.size(); ++k) {
+          const ModelNode& a = t.nodes[ref[k]];
+          const ModelNode& b = t.nodes[mine[k]];
+          if (a.op != b.op || a.bytes != b.bytes || a.algorithm != b.algorithm)
+            throw ModelTraceError(fmt::format(
+                "{}: group \"{}\": its collective {} is node \"{}\" on GPU {} and node \"{}\" on "
+                "GPU {}, which differ in op, size or algorithm",
+                name, gname, k + 1, a.id, a.gpu, b.id, b.gpu));
+        }
+      }
+    }
+  }
+
+  // Send and receive: the k-th send from a to b with a tag meets the k-th receive.
+  {
+    using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;  // from, to, tag
+    std::map<Key, std::vector<std::size_t>> sends, recvs;
+    for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+      const ModelNode& n = t.nodes[i];
+      if (n.type == ModelNode::Type::Send) sends[{n.gpu, n.peer, n.tag}].push_back(i);
+      if (n.type == ModelNode::Type::Recv) recvs[{n.peer, n.gpu, n.tag}].push_back(i);
+    }
+    auto unmatched = [&](const std::map<Key, std::vector<std::size_t>>& a,
+                         const std::map<Key, std::vector<std::size_t>>& b, const char* what,
+                         const char* other) {
+      for (const auto& [key, list] : a) {
+        const auto it = b.find(key);
+        const std::size_t have = it == b.end() ? 0 : it->second.size();
+        for (std::size_t k = have; k < list.size(); ++k)
+          throw ModelTraceError(
+              fmt::format("{}: node \"{}\": a {} with no matching {} (GPU {} to "
+                          "GPU {}, tag {})",
+                          name, t.nodes[list[k]].id, what, other, std::get<0>(key),
+                          std::get<1>(key), std::get<2>(key)));
+        for (std::size_t k = 0; k < std::min(have, list.size()); ++k)
+          if (t.nodes[list[k]].bytes != t.nodes[it->second[k]].bytes)
+            throw ModelTraceError(fmt::format(
+                "{}: node \"{}\": sends {} B but \"{}\" receives {} B", name, t.nodes[list[k]].id,
+                t.nodes[list[k]].bytes, t.nodes[it->second[k]].id, t.nodes[it->second[k]].bytes));
+      }
+    };
+    unmatched(sends, recvs, "send", "receive");
+    unmatched(recvs, sends, "receive", "send");
+  }
+  return t;
+}
+
+ModelTrace load_model_trace(const std::string& path, std::uint32_t gpus) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ModelTraceError(path + ": is a directory, not a model trace");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ModelTraceError(path + ": cannot open the model trace");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ModelTraceError(path + ": cannot read the model trace");
+  return parse_model_trace(text.str(), path, gpus);
+}
+
+std::optional<Time> ModelTrace::critical_path() const {
+  std::vector<Time> finish(nodes.size());
+  std::vector<bool> done(nodes.size(), false);
+  Time longest;
+  // Nodes in an order where every dependency comes first (the trace has no cycle).
+  std::function<Time(std::size_t)> end = [&](std::size_t i) -> Time {
+    if (done[i]) return finish[i];
+    Time start;
+    for (std::size_t d : nodes[i].deps)
+      start = std::max(start, end(d));
+    finish[i] = start + *nodes[i].duration;
+    done[i] = true;
+    return finish[i];
+  };
+  for (const ModelNode& n : nodes)
+    if (n.type != ModelNode::Type::Compute || !n.duration) return std::nullopt;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    longest = std::max(longest, end(i));
+  return longest;
+}
+
+}  // namespace podsim

@@ -1,0 +1,126 @@
+// Model traces (sim/pod/model_trace): the JSON form read and checked, every bad trace a clear
+// error naming the file and the node or group.
+#include <catch2/catch.hpp>
+
+#include "sim/pod/model_trace.hpp"
+
+using namespace podsim;
+using Catch::Matchers::Contains;
+
+namespace {
+const char* kGood = R"({
+  "groups": {"tp": [0, 1, 2, 3]},
+  "nodes": [
+    {"id": "a0", "gpu": 0, "type": "compute", "duration": "10us"},
+    {"id": "a1", "gpu": 1, "type": "compute", "flops": 2e12, "bytes": "1MiB"},
+    {"id": "ar0", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB", "deps": ["a0"]},
+    {"id": "ar1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB", "deps": ["a1"]},
+    {"id": "ar2", "gpu": 2, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB"},
+    {"id": "ar3", "gpu": 3, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB"},
+    {"id": "s", "gpu": 0, "type": "send", "peer": 5, "bytes": "64KiB", "tag": 3, "deps": ["ar0"]},
+    {"id": "r", "gpu": 5, "type": "recv", "peer": 0, "bytes": "64KiB", "tag": 3}
+  ]
+})";
+std::string with_node(const std::string& node) {
+  std::string t = kGood;
+  const auto at = t.rfind(']');
+  return t.substr(0, at - 3) + ",\n" + node + "\n  ]\n}";
+}
+}  // namespace
+
+TEST_CASE("a model trace reads: nodes, their dependencies, groups, sends and receives") {
+  const ModelTrace t = parse_model_trace(kGood, "t.json", 8);
+  REQUIRE(t.nodes.size() == 8);
+  CHECK(t.groups.at("tp") == std::vector<std::uint32_t>{0, 1, 2, 3});
+  CHECK(t.nodes[0].duration == Time::us(10));
+  CHECK(t.nodes[1].flops == 2e12);
+  CHECK(t.nodes[1].memory_bytes == 1 << 20);
+  CHECK(t.nodes[2].type == ModelNode::Type::Collective);
+  CHECK(t.nodes[2].deps == std::vector<std::size_t>{0});
+  CHECK(t.nodes[2].algorithm == coll::Algorithm::Ring);
+  CHECK(t.nodes[6].type == ModelNode::Type::Send);
+  CHECK(t.nodes[6].peer == 5);
+  CHECK(t.nodes[6].tag == 3);
+  CHECK(t.nodes[7].type == ModelNode::Type::Recv);
+  // Not every node's time is known in advance: no critical path.
+  CHECK_FALSE(t.critical_path());
+}
+
+TEST_CASE("a model trace of durations has the longest chain as its critical path") {
+  const ModelTrace t = parse_model_trace(R"({"nodes": [
+    {"id": "a", "gpu": 0, "type": "compute", "duration": "5us"},
+    {"id": "b", "gpu": 0, "type": "compute", "duration": "7us", "deps": ["a"]},
+    {"id": "c", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["a"]},
+    {"id": "d", "gpu": 0, "type": "compute", "duration": "2us", "deps": ["b", "c"]},
+    {"id": "e", "gpu": 1, "type": "compute", "duration": "13us"}
+  ]})",
+                                         "t.json", 2);
+  CHECK(t.critical_path() == Time::us(14));
+}
+
+TEST_CASE("bad model traces are errors naming the file and the node") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"{", "t.json: line 1, column 2: invalid JSON"},
+      {R"({"nodes": [], "nodez": 1})", "t.json: the trace: unknown key \"nodez\""},
+      {R"({"groups": {}})", "t.json: the trace: needs \"nodes\""},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["nope"]})"),
+       "t.json: node \"x\": depends on \"nope\", which is no node"},
+      {with_node(R"({"id": "a0", "gpu": 0, "type": "compute", "duration": "1us"})"),
+       "t.json: node \"a0\": the id is used twice (nodes[0] and nodes[8])"},
+      {with_node(R"({"id": "x", "gpu": 9, "type": "compute", "duration": "1us"})"),
+       "t.json: node \"x\": GPU 9 does not exist (the pod has 8)"},
+      {with_node(R"({"id": "x", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["a1"]})"),
+       "node \"x\": depends on \"a1\" of GPU 1: a node waits only for nodes of its own GPU"},
+      {with_node(R"({"id": "x", "gpu": 0, "type": "compute", "duration": "1 parsec"})"),
+       "node \"x\": \"duration\": \"1 parsec\" is not a time"},
+      {with_node(R"({"id": "x", "gpu": 0, "type": "compute"})"),
+       "node \"x\": a compute node needs a \"duration\", or \"flops\" and/or \"bytes\""},
+      {with_node(R"({"id": "x", "gpu": 0, "type": "compute", "duration": "1us", "colour": 1})"),
+       "node \"x\": unknown key \"colour\""},
+      {with_node(R"({"id": "x", "gpu": 0, "type": "teleport"})"),
+       "node \"x\": \"type\": \"teleport\" is not one of compute, collective, send, recv"},
+      {with_node(
+           R"({"id": "x", "gpu": 4, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB"})"),
+       "node \"x\": GPU 4 is not a member of group \"tp\""},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "dp", "bytes": "1MiB"})"),
+       "node \"x\": no group \"dp\""},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_gather", "group": "tp", "bytes": "1MiB", "algorithm": "two_shot"})"),
+       "node \"x\": two_shot is an all_reduce algorithm"},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "64KiB"})"),
+       "group \"tp\": GPU 0 has 2 collective(s) of the group and GPU 1 has 1"},
+      {with_node(R"({"id": "x", "gpu": 0, "type": "send", "peer": 6, "bytes": "64KiB"})"),
+       "node \"x\": a send with no matching receive (GPU 0 to GPU 6, tag 0)"},
+      {with_node(R"({"id": "x", "gpu": 6, "type": "recv", "peer": 5, "bytes": "64KiB", "tag": 1})"),
+       "node \"x\": a receive with no matching send (GPU 5 to GPU 6, tag 1)"},
+      {with_node(R"({"id": "x", "gpu": 0, "type": "send", "peer": 0, "bytes": "64KiB"})"),
+       "node \"x\": a GPU does not send to itself"},
+      {R"({"groups": {"g": [0, 0]}, "nodes": []})", "t.json: group \"g\": GPU 0 is listed twice"},
+      {R"({"groups": {"g": [3]}, "nodes": []})",
+       "t.json: group \"g\": a group needs at least 2 GPUs"},
+      {R"({"nodes": [
+          {"id": "a", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["c"]},
+          {"id": "b", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["a"]},
+          {"id": "c", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["b"]}]})",
+       "its dependencies make a cycle: \"a\" -> \"c\" -> \"b\" -> \"a\""},
+  };
+  for (const auto& [text, want] : cases) {
+    INFO(text);
+    CHECK_THROWS_WITH(parse_model_trace(text, "t.json", 8), Contains(want));
+  }
+  // The collectives' k-th calls must match across the group's members.
+  std::string differ = kGood;
+  differ.replace(
+      differ.find(
+          R"("gpu": 3, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB")"),
+      std::string(
+          R"("gpu": 3, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB")")
+          .size(),
+      R"("gpu": 3, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "2MiB")");
+  CHECK_THROWS_WITH(
+      parse_model_trace(differ, "t.json", 8),
+      Contains("its collective 1 is node \"ar0\" on GPU 0 and node \"ar3\" on GPU 3"));
+}

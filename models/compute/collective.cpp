@@ -9,6 +9,7 @@ namespace podsim::coll {
 
 namespace {
 constexpr std::uint64_t kLine = 64;
+constexpr std::uint64_t kMaxAccess = 256;  // no access crosses a boundary of this
 std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
   return (v + to - 1) / to * to;
 }
@@ -86,6 +87,24 @@ void Shape::input_at(std::uint32_t r, std::uint64_t offset, float* out, std::siz
 }
 
 void Shape::output_at(std::uint32_t r, std::uint64_t offset, float* out, std::size_t count) const {
+  if (op == Op::AllToAll || op == Op::AllToAllV) {
+    // Block `from` of r's output came from participant `from`: found once, then followed.
+    std::uint32_t from = 0;
+    std::uint64_t begin = 0;  // where block `from` begins in r's output
+    std::uint64_t source = 0;  // and where it is in `from`'s input
+    bool found = false;
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::uint64_t at = offset + 4 * k;
+      while (from + 1 < n && begin + block(from, r) <= at) {
+        begin += block(from, r);
+        ++from;
+        found = false;
+      }
+      if (!found) source = block_in(from, r), found = true;
+      out[k] = base(from, (source + at - begin) / 4);
+    }
+    return;
+  }
   for (std::size_t k = 0; k < count; ++k) {
     const std::uint64_t at = offset + 4 * k;
     float v = 0;
@@ -106,13 +125,7 @@ void Shape::output_at(std::uint32_t r, std::uint64_t offset, float* out, std::si
         break;
       }
       case Op::AllToAll:
-      case Op::AllToAllV: {
-        std::uint32_t from = 0;
-        while (from + 1 < n && block_out(from + 1, r) <= at)
-          ++from;
-        v = base(from, (block_in(from, r) + at - block_out(from, r)) / 4);
-        break;
-      }
+      case Op::AllToAllV: break;  // above
       case Op::Broadcast: v = base(root, at / 4); break;
     }
     out[k] = v;
@@ -456,6 +469,7 @@ Program fill(const Shape& s, std::uint32_t r) {
   Program p;
   Writer w(p);
   w.plain(Step::Kind::Fill, at(r, Region::Input, 0), s.input_bytes(r));
+  w.plain(Step::Kind::Fill, at(r, Region::Output, 0), s.output_bytes(r));
   w.fence();
   return p;
 }
@@ -666,14 +680,14 @@ bool Runner::next(Time now, Request& out) {
   s = Slot{};
   s.step = cur_;
   s.offset = cur_offset_;
-  // A granule never crosses an access-size boundary of any address it touches (as a GPU's
-  // loads and stores do not cross a cache line): shares that start mid-line go in smaller
-  // pieces.
+  // A granule never crosses a 256-byte boundary of any address it touches (a GPU's loads and
+  // stores stay within a line, so within a page): shares that start mid-line, and 192-byte
+  // accesses, go in smaller pieces where a line ends.
   std::uint64_t len = std::min<std::uint64_t>(env_.access_size, st.bytes - cur_offset_);
   auto room = [&](const Ref& r) {
     Ref at = r;
     at.offset += cur_offset_;
-    return env_.access_size - va(at) % env_.access_size;
+    return kMaxAccess - va(at) % kMaxAccess;
   };
   len = std::min(len, room(st.dst));
   if (st.has_dst2) len = std::min(len, room(st.dst2));
@@ -684,8 +698,11 @@ bool Runner::next(Time now, Request& out) {
   ++open_[cur_];
   advance(now);
   if (st.kind == Step::Kind::Fill) {
-    // Its data is the input's: straight to the store.
-    if (shape_) shape_->input_at(env_.rank, s.offset + st.dst.offset, data_[k].data(), s.size / 4);
+    // The input's data, or (the output) a pattern no call leaves: straight to the store.
+    if (shape_ && st.dst.region == Region::Output)
+      std::memset(data_[k].data(), 0xFF, s.size);  // a NaN in every element
+    else if (shape_)
+      shape_->input_at(env_.rank, s.offset + st.dst.offset, data_[k].data(), s.size / 4);
     s.state = SlotState::Storing;
     if (!issue_store(s, k, out)) return true;
     storing_.push(k);
@@ -702,11 +719,13 @@ void Runner::finish_loads(std::uint32_t k, Time now) {
   Slot& s = slots_[k];
   const Step& st = step(s.step);
   if (st.kind == Step::Kind::Check) {
-    std::array<float, 64> want{};
-    if (shape_) shape_->output_at(env_.rank, st.dst.offset + s.offset, want.data(), s.size / 4);
-    for (std::uint32_t e = 0; e < s.size / 4; ++e)
-      wrong_ += std::memcmp(&want[e], &data_[k][e], 4) != 0;
-    checked_ += s.size / 4;
+    if (shape_) {  // (without one, functional data is off: the loads alone, for their time)
+      std::array<float, 64> want{};
+      shape_->output_at(env_.rank, st.dst.offset + s.offset, want.data(), s.size / 4);
+      for (std::uint32_t e = 0; e < s.size / 4; ++e)
+        wrong_ += std::memcmp(&want[e], &data_[k][e], 4) != 0;
+      checked_ += s.size / 4;
+    }
     granule_done(k);
     return;
   }

@@ -88,7 +88,8 @@ struct Step {
     Signal,  // store the call's number into flag `dst`, once every earlier step has completed
     Wait,    // load flag `dst` until it holds the call's number (or more)
     Fence,   // wait until every earlier step (flags included) has completed
-    Fill,    // store the participant's input data into `dst` (before the calls)
+    Fill,    // store the participant's input data into `dst` (before the calls), or into the
+             // output a pattern (NaN) no call leaves, so that a call that writes nothing fails
     Check,   // load `dst` and compare it with the output it must hold (after the calls)
   };
   Kind kind = Kind::Copy;
@@ -146,7 +147,9 @@ std::vector<Program> build(const Shape& s);
 std::vector<Program> build_send(const Shape& s);
 // The barrier before each call (dissemination: log2 n rounds of a flag to rank + 2^k).
 Program barrier(std::uint32_t n, std::uint32_t rank);
-// Filling r's input before the calls, and checking its output after them.
+// Filling r's input (and its output with NaN) before the calls, and checking its output after
+// them; without a shape given to the runner (functional data off), the same loads and stores
+// with nothing compared.
 Program fill(const Shape& s, std::uint32_t r);
 Program check(const Shape& s, std::uint32_t r);
 

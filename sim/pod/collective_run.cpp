@@ -20,20 +20,24 @@ CollectiveRun::CollectiveRun(const PodConfig& cfg) : cfg_(cfg) {
   const auto n = static_cast<std::uint32_t>(gpus_.size());
   std::uint32_t root = 0;
   for (std::uint32_t r = 0; r < n; ++r)
-    if (gpus_[r] == k.root) root = r;
+    if (k.root && gpus_[r] == *k.root) root = r;
   std::vector<std::uint64_t> blocks;
-  std::uint64_t total = 0;
-  for (Bytes b : k.send_bytes) {
+  for (Bytes b : k.send_bytes)
     blocks.push_back(b.count());
-    total += b.count();
+  // all_to_all_v: one size, send_bytes (reported as the most a participant sends).
+  std::uint64_t most = 0;
+  for (std::uint32_t i = 0; i < n && !blocks.empty(); ++i) {
+    std::uint64_t row = 0;
+    for (std::uint32_t j = 0; j < n; ++j)
+      row += blocks[static_cast<std::size_t>(i) * n + j];
+    most = std::max(most, row);
   }
-  // all_to_all_v: one size, send_bytes (reported as the mean a participant sends).
   const std::vector<Bytes> sizes =
-      k.op == coll::Op::AllToAllV ? std::vector<Bytes>{Bytes(total / n)} : k.sizes;
+      k.op == coll::Op::AllToAllV ? std::vector<Bytes>{Bytes(most)} : k.the_sizes();
   for (Bytes b : sizes) {
     coll::Shape s;
     s.op = k.op;
-    s.alg = k.algorithm;
+    s.alg = k.the_algorithm();
     s.n = n;
     s.bytes = b.count();
     s.piece = k.chunk_size.count();
@@ -228,7 +232,7 @@ std::string CollectiveRun::op_name() const {
 }
 std::string CollectiveRun::algorithm_name() const {
   return std::string(enum_name(std::span<const EnumName<coll::Algorithm>>(coll::kAlgorithmNames),
-                               cfg_.workload.collective.algorithm));
+                               cfg_.workload.collective.the_algorithm()));
 }
 
 std::string CollectiveRun::csv() const {
@@ -254,7 +258,10 @@ std::string CollectiveRun::json(const std::string& failed_text) const {
     gpus.push_back(g);
   doc["gpus"] = std::move(gpus);
   doc["data_type"] = "float32";
-  doc["reduction"] = "sum";
+  if (reduces())
+    doc["reduction"] = "sum";
+  else
+    doc["reduction"] = nullptr;
   doc["chunk_size_bytes"] = cfg_.workload.collective.chunk_size.count();
   doc["window_bytes"] = layout_.window;
   doc["bus_factor"] = shapes_.empty() ? 1.0 : shapes_[0].bus_factor();

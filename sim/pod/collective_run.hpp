@@ -76,6 +76,11 @@ class CollectiveRun {
   std::string csv() const;
   std::string json(const std::string& failed_text = {}) const;
   std::string op_name() const;
+  // Whether the op sums (all_reduce, reduce_scatter) or only moves data.
+  bool reduces() const {
+    return !shapes_.empty() &&
+           (shapes_[0].op == coll::Op::AllReduce || shapes_[0].op == coll::Op::ReduceScatter);
+  }
   // Per size, pod.summary.collective.size_BYTES.{time, algbw, busbw}: what sweeps read.
   const StatGroup& stats() const { return stats_; }
   std::string algorithm_name() const;

@@ -200,9 +200,13 @@ void check_collective(const PodConfig& cfg, C& c) {
   }
   const std::size_t n = k.gpus.empty() ? cfg.pod.gpus : k.gpus.size();
   if (n < 2) c.fail("workload.collective.gpus", "a collective needs at least 2 participants");
-  if (k.op == coll::Op::Broadcast &&
-      (k.gpus.empty() ? k.root >= cfg.pod.gpus : (k.root >= cfg.pod.gpus || !seen[k.root])))
-    c.fail("workload.collective.root", "GPU " + std::to_string(k.root) + " is not a participant");
+  if (k.root && (*k.root >= cfg.pod.gpus || (!k.gpus.empty() && !seen[*k.root])))
+    c.fail("workload.collective.root", "GPU " + std::to_string(*k.root) + " is not a participant");
+  if (k.root && k.op != coll::Op::Broadcast)
+    c.fail("workload.collective.root", "is for broadcast only");
+  if (cfg.workload.on_failure != OnFailure::Stop)
+    c.fail("workload.on_failure",
+           "a collective stops at its first failure (its peers would wait for it for ever)");
   if (k.op == coll::Op::AllToAllV) {
     std::vector<std::uint64_t> blocks;
     for (Bytes b : k.send_bytes)
@@ -210,20 +214,26 @@ void check_collective(const PodConfig& cfg, C& c) {
     if (const std::string e = coll::invalid_blocks(static_cast<std::uint32_t>(n), blocks);
         !e.empty())
       c.fail("workload.collective.send_bytes", "all_to_all_v " + e);
-    if (k.sizes != CollectiveConfig{}.sizes)
+    if (k.sizes)
       c.fail("workload.collective.sizes",
              "all_to_all_v sends workload.collective.send_bytes: leave sizes out");
+    std::uint64_t largest = 0;
+    for (Bytes b : k.send_bytes)
+      largest = std::max(largest, b.count());
+    if (largest / k.chunk_size.count() > (1u << 16))
+      c.fail("workload.collective.chunk_size",
+             "makes more than 65536 pieces of the largest block of send_bytes");
   } else {
     if (!k.send_bytes.empty()) c.fail("workload.collective.send_bytes", "is for all_to_all_v only");
-    for (std::size_t i = 0; i < k.sizes.size(); ++i)
+    const std::vector<Bytes> sizes = k.the_sizes();
+    for (std::size_t i = 0; i < sizes.size(); ++i)
       if (const std::string e =
-              coll::invalid_size(k.op, static_cast<std::uint32_t>(n), k.sizes[i].count());
+              coll::invalid_size(k.op, static_cast<std::uint32_t>(n), sizes[i].count());
           !e.empty())
         c.fail("workload.collective.sizes." + std::to_string(i), e);
   }
-  const std::uint32_t vpod = cfg.pod.vpod_size ? cfg.pod.vpod_size : cfg.pod.gpus;
-  if (vpod != cfg.pod.gpus)
-    c.fail("workload.kind", "collective runs on a pod that is one vPod (pod.vpod_size 0)");
+  if (cfg.pod.vpod_size != 0 && cfg.pod.vpod_size != cfg.pod.gpus)
+    c.fail("pod.vpod_size", "a collective runs on a pod that is one vPod (pod.vpod_size 0)");
 }
 
 // Names a scenario's steps use must be defined by earlier steps (or sent, for handles), and

@@ -46,8 +46,9 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
   // A collective: its table first, as nccl-tests prints it (time per call, algorithm and bus
   // bandwidth), with the outputs checked.
   if (const CollectiveRun* c = pod.scenario().collective()) {
-    fmt::print(out, "{} {} over {} GPUs (float32 sum; time: a call's first start to last end)\n",
-               c->op_name(), c->algorithm_name(), c->participants());
+    fmt::print(out, "{} {} over {} GPUs ({}; time: a call's first start to last end)\n",
+               c->op_name(), c->algorithm_name(), c->participants(),
+               c->reduces() ? "float32 sum" : "float32");
     fmt::print(out, "  {:>12} {:>6} {:>12} {:>11} {:>11} {:>8}\n", "bytes", "calls", "time (us)",
                "algbw GB/s", "busbw GB/s", "wrong");
     for (const CollectiveRun::Row& r : c->rows())
@@ -132,7 +133,9 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
     fmt::print(out, "  {:<20}{:>10.1f}\n", "total", total);
   }
   const PortConfig& port = cfg.fabric.port;
-  const std::uint64_t data = cfg.workload.traffic.access_size.count();
+  const std::uint64_t data = cfg.workload.kind == WorkloadKind::Collective
+                                ? cfg.workload.collective.access_size.count()
+                                : cfg.workload.traffic.access_size.count();
   fmt::print(out,
              "{:<18}{} plane(s) of {}, {} x {}; payload efficiency {:.1f}% (a {} B data packet: "
              "{:.1f}%), plane balance {:.2f}\n",

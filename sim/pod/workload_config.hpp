@@ -340,10 +340,10 @@ inline constexpr std::array<EnumName<WorkloadKind>, 3> kWorkloadKindNames{{
 // workload.kind = collective: which collective, how, at which sizes (docs/collectives.md).
 struct CollectiveConfig {
   coll::Op op = coll::Op::AllReduce;
-  coll::Algorithm algorithm = coll::Algorithm::Ring;
-  std::vector<Bytes> sizes{Bytes::MiB(1)};
-  std::vector<std::uint32_t> gpus;  // empty: every GPU
-  std::uint32_t root = 0;
+  std::optional<coll::Algorithm> algorithm;  // absent: ring, or one_shot where ring is not one
+  std::optional<std::vector<Bytes>> sizes;   // absent: 1 MiB (all_to_all_v: send_bytes)
+  std::vector<std::uint32_t> gpus;           // empty: every GPU
+  std::optional<std::uint32_t> root;         // absent: the first participant
   std::vector<Bytes> send_bytes;  // all_to_all_v, row by sender
   Bytes chunk_size = Bytes::KiB(64);
   std::uint32_t iterations = 5;
@@ -355,21 +355,26 @@ struct CollectiveConfig {
   template <class V>
   void visit(V& v) {
     v.choice("op", op, "the collective", std::span<const EnumName<coll::Op>>(coll::kOpNames));
-    v.choice("algorithm", algorithm, "how it runs over loads and stores",
+    v.choice("algorithm", algorithm,
+             "how it runs over loads and stores (default ring; one_shot for all_to_all and "
+             "all_to_all_v)",
              std::span<const EnumName<coll::Algorithm>>(coll::kAlgorithmNames));
     v.field("sizes", sizes,
-            "the sizes to run it at, one after the other (as nccl-tests counts them: "
-            "workload.collective.op says what a size is for each op); multiples of 64 B",
+            "the sizes to run it at, one after the other, each once (as nccl-tests counts them: "
+            "workload.collective.op says what a size is for each op); multiples of 64 B "
+            "(default [\"1MiB\"]; all_to_all_v takes send_bytes instead)",
             between(Bytes(64), Bytes::GiB(16)));
     v.field("gpus", gpus,
             "the participants, in ring order (an empty list means every GPU of the pod)",
             between<std::uint32_t>(0, 1023));
-    v.field("root", root, "broadcast: the GPU whose input every participant receives",
+    v.field("root", root,
+            "broadcast: the GPU whose input every participant receives (default: the first "
+            "participant)",
             between<std::uint32_t>(0, 1023));
     v.field("send_bytes", send_bytes,
             "all_to_all_v: what each participant sends each one (itself included), participants "
-            "x participants sizes, row by sender in the order of gpus; multiples of 64 B (sizes "
-            "then stays at its default: the run has one size, the mean a participant sends)",
+            "x participants sizes, row by sender in the order of gpus; multiples of 64 B (the "
+            "run has one size, reported as the most a participant sends)",
             between(Bytes(0), Bytes::GiB(16)));
     v.field("chunk_size", chunk_size,
             "ring: the pipelining unit; a participant raises a flag at the next one after each "
@@ -390,15 +395,37 @@ struct CollectiveConfig {
             "a participant waiting for a flag loads it again this long after its last load "
             "came back (0: at once)");
   }
+  // What runs when a key is absent.
+  coll::Algorithm the_algorithm() const {
+    if (algorithm) return *algorithm;
+    return op == coll::Op::AllToAll || op == coll::Op::AllToAllV ? coll::Algorithm::OneShot
+                                                                 : coll::Algorithm::Ring;
+  }
+  std::vector<Bytes> the_sizes() const { return sizes ? *sizes : std::vector<Bytes>{Bytes::MiB(1)}; }
+
   template <class C>
   void check(C& c) const {
-    if (const std::string e = coll::invalid(op, algorithm); !e.empty()) c.fail("algorithm", e);
+    if (const std::string e = coll::invalid(op, the_algorithm()); !e.empty())
+      c.fail(algorithm ? "algorithm" : "op",
+             algorithm ? e : e + " (give workload.collective.algorithm)");
     if (access_size.count() % 64 != 0) c.fail("access_size", "must be a multiple of 64 bytes");
     if (chunk_size.count() % 64 != 0) c.fail("chunk_size", "must be a multiple of 64 bytes");
-    if (sizes.empty()) c.fail("sizes", "must name at least one size");
-    for (std::size_t i = 0; i < sizes.size(); ++i)
-      if (sizes[i].count() % 64 != 0)
+    if (sizes && sizes->empty()) c.fail("sizes", "must name at least one size");
+    for (std::size_t i = 0; sizes && i < sizes->size(); ++i) {
+      if ((*sizes)[i].count() % 64 != 0)
         c.fail("sizes." + std::to_string(i), "must be a multiple of 64 bytes");
+      for (std::size_t j = 0; j < i; ++j)
+        if ((*sizes)[j] == (*sizes)[i])
+          c.fail("sizes." + std::to_string(i),
+                 "is listed twice (also sizes." + std::to_string(j) + ")");
+      // A ring's pieces, an all_to_all's: each is steps of a program held in memory.
+      if ((*sizes)[i].count() / chunk_size.count() > (1u << 16))
+        c.fail("chunk_size", "makes " + std::to_string((*sizes)[i].count() / chunk_size.count()) +
+                                 " pieces of sizes." + std::to_string(i) +
+                                 " (at most 65536: make chunk_size at least " +
+                                 to_string(Bytes((((*sizes)[i].count() >> 16) + 63) / 64 * 64)) +
+                                 ")");
+    }
   }
 };
 

@@ -47,13 +47,14 @@ TEST_CASE("every collective and algorithm leaves every participant with the righ
         blocks += fmt::format("{}\"{}B\"", blocks.empty() ? "" : ",", b);
         total += static_cast<std::uint64_t>(b);
       }
-    const auto r = run_podsim(collective(
-        op, alg,
-        {"--set", "workload.collective.gpus=[6,1,3,0,5]", "--set", "workload.collective.root=3",
-         "--set", "workload.collective.chunk_size=512B", "--set",
-         a2av  ? "workload.collective.send_bytes=[" + blocks + "]"
-         : a2a ? R"(workload.collective.sizes=["320B","64000B"])"
-               : R"(workload.collective.sizes=["320B","64448B"])"}));
+    const auto r = run_podsim(
+        collective(op, alg,
+                   {"--set", "workload.collective.gpus=[6,1,3,0,5]", "--set",
+                    std::string(op) == "broadcast" ? "workload.collective.root=3" : "seed=1",
+                    "--set", "workload.collective.chunk_size=512B", "--set",
+                    a2av  ? "workload.collective.send_bytes=[" + blocks + "]"
+                    : a2a ? R"(workload.collective.sizes=["320B","64000B"])"
+                          : R"(workload.collective.sizes=["320B","64448B"])"}));
     REQUIRE(r.exit_code == 0);
     const auto rows = read_csv(r.out_dir + "/collectives.csv");
     REQUIRE(rows.size() == (a2av ? 1u : 2u));
@@ -101,26 +102,61 @@ TEST_CASE("a collective's outputs: the table, collectives.json, and the GPUs tha
   CHECK(r.stat("pod.gpu2.agent.remote_writes") > 0);
 }
 
+TEST_CASE("what a collective runs when a key is left out", "[collective]") {
+  // all_to_all: one_shot (ring is not one of its algorithms); broadcast: from the first
+  // participant.
+  const auto a2a = run_podsim({"run", "--quiet", "--set", "workload.kind=collective", "--set",
+                               "workload.collective.op=all_to_all", "--set",
+                               R"(workload.collective.sizes=["4KiB"])"});
+  REQUIRE(a2a.exit_code == 0);
+  CHECK(read_csv(a2a.out_dir + "/collectives.csv").at(0).at("algorithm") == "one_shot");
+  const auto bc =
+      run_podsim({"run", "--quiet", "--set", "workload.kind=collective", "--set",
+                  "workload.collective.op=broadcast", "--set", "workload.collective.gpus=[5,2]",
+                  "--set", R"(workload.collective.sizes=["4KiB"])"});
+  REQUIRE(bc.exit_code == 0);
+  CHECK(read_csv(bc.out_dir + "/collectives.csv").at(0).at("wrong") == "0");
+  // GPU 5, the root, stored the data into GPU 2 (a ring, by default); GPU 2 stored only flags.
+  CHECK(bc.stat("pod.gpu5.agent.remote_bytes") >= 3 * 4096);
+  CHECK(bc.stat("pod.gpu2.agent.remote_bytes") < 4096);
+}
+
 TEST_CASE("functional data off: the same times, flags still work, nothing checked",
           "[collective]") {
-  auto args = [](bool data) {
-    return collective("all_reduce", "ring",
-                      {"--set", R"(workload.collective.sizes=["1KiB","256KiB"])", "--set",
-                       fmt::format("gpu.vram.functional_data={}", data)});
+  // A symmetric op, and one whose participants fill and check different amounts (only the
+  // root has an input): the fill and the check run either way, so the calls start alike.
+  const std::vector<std::vector<std::string>> runs = {
+      {"--set", "workload.collective.op=all_reduce", "--set",
+       R"(workload.collective.sizes=["1KiB","256KiB"])"},
+      {"--set", "workload.collective.op=broadcast", "--set",
+       "workload.collective.algorithm=one_shot", "--set", "workload.collective.gpus=[4,1,6]",
+       "--set", "workload.collective.root=6", "--set",
+       R"(workload.collective.sizes=["4608B","1MiB"])"},
   };
-  const auto on = run_podsim(args(true));
-  const auto off = run_podsim(args(false));
-  REQUIRE(on.exit_code == 0);
-  REQUIRE(off.exit_code == 0);
-  const auto a = read_csv(on.out_dir + "/collectives.csv");
-  const auto b = read_csv(off.out_dir + "/collectives.csv");
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    CHECK(a[i].at("time_us") == b[i].at("time_us"));
-    CHECK(a[i].at("busbw_GBps") == b[i].at("busbw_GBps"));
-    CHECK(a[i].at("wrong") == "0");
-    CHECK(b[i].at("wrong").empty());
-    CHECK(b[i].at("elements_checked").empty());
+  for (const auto& sets : runs) {
+    INFO(sets[1]);
+    auto args = [&](bool data) {
+      std::vector<std::string> a = {"run",   "--quiet",
+                                    "--set", "workload.kind=collective",
+                                    "--set", fmt::format("gpu.vram.functional_data={}", data)};
+      a.insert(a.end(), sets.begin(), sets.end());
+      return a;
+    };
+    const auto on = run_podsim(args(true));
+    const auto off = run_podsim(args(false));
+    REQUIRE(on.exit_code == 0);
+    REQUIRE(off.exit_code == 0);
+    const auto a = read_csv(on.out_dir + "/collectives.csv");
+    const auto b = read_csv(off.out_dir + "/collectives.csv");
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].at("time_us") == b[i].at("time_us"));
+      CHECK(a[i].at("min_us") == b[i].at("min_us"));
+      CHECK(a[i].at("busbw_GBps") == b[i].at("busbw_GBps"));
+      CHECK(a[i].at("wrong") == "0");
+      CHECK(b[i].at("wrong").empty());
+      CHECK(b[i].at("elements_checked").empty());
+    }
   }
 }
 
@@ -153,6 +189,15 @@ TEST_CASE("collective config errors name the key, exit 2, write nothing", "[coll
        "workload.collective.sizes: all_to_all_v sends workload.collective.send_bytes"},
       {{R"(workload.collective.send_bytes=["64B"])"},
        "workload.collective.send_bytes: is for all_to_all_v only"},
+      {{R"(workload.collective.sizes=["4KiB","1MiB","4KiB"])"},
+       "workload.collective.sizes.2: is listed twice (also sizes.0)"},
+      {{"workload.on_failure=continue"},
+       "workload.on_failure: a collective stops at its first failure"},
+      {{"pod.vpod_size=4"}, "pod.vpod_size: a collective runs on a pod that is one vPod"},
+      {{"workload.collective.root=2"}, "workload.collective.root: is for broadcast only"},
+      {{R"(workload.collective.sizes=["16MiB"])", "workload.collective.chunk_size=128B"},
+       "workload.collective.chunk_size: makes 131072 pieces of sizes.0 (at most 65536: make "
+       "chunk_size at least 256B)"},
   };
   for (const auto& [sets, want] : cases) {
     std::vector<std::string> args = {"run", "--set", "workload.kind=collective"};

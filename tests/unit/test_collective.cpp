@@ -155,9 +155,10 @@ class Harness {
       Runner& run = runners_[r];
       Runner::Request q;
       while (run.next(Time::ps(static_cast<std::int64_t>(t)), q)) {
-        // No access crosses a boundary of the access size (a page boundary within it would
-        // take the wrong physical page).
-        REQUIRE(q.va / access_size_ == (q.va + q.size - 1) / access_size_);
+        // No access is larger than the access size or crosses a 256-byte boundary (a page
+        // boundary within it would take the wrong physical page).
+        REQUIRE(q.size <= access_size_);
+        REQUIRE(q.va / 256 == (q.va + q.size - 1) / 256);
         Event e;
         e.kind = Event::Serve;
         e.at = t + delay();
@@ -268,7 +269,7 @@ TEST_CASE("all_to_all_v: skewed blocks, empty ones among them, land where they b
       }
     s.bytes = total / n;
     CAPTURE(n);
-    Harness h({s}, n, 256, 8, 11 + n);
+    Harness h({s}, n, 192, 8, 11 + n);
     const auto [checked, wrong] = h.run(2);
     CHECK(checked == output_elements(s));
     CHECK(wrong == 0);
@@ -287,7 +288,7 @@ TEST_CASE("several sizes one after the other reuse the windows and flags") {
   std::vector<Shape> shapes;
   for (std::uint64_t b : {64ull, 4096ull, 1000ull * 64})
     shapes.push_back(shape(Op::AllReduce, Algorithm::Ring, 4, b, 512));
-  Harness h(shapes, 4, 128, 16, 7);
+  Harness h(shapes, 4, 192, 16, 7);  // 192-byte accesses: lines end mid-access
   const auto [checked, wrong] = h.run(3);
   std::uint64_t want = 0;
   for (const Shape& s : shapes)
@@ -342,4 +343,21 @@ TEST_CASE("collective shapes: invalid combinations and sizes, bus factors, layou
   // The barrier's rounds: 0 -> 1, 2, 4 for 8 participants.
   const Program b = barrier(8, 0);
   CHECK(b.peers() == std::vector<std::uint32_t>{0, 1, 2, 4});
+}
+
+TEST_CASE("a call that leaves its output unwritten fails the check, whatever an earlier size left") {
+  // Two sizes of all_reduce; the second size's programs store nothing into the outputs (their
+  // last reductions dropped). The first size left the right sums in its part of the outputs,
+  // so only the NaN the fill puts there catches it.
+  std::vector<Shape> shapes = {shape(Op::AllReduce, Algorithm::OneShot, 3, 64 * 96),
+                               shape(Op::AllReduce, Algorithm::OneShot, 3, 64 * 48)};
+  Harness h(shapes, 3, 256, 8, 5);
+  int calls = 0;
+  const auto [checked, wrong] = h.run(1, [&](std::vector<Program>& progs) {
+    if (calls++ == 0) return;
+    for (Program& p : progs)
+      std::erase_if(p.steps, [](const Step& st) { return st.kind == Step::Kind::Reduce; });
+  });
+  CHECK(checked == output_elements(shapes[0]) + output_elements(shapes[1]));
+  CHECK(wrong == output_elements(shapes[1]));
 }

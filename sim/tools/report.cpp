@@ -891,6 +891,58 @@ std::string compare_report(const fs::path& a, const fs::path& b, std::string& ti
                   measured ? "over each run's measured window" : "over each run's access phases");
   body += table({"", la, lb, lb + " / " + la}, head);
 
+  // Collectives (workload.kind collective): each size's time and bus bandwidth in both runs.
+  if (fs::exists(a / "collectives.csv") || fs::exists(b / "collectives.csv")) {
+    body += "<h2>Collectives</h2>\n";
+    struct Size {
+      double time_us = 0, busbw = 0;
+    };
+    auto sizes_of = [](const fs::path& dir, std::string& what) {
+      std::map<std::uint64_t, Size> out;
+      if (!fs::exists(dir / "collectives.csv")) return out;
+      const Csv c(dir / "collectives.csv");
+      for (std::size_t r = 0; r < c.size(); ++r) {
+        out[static_cast<std::uint64_t>(c.num(r, c.col("bytes")))] = {c.num(r, c.col("time_us")),
+                                                                     c.num(r, c.col("busbw_GBps"))};
+        what = c.text(r, c.col("op")) + " " + c.text(r, c.col("algorithm")) + " over " +
+               c.text(r, c.col("participants")) + " GPUs";
+      }
+      return out;
+    };
+    std::string wa = "no collective", wb = "no collective";
+    const auto ca = sizes_of(a, wa), cb = sizes_of(b, wb);
+    body += fmt::format("<p class=note>{}: {}; {}: {}.</p>\n", svg::escape(la), svg::escape(wa),
+                        svg::escape(lb), svg::escape(wb));
+    std::set<std::uint64_t> all;
+    for (const auto& [k, v] : ca)
+      all.insert(k);
+    for (const auto& [k, v] : cb)
+      all.insert(k);
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> cats;
+    svg::Line bus_a{la, {}}, bus_b{lb, {}};
+    for (const std::uint64_t bytes : all) {
+      const auto ia = ca.find(bytes), ib = cb.find(bytes);
+      const double x = static_cast<double>(cats.size());
+      cats.push_back(to_string(Bytes(bytes)));
+      auto cell = [](const auto& it, const auto& m, double Size::*f) {
+        return it == m.end() ? std::string("-") : fmt_num(it->second.*f);
+      };
+      rows.push_back(
+          {cats.back(), cell(ia, ca, &Size::time_us), cell(ib, cb, &Size::time_us),
+           ia != ca.end() && ib != cb.end() ? ratio(ia->second.time_us, ib->second.time_us) : "-",
+           cell(ia, ca, &Size::busbw), cell(ib, cb, &Size::busbw)});
+      if (ia != ca.end()) bus_a.points.emplace_back(x, ia->second.busbw);
+      if (ib != cb.end()) bus_b.points.emplace_back(x, ib->second.busbw);
+    }
+    body += table({"size", la + " time (us)", lb + " time (us)", lb + " / " + la,
+                   la + " busbw (GB/s)", lb + " busbw (GB/s)"},
+                  rows);
+    if (cats.size() > 1)
+      body += svg::line_chart("collective-bw", "Bus bandwidth against size, both runs",
+                              {"size", cats}, {"GB/s", {}}, {bus_a, bus_b});
+  }
+
   // Latency by path, both runs, and their CDFs on the same axes.
   const LatencyData da = read_latency(a), db = read_latency(b);
   body += "<h2>Latency by path</h2>\n";

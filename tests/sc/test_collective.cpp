@@ -282,3 +282,29 @@ TEST_CASE("the timeline shows each participant's calls on a track of their own",
   // One warm-up call and two timed ones on each participant, none elsewhere.
   CHECK(calls == std::map<std::int64_t, int>{{1, 3}, {4, 3}, {6, 3}});
 }
+
+TEST_CASE("comparing two collective runs: each size's time in both, their ratio, both bandwidths",
+          "[collective]") {
+  auto run = [](const char* alg) {
+    return run_podsim({"run", "--quiet", "--set", "workload.kind=collective", "--set",
+                       std::string("workload.collective.algorithm=") + alg, "--set",
+                       R"(workload.collective.sizes=["4KiB","64KiB"])", "--set",
+                       "workload.collective.iterations=1", "--set", "workload.setup=direct"});
+  };
+  const auto ring = run("ring"), two = run("two_shot");
+  REQUIRE(ring.exit_code == 0);
+  REQUIRE(two.exit_code == 0);
+  const auto rows_a = read_csv(ring.out_dir + "/collectives.csv");
+  const auto rows_b = read_csv(two.out_dir + "/collectives.csv");
+  const std::string page = podsim::test::write_temp_file("c.html", "");
+  const auto cmp = run_podsim({"report", ring.out_dir, two.out_dir, "-o", page}, false);
+  REQUIRE(cmp.exit_code == 0);
+  const std::string html = podsim::test::slurp(page);
+  CHECK(html.find("<h2>Collectives</h2>") != std::string::npos);
+  CHECK(html.find("all_reduce ring over 8 GPUs") != std::string::npos);
+  CHECK(html.find("all_reduce two_shot over 8 GPUs") != std::string::npos);
+  CHECK(html.find("id=\"collective-bw\"") != std::string::npos);
+  // The 4 KiB row: both times and B over A, to three decimals.
+  const double ta = std::stod(rows_a[0].at("time_us")), tb = std::stod(rows_b[0].at("time_us"));
+  CHECK(html.find(fmt::format("<td>{:.3f}</td>", tb / ta)) != std::string::npos);
+}

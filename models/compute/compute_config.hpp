@@ -13,6 +13,7 @@ struct ComputeConfig {
   Time issue_latency = Time::ns(5);
   Time retry_interval = Time::ns(500);
   Bandwidth reduce_bandwidth = parse_bandwidth("40TB/s");
+  double peak_flops = 2.3e15;
 
   template <class V>
   void visit(V& v) {
@@ -25,6 +26,10 @@ struct ComputeConfig {
             "a reduction of k inputs of B bytes takes k x B at this rate, one after the other "
             "(the loads and stores around it go through VRAM or the fabric as any other)",
             at_least(Bandwidth::gbyte_per_second(1)));
+    v.field("peak_flops", peak_flops,
+            "a model trace's compute node given as work takes its flops at this rate (FLOP/s) or "
+            "its bytes at VRAM's bandwidth, whichever is longer",
+            between(1e9, 1e18));
   }
 };
 

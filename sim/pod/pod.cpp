@@ -16,6 +16,7 @@
 #include "sim/core/stat_pack.hpp"
 #include "sim/kernel/stats_collector.hpp"
 #include "sim/pod/collective_run.hpp"
+#include "sim/pod/model_run.hpp"
 
 namespace podsim {
 
@@ -74,6 +75,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
     if (!owned_[g]) gpus_[g]->driver.driver().go_dormant();
   scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, net_, owned_, &replay_, &host_);
   if (const CollectiveRun* c = scenario_->collective()) summary_.attach(c->stats());
+  if (const ModelRun* m = scenario_->model()) summary_.attach(m->stats());
   spawn_thread("control", [this] { control(); });
 }
 

@@ -346,7 +346,8 @@ void check_scenario(const PodConfig& cfg, C& c) {
       case StepOp::PpodCommit:
       case StepOp::Activate:
       case StepOp::Deactivate:
-      case StepOp::Collective: break;
+      case StepOp::Collective:
+      case StepOp::Model: break;
     }
   }
 }

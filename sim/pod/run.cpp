@@ -17,6 +17,8 @@
 #include "sim/core/json_write.hpp"
 #include "sim/core/timeline.hpp"
 #include "sim/pod/collective_run.hpp"
+#include "sim/pod/model_run.hpp"
+#include "sim/pod/model_trace.hpp"
 #include "sim/pod/partition.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"
@@ -94,7 +96,8 @@ constexpr const char* kRunOutputs[] = {"run.json",
                                        "breakdown.csv",
                                        "timeseries.csv",
                                        "collectives.csv",
-                                       "collectives.json"};
+                                       "collectives.json",
+                                       "model.csv"};
 }  // namespace
 
 int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
@@ -121,10 +124,11 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       fmt::print(err, "podsim: {} is not available when the pod is split across ranks\n", refused);
       return 2;
     }
-    if (cfg.workload.kind == WorkloadKind::Collective) {
+    if (cfg.workload.kind == WorkloadKind::Collective || cfg.workload.kind == WorkloadKind::Model) {
       fmt::print(err,
-                 "podsim: workload.kind collective is not available when the pod is split across "
-                 "ranks yet; run it on one rank\n");
+                 "podsim: workload.kind {} is not available when the pod is split across ranks "
+                 "yet; run it on one rank\n",
+                 cfg.workload.kind == WorkloadKind::Model ? "model" : "collective");
       return 2;
     }
   }
@@ -132,6 +136,23 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   // A trace to replay: a relative path is relative to the config file that names it, or to
   // the current directory when a --set names it (docs/traces.md); it is checked line by line
   // now, before anything is written.
+  // A model trace: the same rule for its path; read and checked now.
+  if (cfg.workload.kind == WorkloadKind::Model) {
+    fs::path model(cfg.workload.model);
+    const bool from_set =
+        std::any_of(opt.overrides.begin(), opt.overrides.end(), [](const std::string& s) {
+          return s.rfind("workload.model=", 0) == 0 || s.rfind("workload=", 0) == 0;
+        });
+    if (model.is_relative() && opt.config_path && !from_set)
+      model = fs::path(*opt.config_path).parent_path() / model;
+    cfg.workload.model = fs::absolute(model).lexically_normal().string();
+    try {
+      (void)load_model_trace(cfg.workload.model, cfg.pod.gpus);
+    } catch (const ModelTraceError& e) {
+      fmt::print(err, "podsim: model trace error: {}\n", e.what());
+      return 2;
+    }
+  }
   std::vector<TraceEntry> replay;
   if (!cfg.workload.traffic.trace.empty()) {
     fs::path trace(cfg.workload.traffic.trace);
@@ -501,6 +522,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       put(out_dir / "collectives.csv", failed_mark + c->csv());
       put(out_dir / "collectives.json", c->json(failed_text));
     }
+    if (const ModelRun* m = pod.scenario().model())
+      put(out_dir / "model.csv", failed_mark + m->csv());
     if (opt.access_log) put(*opt.access_log, failed_mark + format_trace(pod.access_log()));
     if (!failed_text.empty()) digest_doc["run_failed"] = failed_text;
     if (opt.state_digest) put(*opt.state_digest, config::to_pretty_json(digest_doc));

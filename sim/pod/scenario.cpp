@@ -3,11 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
 #include <set>
 #include <utility>
 
 #include "fabric/framing.hpp"
 #include "sim/pod/collective_run.hpp"
+#include "sim/pod/model_run.hpp"
 
 namespace podsim {
 
@@ -108,6 +113,10 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
   if (cfg.workload.kind == WorkloadKind::Collective) {
     collective_ = std::make_unique<CollectiveRun>(cfg);
     steps_ = collective_->steps();
+  } else if (cfg.workload.kind == WorkloadKind::Model) {
+    // The trace was read and checked before the pod was built (run.cpp): read again here.
+    model_ = std::make_unique<ModelRun>(cfg, load_model_trace(cfg.workload.model, cfg.pod.gpus));
+    steps_ = model_->steps();
   } else {
     steps_ = cfg.workload.kind == WorkloadKind::Scenario ? to_steps(cfg.workload.steps)
                                                          : all_to_all_steps(cfg);
@@ -573,6 +582,132 @@ struct ScenarioRunner::StepRun {
           "participant {} (gpu{}): a load or store of the collective was not served (a fault, "
           "a refusal or a GPU down): it stops",
           c.rank, s.gpu);
+    return Errno::Ok;
+  }
+  // A GPU's part of a model trace: each node once every node it depends on has finished;
+  // compute nodes as soon as they may (they overlap), communication one at a time on the
+  // compute agent, the ready one first in trace order.
+  Errno operator()(const ModelStep&) {
+    ModelRun& run = *r.model_;
+    const PodConfig& cfg = r.cfg_;
+    const ModelTrace& t = run.trace();
+    const std::uint32_t gpu = s.gpu;
+    // This GPU's nodes, what each waits for, and who waits for each.
+    struct State {
+      std::size_t computing = 0;         // compute nodes under way
+      std::vector<std::size_t> waiting;  // by node: dependencies not yet finished
+      std::vector<std::vector<std::size_t>> children;
+      std::set<std::size_t> ready_comm;
+      std::size_t total = 0, finished = 0;
+      sc_core::sc_event changed;
+    };
+    auto st = std::make_shared<State>();
+    st->waiting.assign(t.nodes.size(), 0);
+    st->children.resize(t.nodes.size());
+    for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+      if (t.nodes[i].gpu != gpu) continue;
+      ++st->total;
+      st->waiting[i] = t.nodes[i].deps.size();
+      for (std::size_t d : t.nodes[i].deps)
+        st->children[d].push_back(i);
+    }
+    const double vram_bps = cfg.gpu.vram.channel_bandwidth.bytes_per_second() *
+                            static_cast<double>(cfg.gpu.vram.channels());
+    std::function<void(std::size_t)> ready;
+    auto finish = [st, &run, &ready, &t](std::size_t i, Time start) {
+      if (t.nodes[i].type == ModelNode::Type::Compute) --st->computing;
+      run.note(i, start, sim_now());
+      ++st->finished;
+      for (std::size_t c : st->children[i])
+        if (--st->waiting[c] == 0) ready(c);
+      notify_event(st->changed);
+    };
+    ready = [&, st](std::size_t i) {
+      const ModelNode& n = t.nodes[i];
+      if (n.type != ModelNode::Type::Compute) {
+        st->ready_comm.insert(i);
+        return;
+      }
+      Time d = n.duration ? *n.duration : Time{};
+      if (!n.duration) {
+        const double sec = std::max(n.flops / cfg.gpu.compute.peak_flops,
+                                    static_cast<double>(n.memory_bytes) / vram_bps);
+        d = Time::ps(static_cast<std::int64_t>(std::ceil(sec * 1e12)));
+      }
+      const Time start = sim_now();
+      ++st->computing;
+      spawn_thread(fmt::format("gpu{}_compute_{}", gpu, i).c_str(), [d, i, start, finish] {
+        sc_core::wait(to_sc(d));
+        finish(i, start);
+      });
+    };
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
+      if (t.nodes[i].gpu == gpu && st->waiting[i] == 0) ready(i);
+    // Each group's runner on this GPU, made when first needed.
+    std::map<std::size_t, std::unique_ptr<coll::Runner>> runners;
+    const CollectiveConfig& k = cfg.workload.collective;
+    auto runner_of = [&](std::size_t g) -> coll::Runner* {
+      auto& slot = runners[g];
+      if (slot) return slot.get();
+      CollectiveRun& grp = run.group(g);
+      coll::Runner::Env env;
+      env.rank = grp.rank_of(gpu);
+      for (const std::string& m : grp.windows(env.rank)) {
+        if (m.empty()) {
+          env.window_va.push_back(0);
+          continue;
+        }
+        auto* map = lookup(ps.mappings, m, "mapping");
+        if (!map) return nullptr;
+        env.window_va.push_back(map->va);
+      }
+      env.layout = grp.layout();
+      env.access_size = static_cast<std::uint32_t>(k.access_size.count());
+      env.outstanding = k.outstanding;
+      env.poll_interval = k.poll_interval;
+      env.reduce_ps_per_byte = 1e12 / cfg.gpu.compute.reduce_bandwidth.bytes_per_second();
+      slot = std::make_unique<coll::Runner>(std::move(env));
+      return slot.get();
+    };
+    if (r.on_first_access_) std::exchange(r.on_first_access_, nullptr)();
+    if (r.host_) r.host_->phase_begin();
+    bool ok = true;
+    while (ok && st->finished < st->total) {
+      if (st->ready_comm.empty()) {
+        sc_core::wait(st->changed);
+        continue;
+      }
+      const std::size_t i = *st->ready_comm.begin();
+      st->ready_comm.erase(st->ready_comm.begin());
+      const ModelRun::Comm& c = run.comm(i);
+      CollectiveRun& grp = run.group(c.group);
+      coll::Runner* runner = runner_of(c.group);
+      if (!runner) {
+        ok = false;
+        break;
+      }
+      const std::uint32_t rank = grp.rank_of(gpu);
+      const std::uint64_t value = c.call + 1;
+      const Time start = sim_now();
+      auto execute = [&](const coll::Program& prog) {
+        runner->start(prog, value, nullptr, sim_now());
+        node.agent.run_program(*runner, p);
+        while (!node.agent.finished())
+          sc_core::wait(node.agent.done());
+        return !runner->failed();
+      };
+      ok = execute(grp.barrier(rank)) && execute(grp.body(grp.call_shape(c.call), rank));
+      if (ok) finish(i, start);
+    }
+    // Compute under way refers to this frame: it ends first (a failure stops the pod anyway).
+    while (st->computing > 0)
+      sc_core::wait(st->changed);
+    if (r.host_) r.host_->phase_end();
+    if (!ok && detail.empty())
+      detail = fmt::format(
+          "gpu{}: a load or store of the model trace's communication was not served (a fault, a "
+          "refusal or a GPU down): it stops",
+          gpu);
     return Errno::Ok;
   }
   Errno operator()(const CloseFdStep& c) {

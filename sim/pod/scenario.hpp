@@ -20,6 +20,7 @@
 namespace podsim {
 
 class CollectiveRun;
+class ModelRun;
 
 // What happened to one step.
 struct StepRecord {
@@ -53,6 +54,8 @@ class ScenarioRunner {
   static std::vector<Step> all_to_all_steps(const PodConfig& cfg);
   // workload.kind = collective: its participants, programs and results (else null).
   const CollectiveRun* collective() const { return collective_.get(); }
+  // workload.kind = model: its trace, groups and what each node did (else null).
+  const ModelRun* model() const { return model_.get(); }
 
   // Every process's steps (on every rank) are done, and the pod has heard so.
   bool finished() const { return finished_groups_ == groups_.size(); }
@@ -142,6 +145,7 @@ class ScenarioRunner {
   std::map<std::size_t, StepRecord> running_;  // steps under way here, by index
   std::function<void()> on_first_access_;
   std::unique_ptr<CollectiveRun> collective_;
+  std::unique_ptr<ModelRun> model_;
 };
 
 }  // namespace podsim

@@ -60,7 +60,8 @@ StepKind kind_of(const StepConfig& s) {
                             s.vpod_size.value_or(0)};
     case StepOp::Activate: return ActivateStep{};
     case StepOp::Deactivate: return DeactivateStep{};
-    case StepOp::Collective: break;  // never in a config (StepConfig::check refuses it)
+    case StepOp::Collective:
+    case StepOp::Model: break;  // never in a config (StepConfig::check refuses them)
     case StepOp::Fault: {
       const FaultKind f = need(s.fault, s, "fault");
       if (f == FaultKind::FirmwareStall || f == FaultKind::MessageDelay ||

@@ -145,11 +145,16 @@ struct CollectiveStep {
   std::vector<std::string> windows;  // mapping names by participant ("": not mapped here)
 };
 
+// A GPU's part of a model trace (made by workload.kind model, never read from a config).
+struct ModelStep {
+  static constexpr StepOp kOp = StepOp::Model;
+};
+
 using StepKind =
     std::variant<AllocStep, ExportStep, SendHandleStep, SendFdStep, ImportStep, MapStep, AccessStep,
                  CloseFdStep, CloseStep, UnmapStep, CpuMapStep, WaitStep, ExitStep, BarrierStep,
                  ResetNodeStep, FaultStep, SignalStep, PpodCommitStep, VpodCommitStep, ActivateStep,
-                 DeactivateStep, CollectiveStep>;
+                 DeactivateStep, CollectiveStep, ModelStep>;
 static_assert(std::variant_size_v<StepKind> == kStepOpNames.size(), "one alternative per op");
 
 struct Step {

@@ -8,6 +8,7 @@
 
 #include "fabric/framing.hpp"
 #include "sim/pod/collective_run.hpp"
+#include "sim/pod/model_run.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/run.hpp"
 #include "sim/pod/warnings.hpp"
@@ -56,6 +57,11 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
                  r.time_us, r.algbw_gbps, r.busbw_gbps,
                  r.checked ? std::to_string(r.wrong) : "n/a");
     fmt::print(out, "\n");
+  }
+
+  if (const ModelRun* m = pod.scenario().model()) {
+    fmt::print(out, "{:<18}{} nodes, {} communication groups; makespan {} (model.csv)\n\n",
+               "model trace", m->trace().nodes.size(), m->groups(), pretty(m->makespan()));
   }
 
   fmt::print(out, "{:<18}{} ({} loads, {} stores); {} not served, {} retried\n", "remote accesses",
@@ -134,8 +140,8 @@ void print_summary(const Pod& pod, const HostTiming& host, const std::string& ou
   }
   const PortConfig& port = cfg.fabric.port;
   const std::uint64_t data = cfg.workload.kind == WorkloadKind::Collective
-                                ? cfg.workload.collective.access_size.count()
-                                : cfg.workload.traffic.access_size.count();
+                                 ? cfg.workload.collective.access_size.count()
+                                 : cfg.workload.traffic.access_size.count();
   fmt::print(out,
              "{:<18}{} plane(s) of {}, {} x {}; payload efficiency {:.1f}% (a {} B data packet: "
              "{:.1f}%), plane balance {:.2f}\n",

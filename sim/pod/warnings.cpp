@@ -96,7 +96,8 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
   std::vector<RunWarning> out;
   // A collective's results are its calls' times (collectives.csv), not an access phase's
   // window: what the access-phase warnings say about a window does not apply to them.
-  if (pod.config().workload.kind == WorkloadKind::Collective) {
+  if (pod.config().workload.kind == WorkloadKind::Collective ||
+      pod.config().workload.kind == WorkloadKind::Model) {
     served_warnings(pod.summary(), out);
     return out;
   }

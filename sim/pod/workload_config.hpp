@@ -40,9 +40,10 @@ enum class StepOp : std::uint8_t {
   Activate,    // UALink on: READY
   Deactivate,  // UALink off, peers not told: CONFIGURED
   Collective,  // workload.collective over the windows mapped (made by workload.kind collective)
+  Model,       // a GPU's part of a model trace (made by workload.kind model)
 };
 
-inline constexpr std::array<EnumName<StepOp>, 22> kStepOpNames{{
+inline constexpr std::array<EnumName<StepOp>, 23> kStepOpNames{{
     {"alloc", StepOp::Alloc, "allocate a buffer (gem_create)"},
     {"export", StepOp::Export, "export a buffer: a 128-bit UALink handle"},
     {"send_handle", StepOp::SendHandle, "pass a handle to another GPU out of band"},
@@ -69,6 +70,9 @@ inline constexpr std::array<EnumName<StepOp>, 22> kStepOpNames{{
     {"collective", StepOp::Collective,
      "run workload.collective (made by workload.kind collective; not available in a scenario "
      "yet)"},
+    {"model", StepOp::Model,
+     "run a GPU's part of workload.model (made by workload.kind model; not available in a "
+     "scenario)"},
 }};
 
 // Steps of the pod rather than of a GPU process: `gpu` names the GPU they act on, `process`
@@ -263,6 +267,9 @@ struct StepConfig {
                "a \"collective\" step is made by workload.kind collective; a scenario "
                "cannot run one yet");
         return;
+      case StepOp::Model:
+        c.fail("op", "a \"model\" step is made by workload.kind model; a scenario cannot run one");
+        return;
       case StepOp::Fault:
         if (fault == FaultKind::FirmwareStall || fault == FaultKind::MessageDelay ||
             fault == FaultKind::LinkStall)
@@ -325,8 +332,8 @@ struct StepConfig {
   }
 };
 
-enum class WorkloadKind : std::uint8_t { AllToAll, Scenario, Collective };
-inline constexpr std::array<EnumName<WorkloadKind>, 3> kWorkloadKindNames{{
+enum class WorkloadKind : std::uint8_t { AllToAll, Scenario, Collective, Model };
+inline constexpr std::array<EnumName<WorkloadKind>, 4> kWorkloadKindNames{{
     {"all_to_all", WorkloadKind::AllToAll,
      "every GPU exports a buffer, imports every other GPU's, maps them, and the initiators "
      "load and store across them"},
@@ -335,6 +342,10 @@ inline constexpr std::array<EnumName<WorkloadKind>, 3> kWorkloadKindNames{{
      "a collective (workload.collective) over loads and stores: every participant exports a "
      "window of its VRAM, imports and maps the windows its algorithm reaches into, and runs "
      "the collective at each size; results in collectives.csv"},
+    {"model", WorkloadKind::Model,
+     "a model trace (workload.model): per GPU, compute, collectives over groups and sends and "
+     "receives, each once what it depends on has finished; the groups' windows exported, "
+     "imported and mapped first; results in model.csv"},
 }};
 
 // workload.kind = collective: which collective, how, at which sizes (docs/collectives.md).
@@ -344,7 +355,7 @@ struct CollectiveConfig {
   std::optional<std::vector<Bytes>> sizes;   // absent: 1 MiB (all_to_all_v: send_bytes)
   std::vector<std::uint32_t> gpus;           // empty: every GPU
   std::optional<std::uint32_t> root;         // absent: the first participant
-  std::vector<Bytes> send_bytes;  // all_to_all_v, row by sender
+  std::vector<Bytes> send_bytes;             // all_to_all_v, row by sender
   Bytes chunk_size = Bytes::KiB(64);
   std::uint32_t iterations = 5;
   std::uint32_t warmup_iterations = 1;
@@ -401,7 +412,9 @@ struct CollectiveConfig {
     return op == coll::Op::AllToAll || op == coll::Op::AllToAllV ? coll::Algorithm::OneShot
                                                                  : coll::Algorithm::Ring;
   }
-  std::vector<Bytes> the_sizes() const { return sizes ? *sizes : std::vector<Bytes>{Bytes::MiB(1)}; }
+  std::vector<Bytes> the_sizes() const {
+    return sizes ? *sizes : std::vector<Bytes>{Bytes::MiB(1)};
+  }
 
   template <class C>
   void check(C& c) const {
@@ -460,6 +473,7 @@ struct WorkloadConfig {
   TrafficConfig traffic;
   std::vector<StepConfig> steps;
   CollectiveConfig collective;
+  std::string model;
   bool teardown = true;
 
   template <class V>
@@ -484,7 +498,12 @@ struct WorkloadConfig {
             between<std::uint32_t>(0, 1023));
     v.section("traffic", traffic, "access phases (a scenario's access steps may override)");
     v.list("steps", steps, "scenario: the steps, in order per GPU process");
-    v.section("collective", collective, "collective: the collective and its sizes");
+    v.section("collective", collective,
+              "collective: the collective and its sizes (model: how its collectives run: "
+              "chunk_size, outstanding, access_size, poll_interval)");
+    v.field("model", model,
+            "model: the model trace to run (docs/model-traces.md; a path relative to the config "
+            "file)");
     v.choice("on_failure", on_failure, "scenario: what a failed step does to the run",
              std::span<const EnumName<OnFailure>>(kOnFailureNames));
     v.field("teardown", teardown,
@@ -496,6 +515,10 @@ struct WorkloadConfig {
   // own, and a run that measures nothing says so: run.json "warnings").
   template <class C>
   void check(C& c) const {
+    if (kind == WorkloadKind::Model && model.empty())
+      c.fail("model", "workload.kind model needs a model trace");
+    if (kind != WorkloadKind::Model && !model.empty())
+      c.fail("model", "is read only when workload.kind is \"model\"");
     if (kind != WorkloadKind::AllToAll || !traffic.trace.empty()) return;
     if (traffic.duration.as_ps() > 0 && traffic.warmup >= traffic.duration)
       c.fail("traffic.warmup", "must be shorter than traffic.duration (nothing would be measured)");

@@ -155,6 +155,10 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
     const json::object& o = at.object(nodes[i]);
     ModelNode n;
     n.id = at.string(o, "id");
+    if (n.id.empty() || n.id.find_first_of(",\"\n\r") != std::string::npos)
+      at.fail("\"id\": \"" + n.id +
+              "\" is not an id (one that is not empty, without commas, quotes or line breaks: "
+              "model.csv names nodes by it)");
     const Reader r(name, fmt::format("node \"{}\"", n.id));
     if (!index.emplace(n.id, i).second)
       r.fail(fmt::format("the id is used twice (nodes[{}] and nodes[{}])", index[n.id], i));

@@ -99,6 +99,8 @@ TEST_CASE("bad model traces are errors naming the file and the node") {
       {with_node(R"({"id": "x", "gpu": 0, "type": "send", "peer": 0, "bytes": "64KiB"})"),
        "node \"x\": a GPU does not send to itself"},
       {R"({"groups": {"g": [0, 0]}, "nodes": []})", "t.json: group \"g\": GPU 0 is listed twice"},
+      {R"({"nodes": [{"id": "a,b", "gpu": 0, "type": "compute", "duration": "1us"}]})",
+       "t.json: nodes[0]: \"id\": \"a,b\" is not an id"},
       {R"({"groups": {"g": [3]}, "nodes": []})",
        "t.json: group \"g\": a group needs at least 2 GPUs"},
       {R"({"nodes": [

@@ -15,6 +15,10 @@ std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
 }
 }  // namespace
 
+std::uint64_t Shape::piece_bytes() const {
+  return std::max<std::uint64_t>(kLine, piece / kLine * kLine);
+}
+
 std::string invalid(Op op, Algorithm alg) {
   if (alg == Algorithm::TwoShot && op != Op::AllReduce)
     return "two_shot is an all_reduce algorithm";
@@ -68,9 +72,7 @@ std::uint64_t Shape::output_bytes(std::uint32_t r) const {
 }
 
 std::uint64_t Shape::scratch_bytes() const {
-  return op == Op::AllReduce && alg == Algorithm::Ring       ? bytes
-         : op == Op::ReduceScatter && alg == Algorithm::Ring ? bytes
-                                                             : 0;
+  return (op == Op::AllReduce || op == Op::ReduceScatter) && alg == Algorithm::Ring ? bytes : 0;
 }
 
 namespace {
@@ -90,21 +92,19 @@ void Shape::output_at(std::uint32_t r, std::uint64_t offset, float* out, std::si
   if (op == Op::AllToAll || op == Op::AllToAllV) {
     // Block `from` of r's output came from participant `from`: found once, then followed.
     std::uint32_t from = 0;
-    std::uint64_t begin = 0;  // where block `from` begins in r's output
-    std::uint64_t source = 0;  // and where it is in `from`'s input
-    bool found = false;
+    std::uint64_t begin = 0;                // where block `from` begins in r's output
+    std::uint64_t source = block_in(0, r);  // and where it is in `from`'s input
     for (std::size_t k = 0; k < count; ++k) {
       const std::uint64_t at = offset + 4 * k;
       while (from + 1 < n && begin + block(from, r) <= at) {
         begin += block(from, r);
-        ++from;
-        found = false;
+        source = block_in(++from, r);
       }
-      if (!found) source = block_in(from, r), found = true;
       out[k] = base(from, (source + at - begin) / 4);
     }
     return;
   }
+  std::uint32_t owner = 0;  // all_gather: whose share the element is in (followed, as above)
   for (std::size_t k = 0; k < count; ++k) {
     const std::uint64_t at = offset + 4 * k;
     float v = 0;
@@ -117,13 +117,11 @@ void Shape::output_at(std::uint32_t r, std::uint64_t offset, float* out, std::si
         for (std::uint32_t q = 0; q < n; ++q)
           v += base(q, (chunk_offset(r) + at) / 4);
         break;
-      case Op::AllGather: {
-        std::uint32_t owner = 0;
+      case Op::AllGather:
         while (owner + 1 < n && chunk_offset(owner + 1) <= at)
           ++owner;
         v = base(owner, at / 4);
         break;
-      }
       case Op::AllToAll:
       case Op::AllToAllV: break;  // above
       case Op::Broadcast: v = base(root, at / 4); break;
@@ -237,7 +235,7 @@ struct Pieces {
 // Ring all_reduce / reduce_scatter / all_gather.
 void ring(const Shape& s, std::vector<Program>& progs) {
   const std::uint32_t n = s.n;
-  const std::uint64_t piece = std::max<std::uint64_t>(kLine, s.piece / kLine * kLine);
+  const std::uint64_t piece = s.piece_bytes();
   std::uint32_t per_chunk = 0;  // pieces in the largest chunk: flag slots per step
   for (std::uint32_t c = 0; c < n; ++c)
     per_chunk = std::max(per_chunk, Pieces{0, s.chunk_bytes(c), piece}.count());
@@ -335,7 +333,7 @@ void one_shot(const Shape& s, std::vector<Program>& progs) {
       case Op::AllToAllV: {
         // To every peer at once (as many thread blocks would): piece p of each block in turn,
         // so that every receive side hears from every sender all along; then the flags.
-        const std::uint64_t piece = std::max<std::uint64_t>(kLine, s.piece / kLine * kLine);
+        const std::uint64_t piece = s.piece_bytes();
         std::uint64_t longest = 0;
         for (std::uint32_t k = 1; k < n; ++k)
           longest = std::max(longest, s.block(i, peer(k)));
@@ -386,7 +384,7 @@ void two_shot(const Shape& s, std::vector<Program>& progs) {
 
 void ring_broadcast(const Shape& s, std::vector<Program>& progs) {
   const std::uint32_t n = s.n;
-  const std::uint64_t piece = std::max<std::uint64_t>(kLine, s.piece / kLine * kLine);
+  const std::uint64_t piece = s.piece_bytes();
   const Pieces all{0, s.bytes, piece};
   for (std::uint32_t i = 0; i < n; ++i) {
     Writer w(progs[i]);
@@ -504,7 +502,7 @@ Layout Layout::covering(std::span<const Shape> shapes, std::uint32_t flags) {
 // ---- the runner ------------------------------------------------------------------------------
 
 Runner::Runner(Env env) : env_(std::move(env)) {
-  if (env_.access_size < kLine || env_.access_size > 256 || env_.access_size % kLine)
+  if (env_.access_size < kLine || env_.access_size > kMaxAccess || env_.access_size % kLine)
     throw std::invalid_argument("collective access size must be 64, 128, 192 or 256 bytes");
   if (env_.outstanding == 0) throw std::invalid_argument("collective outstanding must be >= 1");
   slots_.resize(env_.outstanding);
@@ -556,11 +554,15 @@ Time Runner::wake_at() const {
 
 // Moves cur_ past what needs no more issuing: signals (registered), waits satisfied, fences
 // reached with everything before them complete, data steps with every granule made.
-void Runner::advance(Time now) {
-  if (failed_) return;
+void Runner::settle_prefix() {
   while (data_prefix_ < cur_ &&
          (open_[data_prefix_] == 0 || step(data_prefix_).kind == Step::Kind::Signal))
     ++data_prefix_;
+}
+
+void Runner::advance(Time now) {
+  if (failed_) return;
+  settle_prefix();
   while (cur_ < prog_->steps.size()) {
     const Step& s = step(cur_);
     if (s.kind == Step::Kind::Signal) {
@@ -580,9 +582,7 @@ void Runner::advance(Time now) {
     }
     ++cur_;
     cur_offset_ = 0;
-    while (data_prefix_ < cur_ &&
-           (open_[data_prefix_] == 0 || step(data_prefix_).kind == Step::Kind::Signal))
-      ++data_prefix_;
+    settle_prefix();
   }
 }
 
@@ -608,12 +608,11 @@ bool Runner::issue_store(Slot& s, std::uint32_t slot, Request& out) {
   out.store = true;
   out.va = va(r);
   out.size = s.size;
-  std::memcpy(buf_.data(), data_[slot].data(), s.size);
-  out.data = buf_.data();
+  out.data = reinterpret_cast<const unsigned char*>(data_[slot].data());  // kept until it completes
   out.token = slot;
   ++s.stores_issued;
   ++in_flight_;
-  return s.stores_issued < (st.has_dst2 ? 2u : 1u);
+  return s.stores_issued < stores_of(st);
 }
 
 bool Runner::next(Time now, Request& out) {
@@ -628,9 +627,8 @@ bool Runner::next(Time now, Request& out) {
     out.sync = true;
     out.va = va(step(k).dst);
     out.size = static_cast<std::uint32_t>(kFlagBytes);
-    buf_.fill(0);
-    std::memcpy(buf_.data(), &value_, sizeof value_);
-    out.data = buf_.data();
+    std::memcpy(flag_.data(), &value_, sizeof value_);  // the rest stays zero
+    out.data = flag_.data();
     out.token = kSignalBit | k;
     ++in_flight_;
     return true;
@@ -653,7 +651,7 @@ bool Runner::next(Time now, Request& out) {
     Slot& s = slots_[k];
     issue_load(s, k, out);
     const Step& st = step(s.step);
-    const std::uint32_t loads = st.kind == Step::Kind::Check ? 1 : st.src_count;
+    const std::uint32_t loads = loads_of(st);
     if (s.loads_issued == loads) loading_.pop();
     return true;
   }
@@ -661,7 +659,6 @@ bool Runner::next(Time now, Request& out) {
   if (waiting_) {
     if (poll_in_flight_ || poll_due_ > now) return false;
     poll_in_flight_ = true;
-    ++polls_;
     out = Request{};
     out.sync = true;
     out.va = va(step(cur_).dst);
@@ -710,7 +707,7 @@ bool Runner::next(Time now, Request& out) {
   }
   s.state = SlotState::Loading;
   issue_load(s, k, out);
-  const std::uint32_t loads = st.kind == Step::Kind::Check ? 1 : st.src_count;
+  const std::uint32_t loads = loads_of(st);
   if (s.loads_issued < loads) loading_.push(k);
   return true;
 }
@@ -780,11 +777,11 @@ void Runner::completed(std::uint32_t token, const unsigned char* data, Time now)
             data_[token][e] += in[e];
         }
       }
-      const std::uint32_t loads = st.kind == Step::Kind::Check ? 1 : st.src_count;
+      const std::uint32_t loads = loads_of(st);
       if (++s.loads_done == loads) finish_loads(token, now);
     } else {
       const Step& st = step(s.step);
-      if (++s.stores_done == (st.has_dst2 ? 2u : 1u)) granule_done(token);
+      if (++s.stores_done == stores_of(st)) granule_done(token);
     }
   }
   if (!failed_) advance(now);

@@ -115,8 +115,10 @@ struct Shape {
   Algorithm alg = Algorithm::Ring;
   std::uint32_t n = 2;            // participants
   std::uint64_t bytes = 0;        // the size, as kOpNames says for each op
-  std::uint64_t piece = 1 << 16;  // ring: the pipelining unit
-  std::uint32_t root = 0;         // broadcast
+  std::uint64_t piece = 1 << 16;  // ring, all_to_all: the pipelining unit
+  // `piece` as used: a multiple of 64 B, at least 64.
+  std::uint64_t piece_bytes() const;
+  std::uint32_t root = 0;  // broadcast
   // all_to_all_v: bytes from participant i to j at [i * n + j] (multiples of 64 B).
   std::vector<std::uint64_t> blocks;
 
@@ -206,7 +208,6 @@ class Runner {
   // Check: elements compared, and those that differed, since construction.
   std::uint64_t checked() const { return checked_; }
   std::uint64_t wrong() const { return wrong_; }
-  std::uint64_t polls() const { return polls_; }
 
  private:
   enum class SlotState : std::uint8_t { Free, Loading, Computing, Storing };
@@ -233,6 +234,13 @@ class Runner {
   bool issue_store(Slot& s, std::uint32_t slot, Request& out);
   void granule_done(std::uint32_t slot);
   void advance(Time now);
+  // Moves data_prefix_ past the completed steps (and the flags) below cur_.
+  void settle_prefix();
+  // A data step's loads per granule (a check: one), and stores (one per destination).
+  static std::uint32_t loads_of(const Step& st) {
+    return st.kind == Step::Kind::Check ? 1 : st.src_count;
+  }
+  static std::uint32_t stores_of(const Step& st) { return st.has_dst2 ? 2 : 1; }
   void finish_loads(std::uint32_t slot, Time now);
 
   Env env_;
@@ -258,8 +266,8 @@ class Runner {
   Time poll_due_;
   bool waiting_ = false;
   bool failed_ = false;
-  std::uint64_t checked_ = 0, wrong_ = 0, polls_ = 0;
-  std::array<unsigned char, 256> buf_{};  // a store's data, until the agent copies it
+  std::uint64_t checked_ = 0, wrong_ = 0;
+  std::array<unsigned char, kFlagBytes> flag_{};  // a flag's data, until the agent copies it
   static constexpr std::uint32_t kPollToken = 0xFFFFFFFFu;
   static constexpr std::uint32_t kSignalBit = 0x80000000u;
 };

@@ -128,14 +128,6 @@ std::vector<std::string> CollectiveRun::windows(std::uint32_t rank) const {
   return w;
 }
 
-namespace {
-Step make(std::uint32_t gpu, StepKind kind) {
-  Step s{StepCommon{}, std::move(kind)};
-  s.common.gpu = gpu;
-  return s;
-}
-}  // namespace
-
 void CollectiveRun::setup_steps(std::vector<Step>& steps) const {
   const auto n = participants();
   std::vector<std::vector<std::uint32_t>> importers(n);  // by exporter
@@ -145,18 +137,18 @@ void CollectiveRun::setup_steps(std::vector<Step>& steps) const {
   for (std::uint32_t r = 0; r < n; ++r) {
     const std::uint32_t g = gpus_[r];
     const std::string h = name("h", g);
-    steps.push_back(make(g, AllocStep{Bytes(layout_.window), name("win"), AllocDomain::Vram}));
-    steps.push_back(make(g, MapStep{MapStep::From::Buffer, name("win"), name("local")}));
-    steps.push_back(make(g, ExportStep{name("win"), h}));
+    steps.push_back(make_step(g, AllocStep{Bytes(layout_.window), name("win"), AllocDomain::Vram}));
+    steps.push_back(make_step(g, MapStep{MapStep::From::Buffer, name("win"), name("local")}));
+    steps.push_back(make_step(g, ExportStep{name("win"), h}));
     for (std::uint32_t q : importers[r])
-      steps.push_back(make(g, SendHandleStep{h, gpus_[q], h}));
+      steps.push_back(make_step(g, SendHandleStep{h, gpus_[q], h}));
     for (std::uint32_t q : peers_[r]) {
       const std::uint32_t e = gpus_[q];
-      Step& imp = steps.emplace_back(make(g, ImportStep{name("h", e), name("fd", e)}));
+      Step& imp = steps.emplace_back(make_step(g, ImportStep{name("h", e), name("fd", e)}));
       imp.common.retries = 1000;  // a concurrent handshake with the same peer answers EAGAIN
       imp.common.retry_interval = Time::us(10);
-      steps.push_back(make(g, MapStep{MapStep::From::Fd, name("fd", e), name("m", e)}));
-      steps.push_back(make(g, CloseFdStep{name("fd", e)}));
+      steps.push_back(make_step(g, MapStep{MapStep::From::Fd, name("fd", e), name("m", e)}));
+      steps.push_back(make_step(g, CloseFdStep{name("fd", e)}));
     }
   }
 }
@@ -171,11 +163,8 @@ std::vector<Step> CollectiveRun::steps() const {
     const std::uint32_t g = gpus_[r];
     for (const Step& s : setup)
       if (s.common.gpu == g) steps.push_back(s);
-    steps.push_back(make(g, BarrierStep{"mapped"}));
-    CollectiveStep run;
-    run.rank = r;
-    run.windows = windows(r);
-    steps.push_back(make(g, std::move(run)));
+    steps.push_back(make_step(g, BarrierStep{"mapped"}));
+    steps.push_back(make_step(g, CollectiveStep{r}));
   }
   return steps;
 }

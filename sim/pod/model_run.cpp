@@ -75,14 +75,6 @@ ModelRun::ModelRun(const PodConfig& cfg, ModelTrace trace)
   }
 }
 
-namespace {
-Step make(std::uint32_t gpu, StepKind kind) {
-  Step s{StepCommon{}, std::move(kind)};
-  s.common.gpu = gpu;
-  return s;
-}
-}  // namespace
-
 std::vector<Step> ModelRun::steps() const {
   std::vector<Step> setup;
   for (const auto& g : groups_)
@@ -94,8 +86,8 @@ std::vector<Step> ModelRun::steps() const {
   for (std::uint32_t g : gpus) {
     for (const Step& s : setup)
       if (s.common.gpu == g) steps.push_back(s);
-    steps.push_back(make(g, BarrierStep{"mapped"}));
-    steps.push_back(make(g, ModelStep{}));
+    steps.push_back(make_step(g, BarrierStep{"mapped"}));
+    steps.push_back(make_step(g, ModelStep{}));
   }
   return steps;
 }

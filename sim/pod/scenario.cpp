@@ -27,11 +27,6 @@ struct Overload : F... {
 template <class... F>
 Overload(F...) -> Overload<F...>;
 
-Step make_step(std::uint32_t gpu, StepKind kind) {
-  Step s{StepCommon{}, std::move(kind)};
-  s.common.gpu = gpu;
-  return s;
-}
 }  // namespace
 
 std::vector<Step> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
@@ -504,28 +499,44 @@ struct ScenarioRunner::StepRun {
   // The collective at every size: before each size a barrier and the input filled in, then
   // each call a barrier and the call, timed from the barrier passed to the call done; after
   // the last size's calls, the output checked (with functional data).
-  Errno operator()(const CollectiveStep& c) {
-    CollectiveRun& run = *r.collective_;
-    const PodConfig& cfg = r.cfg_;
-    const CollectiveConfig& k = cfg.workload.collective;
+  // The executor of participant `rank` of `group` on this GPU, over the windows this process
+  // mapped (null when one is missing: `detail` names it).
+  std::unique_ptr<coll::Runner> runner_for(const CollectiveRun& group, std::uint32_t rank) {
+    const CollectiveConfig& k = r.cfg_.workload.collective;
     coll::Runner::Env env;
-    env.rank = c.rank;
-    for (const std::string& m : c.windows) {
+    env.rank = rank;
+    for (const std::string& m : group.windows(rank)) {
       if (m.empty()) {
         env.window_va.push_back(0);
         continue;
       }
       auto* map = lookup(ps.mappings, m, "mapping");
-      if (!map) return Errno::Ok;
+      if (!map) return nullptr;
       env.window_va.push_back(map->va);
     }
-    env.layout = run.layout();
+    env.layout = group.layout();
     env.access_size = static_cast<std::uint32_t>(k.access_size.count());
     env.outstanding = k.outstanding;
     env.poll_interval = k.poll_interval;
-    env.reduce_ps_per_byte = 1e12 / cfg.gpu.compute.reduce_bandwidth.bytes_per_second();
-    coll::Runner runner(std::move(env));
-    const bool data = cfg.gpu.vram.functional_data;
+    env.reduce_ps_per_byte = 1e12 / r.cfg_.gpu.compute.reduce_bandwidth.bytes_per_second();
+    return std::make_unique<coll::Runner>(std::move(env));
+  }
+  // Runs `prog` on the GPU's compute agent to its end; false when an access was not served.
+  bool execute(coll::Runner& runner, const coll::Program& prog, std::uint64_t value,
+               const coll::Shape* shape) {
+    runner.start(prog, value, shape, sim_now());
+    node.agent.run_program(runner, p);
+    while (!node.agent.finished())
+      sc_core::wait(node.agent.done());
+    return !runner.failed();
+  }
+
+  Errno operator()(const CollectiveStep& c) {
+    CollectiveRun& run = *r.collective_;
+    const std::unique_ptr<coll::Runner> made = runner_for(run, c.rank);
+    if (!made) return Errno::Ok;
+    coll::Runner& runner = *made;
+    const bool data = r.cfg_.gpu.vram.functional_data;
     if (!node.agent.finished()) {
       detail = "the GPU's compute agent is already running an access phase";
       return Errno::Ok;
@@ -533,11 +544,7 @@ struct ScenarioRunner::StepRun {
     if (r.on_first_access_) std::exchange(r.on_first_access_, nullptr)();
     if (r.host_) r.host_->phase_begin();
     auto execute = [&](const coll::Program& prog, std::uint64_t value, const coll::Shape* shape) {
-      runner.start(prog, value, shape, sim_now());
-      node.agent.run_program(runner, p);
-      while (!node.agent.finished())
-        sc_core::wait(node.agent.done());
-      return !runner.failed();
+      return this->execute(runner, prog, value, shape);
     };
     std::uint64_t value = 0;
     bool ok = true;
@@ -645,28 +652,9 @@ struct ScenarioRunner::StepRun {
       if (t.nodes[i].gpu == gpu && st->waiting[i] == 0) ready(i);
     // Each group's runner on this GPU, made when first needed.
     std::map<std::size_t, std::unique_ptr<coll::Runner>> runners;
-    const CollectiveConfig& k = cfg.workload.collective;
     auto runner_of = [&](std::size_t g) -> coll::Runner* {
       auto& slot = runners[g];
-      if (slot) return slot.get();
-      CollectiveRun& grp = run.group(g);
-      coll::Runner::Env env;
-      env.rank = grp.rank_of(gpu);
-      for (const std::string& m : grp.windows(env.rank)) {
-        if (m.empty()) {
-          env.window_va.push_back(0);
-          continue;
-        }
-        auto* map = lookup(ps.mappings, m, "mapping");
-        if (!map) return nullptr;
-        env.window_va.push_back(map->va);
-      }
-      env.layout = grp.layout();
-      env.access_size = static_cast<std::uint32_t>(k.access_size.count());
-      env.outstanding = k.outstanding;
-      env.poll_interval = k.poll_interval;
-      env.reduce_ps_per_byte = 1e12 / cfg.gpu.compute.reduce_bandwidth.bytes_per_second();
-      slot = std::make_unique<coll::Runner>(std::move(env));
+      if (!slot) slot = runner_for(run.group(g), run.group(g).rank_of(gpu));
       return slot.get();
     };
     if (r.on_first_access_) std::exchange(r.on_first_access_, nullptr)();
@@ -689,14 +677,8 @@ struct ScenarioRunner::StepRun {
       const std::uint32_t rank = grp.rank_of(gpu);
       const std::uint64_t value = c.call + 1;
       const Time start = sim_now();
-      auto execute = [&](const coll::Program& prog) {
-        runner->start(prog, value, nullptr, sim_now());
-        node.agent.run_program(*runner, p);
-        while (!node.agent.finished())
-          sc_core::wait(node.agent.done());
-        return !runner->failed();
-      };
-      ok = execute(grp.barrier(rank)) && execute(grp.body(grp.call_shape(c.call), rank));
+      ok = execute(*runner, grp.barrier(rank), value, nullptr) &&
+           execute(*runner, grp.body(grp.call_shape(c.call), rank), value, nullptr);
       if (ok) finish(i, start);
     }
     // Compute under way refers to this frame: it ends first (a failure stops the pod anyway).

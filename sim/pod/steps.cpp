@@ -77,6 +77,12 @@ StepKind kind_of(const StepConfig& s) {
 
 }  // namespace
 
+Step make_step(std::uint32_t gpu, StepKind kind) {
+  Step s{StepCommon{}, std::move(kind)};
+  s.common.gpu = gpu;
+  return s;
+}
+
 Step to_step(const StepConfig& s) {
   if (!s.op) throw std::invalid_argument("every step needs an op");
   return Step{StepCommon{s.at, s.gpu, s.process, s.expect, s.retries, s.retry_interval},

@@ -137,12 +137,11 @@ struct DeactivateStep {
   static constexpr StepOp kOp = StepOp::Deactivate;
 };
 
-// A collective's participant (made by workload.kind collective, never read from a config):
-// where each participant's window is mapped in this process, by participant.
+// A collective's participant (made by workload.kind collective, never read from a config;
+// where it mapped each participant's window: CollectiveRun::windows).
 struct CollectiveStep {
   static constexpr StepOp kOp = StepOp::Collective;
-  std::uint32_t rank = 0;            // this participant
-  std::vector<std::string> windows;  // mapping names by participant ("": not mapped here)
+  std::uint32_t rank = 0;
 };
 
 // A GPU's part of a model trace (made by workload.kind model, never read from a config).
@@ -172,6 +171,8 @@ std::string_view op_name(StepOp op);
 // The typed form of a step that passed StepConfig::check (throws std::invalid_argument naming
 // the op and key if a required key is missing: a StepConfig built in code, never checked).
 Step to_step(const StepConfig& s);
+// A step of GPU `gpu` with the common settings' defaults (a generated workload's).
+Step make_step(std::uint32_t gpu, StepKind kind);
 std::vector<Step> to_steps(const std::vector<StepConfig>& steps);
 
 }  // namespace podsim

@@ -56,7 +56,6 @@ class Harness {
       std::uint32_t calls, const std::function<void(std::vector<Program>&)>& tamper = {}) {
     const std::uint32_t n = static_cast<std::uint32_t>(runners_.size());
     std::vector<std::vector<std::pair<const Program*, std::uint64_t>>> todo(n);
-    std::vector<const Shape*> shape_of_prog;
     std::uint64_t value = 0;
     for (const Shape& s : shapes_) {
       auto body = build(s);
@@ -79,21 +78,17 @@ class Harness {
         todo[r].push_back({owned_.back().get(), value});
       }
     }
-    // Which shape each rank's program belongs to, for fill and check.
+    // A rank's i-th program belongs to shape i / (fill, calls x (barrier, body), check).
     std::vector<std::size_t> next(n, 0);
-    auto shape_at = [&](std::uint32_t r, std::size_t i) {
-      const std::size_t per = 2 + 2 * calls;
-      return &shapes_[i / per];
-      (void)r;
-    };
     auto start_next = [&](std::uint32_t r, std::uint64_t t) {
-      while (next[r] < todo[r].size()) {
-        const auto [prog, v] = todo[r][next[r]];
-        runners_[r].start(*prog, v, shape_at(r, next[r]), Time::ps(static_cast<std::int64_t>(t)));
-        ++next[r];
+      if (next[r] == todo[r].size()) {
+        finished_[r] = true;
         return;
       }
-      finished_[r] = true;
+      const auto [prog, v] = todo[r][next[r]];
+      const Shape* shape = &shapes_[next[r] / (2 + 2 * calls)];
+      runners_[r].start(*prog, v, shape, Time::ps(static_cast<std::int64_t>(t)));
+      ++next[r];
     };
     finished_.assign(n, false);
     for (std::uint32_t r = 0; r < n; ++r) {
@@ -345,7 +340,8 @@ TEST_CASE("collective shapes: invalid combinations and sizes, bus factors, layou
   CHECK(b.peers() == std::vector<std::uint32_t>{0, 1, 2, 4});
 }
 
-TEST_CASE("a call that leaves its output unwritten fails the check, whatever an earlier size left") {
+TEST_CASE(
+    "a call that leaves its output unwritten fails the check, whatever an earlier size left") {
   // Two sizes of all_reduce; the second size's programs store nothing into the outputs (their
   // last reductions dropped). The first size left the right sums in its part of the outputs,
   // so only the NaN the fill puts there catches it.

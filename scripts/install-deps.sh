@@ -10,6 +10,7 @@ packages=(
   libfmt-dev
   catch2
   openmpi-bin libopenmpi-dev
+  libprotobuf-dev protobuf-compiler
 )
 # Extra packages can be asked for by the caller (e.g. the test set-up adds chromium).
 packages+=("$@")

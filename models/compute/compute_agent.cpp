@@ -80,7 +80,7 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
 }
 
 void ComputeAgent::run_program(coll::Runner& runner, std::uint16_t vmid) {
-  runner_ = &runner;
+  runners_.push_back(&runner);
   vmid_ = vmid;
   traffic_ = TrafficConfig{};
   replaying_ = false;
@@ -91,29 +91,41 @@ void ComputeAgent::run_program(coll::Runner& runner, std::uint16_t vmid) {
   issue_timer_.at(sim_now());
 }
 
+bool ComputeAgent::running(const coll::Runner& runner) const {
+  return std::find(runners_.begin(), runners_.end(), &runner) != runners_.end();
+}
+
 void ComputeAgent::drive_program() {
   const Time now = sim_now();
   coll::Runner::Request q;
-  while (runner_->next(now, q)) {
-    const std::uint64_t id =
-        issue(q.store ? AccessOp::Write : AccessOp::Read, q.va, q.size, q.data, q.sync);
-    put_token(id, q.token);
+  Time wake = Time::max();
+  bool ended = false;
+  for (coll::Runner*& r : runners_) {
+    while (r->next(now, q)) {
+      const std::uint64_t id =
+          issue(q.store ? AccessOp::Write : AccessOp::Read, q.va, q.size, q.data, q.sync);
+      put_token(id, q.token, r);
+    }
+    if (r->done()) {
+      r = nullptr;
+      ended = true;
+      continue;
+    }
+    wake = std::min(wake, r->wake_at());
   }
-  if (runner_->done()) {
-    runner_ = nullptr;
-    active_ = false;
+  if (ended) {
+    std::erase(runners_, nullptr);
+    if (runners_.empty()) active_ = false;
     notify_event(done_ev_);
-    return;
   }
-  const Time wake = runner_->wake_at();
   if (wake != Time::max()) issue_timer_.at(std::max(wake, now));
 }
 
-void ComputeAgent::put_token(std::uint64_t id, std::uint32_t token) {
+void ComputeAgent::put_token(std::uint64_t id, std::uint32_t token, coll::Runner* runner) {
   for (;;) {
     TokenSlot& s = tokens_[id & (tokens_.size() - 1)];
     if (s.id == 0) {
-      s = TokenSlot{id, token};
+      s = TokenSlot{id, token, runner};
       return;
     }
     // An access still in flight that many IDs ago: twice the room (rare).
@@ -124,18 +136,19 @@ void ComputeAgent::put_token(std::uint64_t id, std::uint32_t token) {
   }
 }
 
-std::uint32_t ComputeAgent::take_token(std::uint64_t id) {
+ComputeAgent::TokenSlot ComputeAgent::take_token(std::uint64_t id) {
   TokenSlot& s = tokens_[id & (tokens_.size() - 1)];
   assert(s.id == id);
+  const TokenSlot t = s;
   s.id = 0;
-  return s.token;
+  return t;
 }
 
 void ComputeAgent::abort() {
   ++epoch_;
   in_flight_ = 0;
-  if (runner_) {
-    runner_ = nullptr;
+  if (!runners_.empty()) {
+    runners_.clear();
     std::fill(tokens_.begin(), tokens_.end(), TokenSlot{});
   }
   if (active_) {
@@ -158,7 +171,7 @@ void ComputeAgent::check_done() {
 }
 
 void ComputeAgent::issue_more() {
-  if (runner_) [[unlikely]] {
+  if (!runners_.empty()) [[unlikely]] {
     drive_program();
     return;
   }
@@ -384,10 +397,11 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       if (series_) series_->add(0, now, a.size);
       break;
   }
-  if (runner_) [[unlikely]] {
-    // A program's access: its data (a load's) to the runner, which says what comes next.
+  if (!runners_.empty()) [[unlikely]] {
+    // A program's access: its data (a load's) to its runner, which says what comes next.
     const bool ok = a.status == AccessStatus::Ok;
-    runner_->completed(take_token(a.id), ok ? a.data.data() : nullptr, now);
+    const TokenSlot t = take_token(a.id);
+    t.runner->completed(t.token, ok ? a.data.data() : nullptr, now);
     gp->release();
     drive_program();
     return;

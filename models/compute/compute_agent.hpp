@@ -51,8 +51,11 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
              std::optional<std::vector<TraceEntry>> replay = std::nullopt);
   // Runs a collective's program (models/compute/collective) now in address space `vmid`:
   // `runner` (started already, and outliving the run) says which loads and stores to issue
-  // and takes their completions. `done()` fires when it has ended.
+  // and takes their completions. Programs run side by side, each with its own outstanding
+  // accesses; `done()` fires as each ends (running() says which still run) and `finished()`
+  // once none does.
   void run_program(coll::Runner& runner, std::uint16_t vmid);
+  bool running(const coll::Runner& runner) const;
   // Sampled accesses, with their hops, go to this timeline (null: nowhere).
   void set_timeline(Timeline* t) { timeline_ = t; }
   // Completed payload bytes go into this series: channel 0 remote, 1 local (null: nowhere).
@@ -137,11 +140,12 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   struct TokenSlot {
     std::uint64_t id = 0;
     std::uint32_t token = 0;
+    coll::Runner* runner = nullptr;
   };
   std::vector<TokenSlot> tokens_;  // by access ID modulo its size (a power of two)
-  void put_token(std::uint64_t id, std::uint32_t token);
-  std::uint32_t take_token(std::uint64_t id);
-  coll::Runner* runner_ = nullptr;
+  void put_token(std::uint64_t id, std::uint32_t token, coll::Runner* runner);
+  TokenSlot take_token(std::uint64_t id);
+  std::vector<coll::Runner*> runners_;  // the programs running, in the order they started
   // The next access's address, by pattern.
   std::uint64_t pick_address();
   void send(tlm::tlm_generic_payload& gp, Time delay);

@@ -75,8 +75,9 @@ CollectiveRun::CollectiveRun(const PodConfig& cfg, std::string name,
   // One program per distinct shape; each call names its shape.
   for (const coll::Shape& c : calls) {
     std::size_t i = 0;
-    while (i < shapes_.size() && !(shapes_[i].op == c.op && shapes_[i].alg == c.alg &&
-                                   shapes_[i].bytes == c.bytes && shapes_[i].root == c.root))
+    while (i < shapes_.size() &&
+           !(shapes_[i].op == c.op && shapes_[i].alg == c.alg && shapes_[i].bytes == c.bytes &&
+             shapes_[i].root == c.root && shapes_[i].blocks == c.blocks))
       ++i;
     if (i == shapes_.size()) shapes_.push_back(c);
     call_shape_.push_back(i);

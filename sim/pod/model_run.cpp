@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -17,32 +18,41 @@ ModelRun::ModelRun(const PodConfig& cfg, ModelTrace trace)
   comm_.resize(trace_.nodes.size());
   records_.resize(trace_.nodes.size());
   // A collective group's calls: its first member's collectives, in trace order (the reader
-  // checked that every member lists the same ones).
+  // checked that every member lists the same ones); an all_to_all_v's sizes are every member's
+  // row of its k-th call.
   for (const auto& [name, members] : trace_.groups) {
-    std::vector<coll::Shape> calls;
+    std::map<std::uint32_t, std::vector<std::size_t>> mine;  // by member: its nodes of the group
     for (std::size_t i = 0; i < trace_.nodes.size(); ++i) {
       const ModelNode& n = trace_.nodes[i];
-      if (n.type != ModelNode::Type::Collective || n.group != name) continue;
-      if (n.gpu == members[0]) {
-        coll::Shape s;
-        s.op = n.op;
-        s.alg = n.algorithm;
-        s.n = static_cast<std::uint32_t>(members.size());
-        s.bytes = n.bytes;
-        s.piece = k.chunk_size.count();
-        s.root = 0;  // a broadcast's root: the group's first member
-        calls.push_back(s);
-      }
+      if (n.type == ModelNode::Type::Collective && n.group == name) mine[n.gpu].push_back(i);
     }
-    if (calls.empty()) continue;
+    if (mine.empty()) continue;
+    std::vector<coll::Shape> calls;
+    const std::vector<std::size_t>& first = mine[members[0]];
+    for (std::size_t c = 0; c < first.size(); ++c) {
+      const ModelNode& n = trace_.nodes[first[c]];
+      coll::Shape s;
+      s.op = n.op;
+      s.alg = n.algorithm;
+      s.n = static_cast<std::uint32_t>(members.size());
+      s.bytes = n.bytes;
+      s.piece = k.chunk_size.count();
+      s.root = 0;  // a broadcast's root: the group's first member
+      if (n.op == coll::Op::AllToAllV) {
+        s.bytes = 0;  // as workload.collective reports it: the most a member sends
+        for (std::uint32_t m : members) {
+          const ModelNode& row = trace_.nodes[mine[m][c]];
+          s.blocks.insert(s.blocks.end(), row.send_bytes.begin(), row.send_bytes.end());
+          s.bytes = std::max(s.bytes, row.bytes);
+        }
+      }
+      calls.push_back(s);
+    }
     const std::size_t g = groups_.size();
     groups_.push_back(std::make_unique<CollectiveRun>(cfg, name, members, calls, false));
-    std::map<std::uint32_t, std::size_t> seen;  // calls per member so far
-    for (std::size_t i = 0; i < trace_.nodes.size(); ++i) {
-      const ModelNode& n = trace_.nodes[i];
-      if (n.type == ModelNode::Type::Collective && n.group == name)
-        comm_[i] = Comm{g, seen[n.gpu]++};
-    }
+    for (const auto& [gpu, list] : mine)
+      for (std::size_t c = 0; c < list.size(); ++c)
+        comm_[list[c]] = Comm{g, c};
   }
   // Sends: a group of two per sender, receiver and tag, its calls the sends in trace order.
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;

@@ -6,12 +6,12 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include "sim/core/config_io.hpp"
+#include "sim/pod/chakra_trace.hpp"
 
 namespace podsim {
 
@@ -106,9 +106,54 @@ class Reader {
   std::string where_;
 };
 
+// The nodes in an order where each comes after everything it depends on; nodes on a cycle, or
+// waiting for one, are left out. Iterative, for traces of any depth.
+std::vector<std::size_t> topological_order(const ModelTrace& t) {
+  const std::size_t n = t.nodes.size();
+  std::vector<std::size_t> waiting(n), order;
+  std::vector<std::vector<std::size_t>> children(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    waiting[i] = t.nodes[i].deps.size();
+    for (std::size_t d : t.nodes[i].deps)
+      children[d].push_back(i);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (waiting[i] == 0) order.push_back(i);
+  for (std::size_t k = 0; k < order.size(); ++k)
+    for (std::size_t c : children[order[k]])
+      if (--waiting[c] == 0) order.push_back(c);
+  return order;
+}
+
+// A cycle of dependencies, node by node (each depends on the next, the last on the first).
+std::optional<std::vector<std::size_t>> find_cycle(const ModelTrace& t) {
+  const std::vector<std::size_t> order = topological_order(t);
+  if (order.size() == t.nodes.size()) return std::nullopt;
+  // Every node left out waits for another left out: walk from one until a node comes again.
+  std::vector<bool> ordered(t.nodes.size(), false);
+  for (std::size_t i : order)
+    ordered[i] = true;
+  std::size_t at = 0;
+  while (ordered[at])
+    ++at;
+  std::vector<std::size_t> seen_at(t.nodes.size(), SIZE_MAX), path;
+  while (seen_at[at] == SIZE_MAX) {
+    seen_at[at] = path.size();
+    path.push_back(at);
+    for (std::size_t d : t.nodes[at].deps)
+      if (!ordered[d]) {
+        at = d;
+        break;
+      }
+  }
+  return std::vector<std::size_t>(path.begin() + static_cast<std::ptrdiff_t>(seen_at[at]),
+                                  path.end());
+}
+
 }  // namespace
 
-ModelTrace parse_model_trace(const std::string& text, const std::string& name, std::uint32_t gpus) {
+ModelTrace parse_model_trace(const std::string& text, const std::string& name, std::uint32_t gpus,
+                             std::uint64_t chunk_size) {
   json::value root;
   try {
     root = config::ConfigDoc::from_text(text, name).root();
@@ -190,25 +235,53 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
       }
     } else if (type == "collective") {
       n.type = ModelNode::Type::Collective;
-      r.only(o, {"id", "gpu", "type", "deps", "op", "group", "bytes", "algorithm"});
+      r.only(o, {"id", "gpu", "type", "deps", "op", "group", "bytes", "send_bytes", "algorithm"});
       n.op = r.choice(o, "op", coll::kOpNames);
-      if (n.op == coll::Op::AllToAllV)
-        r.fail("all_to_all_v is not available in a model trace yet (its sizes per peer)");
       n.algorithm = o.contains("algorithm") ? r.choice(o, "algorithm", coll::kAlgorithmNames)
                                             : coll::Algorithm::Ring;
-      if (n.op == coll::Op::AllToAll && !o.contains("algorithm"))
+      if ((n.op == coll::Op::AllToAll || n.op == coll::Op::AllToAllV) && !o.contains("algorithm"))
         n.algorithm = coll::Algorithm::OneShot;
       if (const std::string e = coll::invalid(n.op, n.algorithm); !e.empty()) r.fail(e);
       n.group = r.string(o, "group");
-      n.bytes = bytes("bytes");
       const auto g = t.groups.find(n.group);
       if (g == t.groups.end()) r.fail(fmt::format("no group \"{}\"", n.group));
       if (std::find(g->second.begin(), g->second.end(), n.gpu) == g->second.end())
         r.fail(fmt::format("GPU {} is not a member of group \"{}\"", n.gpu, n.group));
-      if (const std::string e =
-              coll::invalid_size(n.op, static_cast<std::uint32_t>(g->second.size()), n.bytes);
-          !e.empty())
-        r.fail(e);
+      const auto members = static_cast<std::uint32_t>(g->second.size());
+      if (n.op == coll::Op::AllToAllV) {
+        // Its row: what this member sends to each member, in the group's order.
+        if (o.contains("bytes"))
+          r.fail(
+              "all_to_all_v takes \"send_bytes\" (a size per member of its group), not "
+              "\"bytes\"");
+        const json::value* sb = o.if_contains("send_bytes");
+        if (!sb) r.fail("all_to_all_v needs \"send_bytes\": a size per member of its group");
+        if (!sb->is_array() || sb->get_array().size() != members)
+          r.fail(
+              fmt::format("\"send_bytes\": expected {} sizes (one per member of group \"{}\", "
+                          "in its order)",
+                          members, n.group));
+        for (const json::value& x : sb->get_array()) {
+          if (!x.is_string()) r.fail("\"send_bytes\": a size is not a string such as \"64KiB\"");
+          const std::string text(x.get_string());
+          std::uint64_t b = 0;
+          try {
+            b = parse_bytes(text).count();
+          } catch (const std::exception& e) {
+            r.fail(fmt::format("\"send_bytes\": \"{}\" is not a size ({})", text, e.what()));
+          }
+          if (b % 64) r.fail(fmt::format("\"send_bytes\": {} is not a multiple of 64 B", text));
+          n.send_bytes.push_back(b);
+        }
+        std::uint64_t row = 0;
+        for (std::uint64_t b : n.send_bytes)
+          row += b;
+        n.bytes = row;
+      } else {
+        if (o.contains("send_bytes")) r.fail("\"send_bytes\" is for all_to_all_v only");
+        n.bytes = bytes("bytes");
+        if (const std::string e = coll::invalid_size(n.op, members, n.bytes); !e.empty()) r.fail(e);
+      }
     } else if (type == "send" || type == "recv") {
       n.type = type == "send" ? ModelNode::Type::Send : ModelNode::Type::Recv;
       r.only(o, {"id", "gpu", "type", "deps", "peer", "bytes", "tag"});
@@ -239,31 +312,33 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
       t.nodes[i].deps.push_back(it->second);
     }
   }
-  {
-    // Depth-first search; a node met again while on the path closes a cycle.
-    std::vector<int> state(t.nodes.size(), 0);  // 0 new, 1 on the path, 2 done
-    std::vector<std::size_t> path;
-    std::function<void(std::size_t)> visit = [&](std::size_t i) {
-      state[i] = 1;
-      path.push_back(i);
-      for (std::size_t d : t.nodes[i].deps) {
-        if (state[d] == 1) {
-          std::string cycle;
-          for (auto it = std::find(path.begin(), path.end(), d); it != path.end(); ++it)
-            cycle += "\"" + t.nodes[*it].id + "\" -> ";
-          throw ModelTraceError(
-              fmt::format("{}: node \"{}\": its dependencies make a cycle: {}\"{}\"", name,
-                          t.nodes[d].id, cycle, t.nodes[d].id));
-        }
-        if (state[d] == 0) visit(d);
-      }
-      path.pop_back();
-      state[i] = 2;
-    };
-    for (std::size_t i = 0; i < t.nodes.size(); ++i)
-      if (state[i] == 0) visit(i);
-  }
+  check_model_trace(t, name, chunk_size);
+  return t;
+}
 
+// What every form of trace must satisfy once its nodes and dependencies are read.
+void check_model_trace(const ModelTrace& t, const std::string& name, std::uint64_t chunk_size) {
+  // A collective's pieces are steps of a program held in memory, as for
+  // workload.collective.sizes.
+  for (const ModelNode& n : t.nodes) {
+    if (n.type != ModelNode::Type::Collective) continue;
+    const std::uint64_t largest = n.send_bytes.empty()
+                                      ? n.bytes
+                                      : *std::max_element(n.send_bytes.begin(), n.send_bytes.end());
+    if (largest / chunk_size > (1u << 16))
+      throw ModelTraceError(fmt::format(
+          "{}: node \"{}\": makes {} pieces of workload.collective.chunk_size ({} B; at most "
+          "65536: make chunk_size at least {} B)",
+          name, n.id, largest / chunk_size, chunk_size, ((largest >> 16) + 63) / 64 * 64));
+  }
+  if (const auto cycle = find_cycle(t))
+    throw ModelTraceError(fmt::format("{}: node \"{}\": its dependencies make a cycle: {}", name,
+                                      t.nodes[cycle->front()].id, [&] {
+                                        std::string path;
+                                        for (std::size_t i : *cycle)
+                                          path += "\"" + t.nodes[i].id + "\" -> ";
+                                        return path + "\"" + t.nodes[cycle->front()].id + "\"";
+                                      }()));
   // Collectives: the k-th of a group on each member is one call.
   {
     std::map<std::pair<std::string, std::uint32_t>, std::vector<std::size_t>> calls;
@@ -285,7 +360,8 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
         for (std::size_t k = 0; k < mine.size(); ++k) {
           const ModelNode& a = t.nodes[ref[k]];
           const ModelNode& b = t.nodes[mine[k]];
-          if (a.op != b.op || a.bytes != b.bytes || a.algorithm != b.algorithm)
+          const bool rows = a.op == coll::Op::AllToAllV;  // each member's own sizes
+          if (a.op != b.op || (!rows && a.bytes != b.bytes) || a.algorithm != b.algorithm)
             throw ModelTraceError(fmt::format(
                 "{}: group \"{}\": its collective {} is node \"{}\" on GPU {} and node \"{}\" on "
                 "GPU {}, which differ in op, size or algorithm",
@@ -326,39 +402,46 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
     unmatched(sends, recvs, "send", "receive");
     unmatched(recvs, sends, "receive", "send");
   }
-  return t;
 }
 
-ModelTrace load_model_trace(const std::string& path, std::uint32_t gpus) {
+ModelTrace load_model_trace(const std::string& path, std::uint32_t gpus, std::uint64_t chunk_size,
+                            const std::string& groups) {
   std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && is_chakra_trace(path))
+    return load_chakra_trace(path, gpus, chunk_size, groups);
+  if (!groups.empty())
+    throw ModelTraceError(path +
+                          ": workload.model_groups is for Chakra traces (PREFIX.0.et, ...); a "
+                          "JSON trace names its groups itself");
+  if (path.size() > 3 && path.ends_with(".et"))
+    throw ModelTraceError(path +
+                          ": name a Chakra trace by its prefix (PREFIX for PREFIX.0.et, "
+                          "PREFIX.1.et, ...)");
   if (std::filesystem::is_directory(path, ec))
     throw ModelTraceError(path + ": is a directory, not a model trace");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ModelTraceError(path + ": cannot open the model trace");
+  if (!in)
+    throw ModelTraceError(path +
+                          ": cannot open the model trace (a JSON file, or the prefix of "
+                          "a Chakra trace's PREFIX.0.et, PREFIX.1.et, ...)");
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw ModelTraceError(path + ": cannot read the model trace");
-  return parse_model_trace(text.str(), path, gpus);
+  return parse_model_trace(text.str(), path, gpus, chunk_size);
 }
 
 std::optional<Time> ModelTrace::critical_path() const {
-  std::vector<Time> finish(nodes.size());
-  std::vector<bool> done(nodes.size(), false);
-  Time longest;
-  // Nodes in an order where every dependency comes first (the trace has no cycle).
-  std::function<Time(std::size_t)> end = [&](std::size_t i) -> Time {
-    if (done[i]) return finish[i];
-    Time start;
-    for (std::size_t d : nodes[i].deps)
-      start = std::max(start, end(d));
-    finish[i] = start + *nodes[i].duration;
-    done[i] = true;
-    return finish[i];
-  };
   for (const ModelNode& n : nodes)
     if (n.type != ModelNode::Type::Compute || !n.duration) return std::nullopt;
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    longest = std::max(longest, end(i));
+  std::vector<Time> finish(nodes.size());
+  Time longest;
+  for (std::size_t i : topological_order(*this)) {
+    Time start;
+    for (std::size_t d : nodes[i].deps)
+      start = std::max(start, finish[d]);
+    finish[i] = start + *nodes[i].duration;
+    longest = std::max(longest, finish[i]);
+  }
   return longest;
 }
 

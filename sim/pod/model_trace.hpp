@@ -7,6 +7,8 @@
 //       {"id": "attn", "gpu": 0, "type": "compute", "duration": "12us"},
 //       {"id": "ar", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "tp0",
 //        "bytes": "8MiB", "algorithm": "ring", "deps": ["attn"]},
+//       {"id": "d", "gpu": 0, "type": "collective", "op": "all_to_all_v", "group": "tp0",
+//        "send_bytes": ["0B", "1MiB", "64KiB", "64KiB"], "deps": ["ar"]},
 //       {"id": "s", "gpu": 0, "type": "send", "peer": 4, "bytes": "1MiB", "tag": 7},
 //       {"id": "r", "gpu": 4, "type": "recv", "peer": 0, "bytes": "1MiB", "tag": 7}
 //     ]
@@ -14,7 +16,8 @@
 //
 // A node runs once every node it depends on (on its own GPU) has finished. The k-th collective
 // of a group on each of its members is one call, so every member must list the group's
-// collectives in the same order with the same op, size and algorithm; the k-th send from a to b
+// collectives in the same order with the same op, size and algorithm (an all_to_all_v's sizes
+// are each member's own: its row of what goes where); the k-th send from a to b
 // with a tag meets the k-th receive at b from a with that tag, of the same size. Everything
 // wrong with a trace is a ModelTraceError naming the file and the node (or group).
 #pragma once
@@ -49,8 +52,11 @@ struct ModelNode {
   coll::Op op = coll::Op::AllReduce;
   coll::Algorithm algorithm = coll::Algorithm::Ring;
   std::string group;
-  // collective, send, recv: the size (a collective's as workload.collective.sizes counts it)
+  // collective, send, recv: the size (a collective's as workload.collective.sizes counts it;
+  // all_to_all_v: the most this member sends)
   std::uint64_t bytes = 0;
+  // all_to_all_v: what this member sends to each member of its group, in the group's order
+  std::vector<std::uint64_t> send_bytes;
   // send, recv
   std::uint32_t peer = 0;
   std::uint64_t tag = 0;
@@ -65,8 +71,18 @@ struct ModelTrace {
   std::optional<Time> critical_path() const;
 };
 
-// Reads and checks a model trace for a pod of `gpus` GPUs; `name` is the file's, for messages.
-ModelTrace parse_model_trace(const std::string& text, const std::string& name, std::uint32_t gpus);
-ModelTrace load_model_trace(const std::string& path, std::uint32_t gpus);
+// Reads and checks a model trace in the JSON form for a pod of `gpus` GPUs whose collectives
+// are split into pieces of `chunk_size` (workload.collective.chunk_size; at most 65536 pieces to
+// a size); `name` is the file's, for messages.
+ModelTrace parse_model_trace(const std::string& text, const std::string& name, std::uint32_t gpus,
+                             std::uint64_t chunk_size);
+// The same from `path`: a JSON file, or the prefix of a Chakra trace (PREFIX.0.et, ...; see
+// sim/pod/chakra_trace.hpp), whose communicator groups are in the file `groups` (empty: none).
+ModelTrace load_model_trace(const std::string& path, std::uint32_t gpus, std::uint64_t chunk_size,
+                            const std::string& groups = "");
+// What every form of trace must satisfy once its nodes are read and their dependencies resolved
+// (each on its own GPU): no collective of more than 65536 pieces, no cycle, every group's calls
+// alike on each member, every send met by its receive. `name` is the trace's, for messages.
+void check_model_trace(const ModelTrace& t, const std::string& name, std::uint64_t chunk_size);
 
 }  // namespace podsim

@@ -138,16 +138,22 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   // now, before anything is written.
   // A model trace: the same rule for its path; read and checked now.
   if (cfg.workload.kind == WorkloadKind::Model) {
-    fs::path model(cfg.workload.model);
-    const bool from_set =
-        std::any_of(opt.overrides.begin(), opt.overrides.end(), [](const std::string& s) {
-          return s.rfind("workload.model=", 0) == 0 || s.rfind("workload=", 0) == 0;
-        });
-    if (model.is_relative() && opt.config_path && !from_set)
-      model = fs::path(*opt.config_path).parent_path() / model;
-    cfg.workload.model = fs::absolute(model).lexically_normal().string();
+    auto resolve = [&](std::string& path, const std::string& key) {
+      if (path.empty()) return;
+      fs::path p(path);
+      const bool from_set =
+          std::any_of(opt.overrides.begin(), opt.overrides.end(), [&](const std::string& s) {
+            return s.rfind(key + "=", 0) == 0 || s.rfind("workload=", 0) == 0;
+          });
+      if (p.is_relative() && opt.config_path && !from_set)
+        p = fs::path(*opt.config_path).parent_path() / p;
+      path = fs::absolute(p).lexically_normal().string();
+    };
+    resolve(cfg.workload.model, "workload.model");
+    resolve(cfg.workload.model_groups, "workload.model_groups");
     try {
-      (void)load_model_trace(cfg.workload.model, cfg.pod.gpus);
+      (void)load_model_trace(cfg.workload.model, cfg.pod.gpus,
+                             cfg.workload.collective.chunk_size.count(), cfg.workload.model_groups);
     } catch (const ModelTraceError& e) {
       fmt::print(err, "podsim: model trace error: {}\n", e.what());
       return 2;

@@ -110,7 +110,10 @@ ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
     steps_ = collective_->steps();
   } else if (cfg.workload.kind == WorkloadKind::Model) {
     // The trace was read and checked before the pod was built (run.cpp): read again here.
-    model_ = std::make_unique<ModelRun>(cfg, load_model_trace(cfg.workload.model, cfg.pod.gpus));
+    model_ =
+        std::make_unique<ModelRun>(cfg, load_model_trace(cfg.workload.model, cfg.pod.gpus,
+                                                         cfg.workload.collective.chunk_size.count(),
+                                                         cfg.workload.model_groups));
     steps_ = model_->steps();
   } else {
     steps_ = cfg.workload.kind == WorkloadKind::Scenario ? to_steps(cfg.workload.steps)
@@ -526,7 +529,7 @@ struct ScenarioRunner::StepRun {
                const coll::Shape* shape) {
     runner.start(prog, value, shape, sim_now());
     node.agent.run_program(runner, p);
-    while (!node.agent.finished())
+    while (node.agent.running(runner))
       sc_core::wait(node.agent.done());
     return !runner.failed();
   }
@@ -591,21 +594,28 @@ struct ScenarioRunner::StepRun {
           c.rank, s.gpu);
     return Errno::Ok;
   }
-  // A GPU's part of a model trace: each node once every node it depends on has finished;
-  // compute nodes as soon as they may (they overlap), communication one at a time on the
-  // compute agent, the ready one first in trace order.
+  // A GPU's part of a model trace: each node once every node it depends on has finished.
+  // Ready nodes run side by side: compute for its time, communication as a program on the
+  // compute agent (programs share it, each with its own outstanding accesses); a group's
+  // calls run one after another, in their order.
   Errno operator()(const ModelStep&) {
     ModelRun& run = *r.model_;
     const PodConfig& cfg = r.cfg_;
     const ModelTrace& t = run.trace();
     const std::uint32_t gpu = s.gpu;
-    // This GPU's nodes, what each waits for, and who waits for each.
+    // This GPU's nodes, what each waits for, and who waits for each; shared with the threads
+    // that run them (a communication left running when a failure stops the GPU outlives this
+    // frame, and then touches nothing of it: `abandoned`).
     struct State {
       std::size_t computing = 0;         // compute nodes under way
       std::vector<std::size_t> waiting;  // by node: dependencies not yet finished
       std::vector<std::vector<std::size_t>> children;
       std::set<std::size_t> ready_comm;
+      std::map<std::size_t, std::unique_ptr<coll::Runner>> runners;  // by group
+      std::map<std::size_t, std::size_t> next_call;                  // by group
+      std::set<std::size_t> busy;                                    // groups with a call on
       std::size_t total = 0, finished = 0;
+      bool failed = false, abandoned = false;
       sc_core::sc_event changed;
     };
     auto st = std::make_shared<State>();
@@ -650,42 +660,62 @@ struct ScenarioRunner::StepRun {
     };
     for (std::size_t i = 0; i < t.nodes.size(); ++i)
       if (t.nodes[i].gpu == gpu && st->waiting[i] == 0) ready(i);
-    // Each group's runner on this GPU, made when first needed.
-    std::map<std::size_t, std::unique_ptr<coll::Runner>> runners;
-    auto runner_of = [&](std::size_t g) -> coll::Runner* {
-      auto& slot = runners[g];
-      if (!slot) slot = runner_for(run.group(g), run.group(g).rank_of(gpu));
-      return slot.get();
-    };
     if (r.on_first_access_) std::exchange(r.on_first_access_, nullptr)();
     if (r.host_) r.host_->phase_begin();
-    bool ok = true;
-    while (ok && st->finished < st->total) {
-      if (st->ready_comm.empty()) {
-        sc_core::wait(st->changed);
-        continue;
+    ComputeAgent& agent = node.agent;
+    const std::uint16_t vmid = p;
+    while (!st->failed && st->finished < st->total) {
+      // Start every ready communication whose group is free and whose call is the next.
+      for (auto it = st->ready_comm.begin(); it != st->ready_comm.end();) {
+        const std::size_t i = *it;
+        const ModelRun::Comm c = run.comm(i);
+        if (st->busy.count(c.group) || c.call != st->next_call[c.group]) {
+          ++it;
+          continue;
+        }
+        auto& runner = st->runners[c.group];
+        if (!runner) runner = runner_for(run.group(c.group), run.group(c.group).rank_of(gpu));
+        if (!runner) {
+          st->failed = true;
+          break;
+        }
+        it = st->ready_comm.erase(it);
+        st->busy.insert(c.group);
+        CollectiveRun& grp = run.group(c.group);
+        const std::uint32_t rank = grp.rank_of(gpu);
+        const coll::Program* barrier = &grp.barrier(rank);
+        const coll::Program* body = &grp.body(grp.call_shape(c.call), rank);
+        spawn_thread(fmt::format("gpu{}_comm_{}", gpu, i).c_str(),
+                     [st, runner = runner.get(), barrier, body, c, i, &agent, vmid, finish] {
+                       const std::uint64_t value = c.call + 1;
+                       auto execute = [&](const coll::Program& prog) {
+                         runner->start(prog, value, nullptr, sim_now());
+                         agent.run_program(*runner, vmid);
+                         while (agent.running(*runner))
+                           sc_core::wait(agent.done());
+                         return !runner->failed();
+                       };
+                       const Time start = sim_now();
+                       const bool ok = execute(*barrier) && execute(*body);
+                       if (st->abandoned) return;
+                       st->busy.erase(c.group);
+                       ++st->next_call[c.group];
+                       if (ok) {
+                         finish(i, start);
+                       } else {
+                         st->failed = true;
+                         notify_event(st->changed);
+                       }
+                     });
       }
-      const std::size_t i = *st->ready_comm.begin();
-      st->ready_comm.erase(st->ready_comm.begin());
-      const ModelRun::Comm& c = run.comm(i);
-      CollectiveRun& grp = run.group(c.group);
-      coll::Runner* runner = runner_of(c.group);
-      if (!runner) {
-        ok = false;
-        break;
-      }
-      const std::uint32_t rank = grp.rank_of(gpu);
-      const std::uint64_t value = c.call + 1;
-      const Time start = sim_now();
-      ok = execute(*runner, grp.barrier(rank), value, nullptr) &&
-           execute(*runner, grp.body(grp.call_shape(c.call), rank), value, nullptr);
-      if (ok) finish(i, start);
+      if (!st->failed && st->finished < st->total) sc_core::wait(st->changed);
     }
     // Compute under way refers to this frame: it ends first (a failure stops the pod anyway).
     while (st->computing > 0)
       sc_core::wait(st->changed);
+    st->abandoned = true;
     if (r.host_) r.host_->phase_end();
-    if (!ok && detail.empty())
+    if (st->failed && detail.empty())
       detail = fmt::format(
           "gpu{}: a load or store of the model trace's communication was not served (a fault, a "
           "refusal or a GPU down): it stops",

@@ -474,6 +474,7 @@ struct WorkloadConfig {
   std::vector<StepConfig> steps;
   CollectiveConfig collective;
   std::string model;
+  std::string model_groups;
   bool teardown = true;
 
   template <class V>
@@ -502,8 +503,13 @@ struct WorkloadConfig {
               "collective: the collective and its sizes (model: how its collectives run: "
               "chunk_size, outstanding, access_size, poll_interval)");
     v.field("model", model,
-            "model: the model trace to run (docs/model-traces.md; a path relative to the config "
+            "model: the model trace to run: a JSON file, or the prefix of a Chakra trace's "
+            "PREFIX.0.et, PREFIX.1.et, ... (docs/model-traces.md; a path relative to the config "
             "file)");
+    v.field("model_groups", model_groups,
+            "model, Chakra traces: the communicator groups the nodes' pg_name attributes name, "
+            "ASTRA-sim's JSON form {\"1\": [0, 1, 2, 3], ...} (a path relative to the config "
+            "file; empty: every collective is over every rank)");
     v.choice("on_failure", on_failure, "scenario: what a failed step does to the run",
              std::span<const EnumName<OnFailure>>(kOnFailureNames));
     v.field("teardown", teardown,
@@ -519,6 +525,8 @@ struct WorkloadConfig {
       c.fail("model", "workload.kind model needs a model trace");
     if (kind != WorkloadKind::Model && !model.empty())
       c.fail("model", "is read only when workload.kind is \"model\"");
+    if (kind != WorkloadKind::Model && !model_groups.empty())
+      c.fail("model_groups", "is read only when workload.kind is \"model\"");
     if (kind != WorkloadKind::AllToAll || !traffic.trace.empty()) return;
     if (traffic.duration.as_ps() > 0 && traffic.warmup >= traffic.duration)
       c.fail("traffic.warmup", "must be shorter than traffic.duration (nothing would be measured)");

@@ -2,9 +2,14 @@
 // critical path ends at its length, collectives and sends run over the fabric, bad traces are
 // clear errors.
 #include <fmt/format.h>
-#include <catch2/catch.hpp>
+#include <fmt/ranges.h>
+#include <google/protobuf/util/delimited_message_util.h>
 
+#include <catch2/catch.hpp>
+#include <fstream>
 #include <map>
+
+#include "sim/pod/chakra_et.pb.h"
 
 #include "tests/support/run_podsim.hpp"
 
@@ -111,4 +116,164 @@ TEST_CASE("bad model traces and settings are errors naming the node, exit 2, not
     CHECK(r.err.find(want) != std::string::npos);
     CHECK_FALSE(r.out_dir_exists);
   }
+}
+
+TEST_CASE("an all_to_all_v in a model trace runs each member's own sizes", "[model]") {
+  // Four GPUs each send 576 KiB: spread evenly, or 448 KiB of it to GPU 1 (a popular expert).
+  auto run = [](bool skewed) {
+    std::string nodes;
+    for (int g = 0; g < 4; ++g) {
+      std::vector<std::string> row;
+      for (int p = 0; p < 4; ++p)
+        row.push_back(p == g              ? "\"0B\""
+                      : !skewed || g == 1 ? "\"192KiB\""
+                      : p == 1            ? "\"448KiB\""
+                                          : "\"64KiB\"");
+      nodes += fmt::format(
+          R"({}{{"id": "d{}", "gpu": {}, "type": "collective", "op": "all_to_all_v", "group": "ep",
+                "send_bytes": [{}]}})",
+          g ? "," : "", g, g, fmt::join(row, ", "));
+    }
+    const std::string trace =
+        write_temp_file("v.json", R"({"groups": {"ep": [0, 1, 2, 3]}, "nodes": [)" + nodes + "]}");
+    const auto r = run_podsim(
+        {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return r;
+  };
+  const auto even = run(false), hot = run(true);
+  // GPU 1 receives 3 x 448 KiB against 3 x 192 KiB: its share of the call is what takes long.
+  CHECK(hot.stat("pod.summary.model.makespan") > 1.8 * even.stat("pod.summary.model.makespan"));
+  CHECK(hot.stat("pod.gpu1.vram.bytes_written") > 2 * even.stat("pod.gpu1.vram.bytes_written"));
+}
+
+TEST_CASE("a Chakra trace runs as its JSON twin: the same nodes at the same times", "[model]") {
+  namespace pb = podsim::chakra;
+  // Ranks 0-3: compute, an all-reduce over every rank, an all-gather over the groups file's
+  // group "2" (ranks 2 and 3), compute by work; rank 0 sends to rank 1.
+  std::string json_nodes;
+  const std::string prefix = write_temp_file("twin.0.et", "");
+  const std::string base = prefix.substr(0, prefix.size() - 5);
+  const std::string groups = write_temp_file("twin-groups.json", R"({"2": [2, 3]})");
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    std::ofstream out(fmt::format("{}.{}.et", base, r), std::ios::binary | std::ios::trunc);
+    pb::GlobalMetadata meta;
+    meta.set_version("0.0.4");
+    REQUIRE(google::protobuf::util::SerializeDelimitedToOstream(meta, &out));
+    auto node = [&](std::uint64_t id, pb::NodeType type,
+                    std::vector<std::pair<const char*, std::string>> attrs,
+                    std::vector<std::uint64_t> deps) {
+      pb::Node n;
+      n.set_id(id);
+      n.set_type(type);
+      for (const auto& [k, v] : attrs) {
+        pb::Attribute* a = n.add_attr();
+        a->set_name(k);
+        if (std::string(k) == "pg_name")
+          a->set_string_val(v);
+        else
+          a->set_int64_val(std::stoll(v));
+      }
+      for (auto d : deps)
+        n.add_data_deps(d);
+      if (type == pb::COMP_NODE && attrs.empty()) n.set_duration_micros(2 + r);
+      REQUIRE(google::protobuf::util::SerializeDelimitedToOstream(n, &out));
+    };
+    node(1, pb::COMP_NODE, {}, {});
+    json_nodes += fmt::format(
+        R"({{"id": "{0}:1", "gpu": {0}, "type": "compute", "duration": "{1}us"}},)", r, 2 + r);
+    node(2, pb::COMM_COLL_NODE, {{"comm_type", "0"}, {"comm_size", "262144"}}, {1});
+    json_nodes += fmt::format(
+        R"({{"id": "{0}:2", "gpu": {0}, "type": "collective", "op": "all_reduce", "group": "all",
+             "bytes": "256KiB", "deps": ["{0}:1"]}},)",
+        r);
+    std::string last = "2";
+    if (r >= 2) {
+      node(3, pb::COMM_COLL_NODE, {{"comm_type", "2"}, {"comm_size", "65536"}, {"pg_name", "2"}},
+           {2});
+      json_nodes += fmt::format(
+          R"({{"id": "{0}:3", "gpu": {0}, "type": "collective", "op": "all_gather", "group": "2",
+               "bytes": "64KiB", "deps": ["{0}:2"]}},)",
+          r);
+      last = "3";
+    }
+    node(4, pb::COMP_NODE, {{"num_ops", "4000000000"}, {"tensor_size", "1048576"}},
+         {std::stoull(last)});
+    json_nodes += fmt::format(
+        R"({{"id": "{0}:4", "gpu": {0}, "type": "compute", "flops": 4e9, "bytes": "1MiB",
+             "deps": ["{0}:{1}"]}},)",
+        r, last);
+    if (r == 0) {
+      node(5, pb::COMM_SEND_NODE, {{"comm_dst", "1"}, {"comm_size", "65536"}}, {4});
+      json_nodes += R"({"id": "0:5", "gpu": 0, "type": "send", "peer": 1, "bytes": "64KiB",
+                        "deps": ["0:4"]},)";
+    }
+    if (r == 1) {
+      node(5, pb::COMM_RECV_NODE, {{"comm_src", "0"}, {"comm_size", "65536"}}, {});
+      json_nodes += R"({"id": "1:5", "gpu": 1, "type": "recv", "peer": 0, "bytes": "64KiB"},)";
+    }
+  }
+  json_nodes.pop_back();
+  const std::string json =
+      write_temp_file("twin.json", R"({"groups": {"all": [0, 1, 2, 3], "2": [2, 3]}, "nodes": [)" +
+                                       json_nodes + "]}");
+  const auto c = run_podsim({"run", "--quiet", "--set", "workload.kind=model", "--set",
+                             "workload.model=" + base, "--set", "workload.model_groups=" + groups});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const auto j = run_podsim(
+      {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + json});
+  INFO(j.err);
+  REQUIRE(j.exit_code == 0);
+  const auto a = nodes_of(c), b = nodes_of(j);
+  REQUIRE(a.size() == 16);
+  REQUIRE(b.size() == a.size());
+  for (const auto& [id, x] : a) {
+    INFO(id);
+    REQUIRE(b.count(id));
+    CHECK(x.type == b.at(id).type);
+    CHECK(x.start == b.at(id).start);
+    CHECK(x.end == b.at(id).end);
+  }
+  CHECK(a.at("3:3").start >= a.at("3:2").end);
+  CHECK(c.stat("pod.summary.model.makespan") == j.stat("pod.summary.model.makespan"));
+  // A groups file with a JSON trace, or a Chakra trace naming a group it lacks: exit 2.
+  const auto bad =
+      run_podsim({"run", "--set", "workload.kind=model", "--set", "workload.model=" + base});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("twin.2.et: node 3: pg_name \"2\" is no group") != std::string::npos);
+  CHECK_FALSE(bad.out_dir_exists);
+}
+
+TEST_CASE("a GPU's ready communications run side by side, whatever order each GPU lists them in",
+          "[model]") {
+  // GPU 0 lists group a's all-reduce before b's, GPU 1 the other way round; GPU 2 posts its
+  // receive from GPU 0 at once, although GPU 0 sends only after both all-reduces. Run one at a
+  // time, GPUs 0 and 1 (or 2, stuck in its receive) would wait for each other for ever.
+  const std::string trace = write_temp_file("o.json", R"({
+    "groups": {"a": [0, 1], "b": [0, 1], "c": [2, 3]},
+    "nodes": [
+      {"id": "a0", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "256KiB"},
+      {"id": "b0", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "b", "bytes": "256KiB"},
+      {"id": "b1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "b", "bytes": "256KiB"},
+      {"id": "a1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "256KiB"},
+      {"id": "s", "gpu": 0, "type": "send", "peer": 2, "bytes": "64KiB", "deps": ["a0", "b0"]},
+      {"id": "r", "gpu": 2, "type": "recv", "peer": 0, "bytes": "64KiB"},
+      {"id": "after", "gpu": 2, "type": "collective", "op": "all_reduce", "group": "c", "bytes": "64KiB", "deps": ["r"]},
+      {"id": "c3", "gpu": 3, "type": "collective", "op": "all_reduce", "group": "c", "bytes": "64KiB"}
+    ]})");
+  const auto r = run_podsim(
+      {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto n = nodes_of(r);
+  REQUIRE(n.size() == 8);
+  // Both groups' calls overlap on GPUs 0 and 1; the send waits for both; the receive spans it.
+  CHECK(n.at("a0").start < n.at("b0").end);
+  CHECK(n.at("b0").start < n.at("a0").end);
+  CHECK(n.at("s").start >= std::max(n.at("a0").end, n.at("b0").end));
+  CHECK(n.at("r").start < n.at("s").start);
+  CHECK(n.at("r").end > n.at("s").start);
+  CHECK(n.at("after").start >= n.at("r").end);
 }

@@ -97,9 +97,12 @@ Rules parse_rules(const std::string& text, const std::string& file_name) {
     } else if (w[0] == "plain") {
       if (w.size() < 2) throw bad("expected 'plain PREFIX...'");
       r.plain.insert(r.plain.end(), w.begin() + 1, w.end());
+    } else if (w[0] == "generated") {
+      if (w.size() != 3) throw bad("expected 'generated PATH FROM'");
+      r.generated[w[1]] = w[2];
     } else {
       throw bad("unknown directive '" + w[0] +
-                "' (expected layer, components, interface or plain)");
+                "' (expected layer, components, interface, plain or generated)");
     }
   }
   if (r.layers.empty()) throw std::runtime_error(file_name + ": no layers declared");
@@ -136,6 +139,10 @@ std::vector<std::string> check(const std::string& root, const Rules& rules) {
       return fs::relative(beside.lexically_normal(), base).generic_string();
     if (fs::is_regular_file(base / target))
       return fs::path(target).lexically_normal().generic_string();
+    // A file the build writes from a source that is in the tree.
+    if (const auto g = rules.generated.find(target);
+        g != rules.generated.end() && fs::is_regular_file(base / g->second))
+      return target;
     return std::nullopt;
   };
   std::map<std::string, std::vector<std::pair<const Include*, std::optional<std::string>>>>

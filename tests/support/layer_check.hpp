@@ -14,6 +14,7 @@
 // it includes, a file that does. Files outside every layer (tests, scripts) are not checked.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,15 @@ struct Rules {
   std::vector<Layer> layers;  // bottom up
   std::vector<std::string> interfaces;
   std::vector<std::string> plain;
+  // Files the build writes (into its own tree, on the include path) from a source of the tree:
+  // by path, the source they are made from. Including one counts as including a file of the
+  // tree at that path.
+  std::map<std::string, std::string> generated;
 };
 
 // Reads the rules (`layer NAME FOLDER...`, `components NAME FOLDER...`, `interface PATH`,
-// `plain PREFIX...`; `#` comments). Throws std::runtime_error naming the line on a bad one.
+// `plain PREFIX...`, `generated PATH FROM`; `#` comments). Throws std::runtime_error naming the
+// line on a bad one.
 Rules parse_rules(const std::string& text, const std::string& file_name);
 
 // Every violation under `root` (the source tree), one line each: "FILE:LINE: includes X:

@@ -34,6 +34,8 @@ layer top sim/pod
 interface models/mmu/pte.hpp
 interface models/mmu/bad_iface.hpp
 plain sim/core driver_model models/mmu
+generated models/mmu/pte.pb.h models/mmu/pte.proto
+generated fabric/gone.pb.h fabric/gone.proto
 )";
 
 }  // namespace
@@ -76,13 +78,19 @@ TEST_CASE("the layer check names each include that crosses a layer the wrong way
   write(root, "models/mmu/pte_detail.hpp", "#include <cstdint>\n");
   write(root, "models/mmu/bad_iface.hpp", "#include \"models/mmu/pte_detail.hpp\"\n");
   write(root, "fabric/bad_angle.hpp", "#include <models/vram/vram.hpp>\n#include <vector>\n");
+  // A file the build writes from one of the tree is where its source is; one whose source is
+  // not in the tree is no file.
+  write(root, "models/mmu/pte.proto", "syntax = \"proto3\";\n");
+  write(root, "models/vram/uses_pb.cpp", "#include \"models/mmu/pte.pb.h\"\n");
+  write(root, "fabric/bad_generated.cpp", "#include \"models/mmu/pte.pb.h\"\n");
+  write(root, "fabric/bad_gone.cpp", "#include \"fabric/gone.pb.h\"\n");
 
   const auto v = layers::check(root.string(), layers::parse_rules(kRules, "rules"));
   std::string all;
   for (const auto& x : v)
     all += x + "\n";
   INFO(all);
-  CHECK(v.size() == 13);
+  CHECK(v.size() == 15);
   auto has = [&](const std::string& s) { return all.find(s) != std::string::npos; };
   CHECK(
       has("sim/core/bad_up.hpp:2: includes sim/kernel/queue.hpp: layer core must not include "
@@ -119,6 +127,10 @@ TEST_CASE("the layer check names each include that crosses a layer the wrong way
   CHECK(
       has("fabric/bad_angle.hpp:1: includes <models/vram/vram.hpp>: a file of the tree is "
           "included in quotes"));
+  CHECK(
+      has("fabric/bad_generated.cpp:1: includes models/mmu/pte.pb.h: component fabric must not "
+          "include component models"));
+  CHECK(has("fabric/bad_gone.cpp:1: includes fabric/gone.pb.h: no such file in the tree"));
   fs::remove_all(root);
 }
 

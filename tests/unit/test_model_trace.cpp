@@ -2,6 +2,8 @@
 // error naming the file and the node or group.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "sim/pod/model_trace.hpp"
 
 using namespace podsim;
@@ -29,7 +31,7 @@ std::string with_node(const std::string& node) {
 }  // namespace
 
 TEST_CASE("a model trace reads: nodes, their dependencies, groups, sends and receives") {
-  const ModelTrace t = parse_model_trace(kGood, "t.json", 8);
+  const ModelTrace t = parse_model_trace(kGood, "t.json", 8, 65536);
   REQUIRE(t.nodes.size() == 8);
   CHECK(t.groups.at("tp") == std::vector<std::uint32_t>{0, 1, 2, 3});
   CHECK(t.nodes[0].duration == Time::us(10));
@@ -54,7 +56,7 @@ TEST_CASE("a model trace of durations has the longest chain as its critical path
     {"id": "d", "gpu": 0, "type": "compute", "duration": "2us", "deps": ["b", "c"]},
     {"id": "e", "gpu": 1, "type": "compute", "duration": "13us"}
   ]})",
-                                         "t.json", 2);
+                                         "t.json", 2, 65536);
   CHECK(t.critical_path() == Time::us(14));
 }
 
@@ -108,10 +110,28 @@ TEST_CASE("bad model traces are errors naming the file and the node") {
           {"id": "b", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["a"]},
           {"id": "c", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["b"]}]})",
        "its dependencies make a cycle: \"a\" -> \"c\" -> \"b\" -> \"a\""},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_to_all_v", "group": "tp", "bytes": "1MiB"})"),
+       "node \"x\": all_to_all_v takes \"send_bytes\" (a size per member of its group), not "
+       "\"bytes\""},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_to_all_v", "group": "tp", "send_bytes": ["64KiB"]})"),
+       "node \"x\": \"send_bytes\": expected 4 sizes (one per member of group \"tp\", in its "
+       "order)"},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_to_all_v", "group": "tp", "send_bytes": ["0B", "100B", "0B", "0B"]})"),
+       "node \"x\": \"send_bytes\": 100B is not a multiple of 64 B"},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB", "send_bytes": []})"),
+       "node \"x\": \"send_bytes\" is for all_to_all_v only"},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "8GiB"})"),
+       "node \"x\": makes 131072 pieces of workload.collective.chunk_size (65536 B; at most "
+       "65536: make chunk_size at least 131072 B)"},
   };
   for (const auto& [text, want] : cases) {
     INFO(text);
-    CHECK_THROWS_WITH(parse_model_trace(text, "t.json", 8), Contains(want));
+    CHECK_THROWS_WITH(parse_model_trace(text, "t.json", 8, 65536), Contains(want));
   }
   // The collectives' k-th calls must match across the group's members.
   std::string differ = kGood;
@@ -123,6 +143,47 @@ TEST_CASE("bad model traces are errors naming the file and the node") {
           .size(),
       R"("gpu": 3, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "2MiB")");
   CHECK_THROWS_WITH(
-      parse_model_trace(differ, "t.json", 8),
+      parse_model_trace(differ, "t.json", 8, 65536),
       Contains("its collective 1 is node \"ar0\" on GPU 0 and node \"ar3\" on GPU 3"));
+}
+
+TEST_CASE("an all_to_all_v in a model trace takes each member's sizes to every member") {
+  const char* text = R"({
+    "groups": {"ep": [2, 0, 1]},
+    "nodes": [
+      {"id": "d0", "gpu": 0, "type": "collective", "op": "all_to_all_v", "group": "ep", "send_bytes": ["1MiB", "0B", "64KiB"]},
+      {"id": "d1", "gpu": 1, "type": "collective", "op": "all_to_all_v", "group": "ep", "send_bytes": ["1MiB", "128KiB", "0B"]},
+      {"id": "d2", "gpu": 2, "type": "collective", "op": "all_to_all_v", "group": "ep", "send_bytes": ["0B", "0B", "0B"]}
+    ]})";
+  const ModelTrace t = parse_model_trace(text, "t.json", 4, 65536);
+  REQUIRE(t.nodes.size() == 3);
+  CHECK(t.nodes[0].op == coll::Op::AllToAllV);
+  CHECK(t.nodes[0].algorithm == coll::Algorithm::OneShot);
+  CHECK(t.nodes[0].send_bytes == std::vector<std::uint64_t>{1 << 20, 0, 64 << 10});
+  CHECK(t.nodes[0].bytes == (1u << 20) + (64u << 10));  // what the member sends
+  CHECK(t.nodes[2].bytes == 0);
+  // Members' rows differ; their ops may not.
+  std::string other = text;
+  const std::string d2 = R"("op": "all_to_all_v", "group": "ep", "send_bytes": ["0B", "0B", "0B"])";
+  other.replace(other.find(d2), d2.size(), R"("op": "all_to_all", "group": "ep", "bytes": "192B")");
+  CHECK_THROWS_WITH(parse_model_trace(other, "t.json", 4, 65536),
+                    Contains("its collective 1 is node \"d2\" on GPU 2 and node \"d0\" on GPU 0, "
+                             "which differ in op, size or algorithm"));
+}
+
+TEST_CASE("a model trace of any depth is read and its critical path found") {
+  // 200,000 nodes in one chain, listed last first: no recursion as deep as the chain.
+  std::string text = R"({"nodes": [)";
+  const int n = 200000;
+  for (int i = n - 1; i >= 0; --i) {
+    text += fmt::format(R"({{"id": "n{}", "gpu": 0, "type": "compute", "duration": "1ns")", i);
+    text += i > 0 ? fmt::format(R"(, "deps": ["n{}"]}},)", i - 1) : std::string("}");
+  }
+  text += "]}";
+  const ModelTrace t = parse_model_trace(text, "t.json", 1, 65536);
+  CHECK(t.critical_path() == Time::ns(n));
+  // The same chain closed into a cycle is found and named.
+  const std::string closed = text.substr(0, text.size() - 3) + R"(, "deps": ["n199999"]}]})";
+  CHECK_THROWS_WITH(parse_model_trace(closed, "t.json", 1, 65536),
+                    Contains("its dependencies make a cycle"));
 }

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 usage() { sed -n '7,11p' "$0" | sed 's/^# \{0,1\}//'; }
 seconds=60 jobs=1 merge=0 keep=0 targets=()
-all=(fuzz_config fuzz_set fuzz_trace fuzz_report)
+all=(fuzz_config fuzz_set fuzz_trace fuzz_model fuzz_report)
 while (($#)); do
   case $1 in
     --merge) merge=1 ;;
@@ -34,7 +34,8 @@ for t in "${targets[@]}"; do
 done
 
 # Longest input per target: the largest seed with room to grow, small enough to stay fast.
-declare -A max_len=([fuzz_config]=16384 [fuzz_set]=1024 [fuzz_trace]=4096 [fuzz_report]=65536)
+declare -A max_len=([fuzz_config]=16384 [fuzz_set]=1024 [fuzz_trace]=4096 [fuzz_model]=4096
+                    [fuzz_report]=65536)
 declare -A dict=([fuzz_config]=fuzz/config.dict [fuzz_set]=fuzz/set.dict)
 
 scripts/install-deps.sh clang libclang-rt-14-dev

@@ -1,16 +1,19 @@
 #include "sim/pod/chakra_trace.hpp"
 
 #include <fmt/format.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-#include <google/protobuf/util/delimited_message_util.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <climits>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "sim/core/config_io.hpp"
 #include "sim/pod/chakra_et.pb.h"
@@ -33,7 +36,8 @@ std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
 // One rank's file: its nodes, each error naming the file and the node.
 class RankReader {
  public:
-  RankReader(std::string file, std::uint32_t rank) : file_(std::move(file)), rank_(rank) {}
+  RankReader(std::string file, std::uint32_t rank, const std::string& bytes)
+      : file_(std::move(file)), rank_(rank), bytes_(bytes) {}
 
   [[noreturn]] void fail(const pb::Node& n, const std::string& what) const {
     throw ModelTraceError(fmt::format("{}: node {}{}: {}", file_, n.id(),
@@ -43,10 +47,14 @@ class RankReader {
     throw ModelTraceError(fmt::format("{}: {}", file_, what));
   }
 
-  static const pb::Attribute* find(const pb::Node& n, const char* name) {
+  const pb::Attribute* find(const pb::Node& n, const char* name) const {
+    const pb::Attribute* found = nullptr;
     for (const pb::Attribute& a : n.attr())
-      if (a.name() == name) return &a;
-    return nullptr;
+      if (a.name() == name) {
+        if (found) fail(n, fmt::format("attribute {} is given twice", name));
+        found = &a;
+      }
+    return found;
   }
   // A whole number of at least 0, whichever of Chakra's number types holds it.
   std::optional<std::uint64_t> whole(const pb::Node& n, const char* name) const {
@@ -82,6 +90,13 @@ class RankReader {
     if (!v) fail(n, fmt::format("needs attribute {}", name));
     return *v;
   }
+  // comm_size: bytes, with room to round up.
+  std::uint64_t size(const pb::Node& n) const {
+    const std::uint64_t b = needs(n, "comm_size");
+    if (b > (std::uint64_t{1} << 50))
+      fail(n, fmt::format("attribute comm_size: {} B is more than 2^50 B", b));
+    return b;
+  }
   std::optional<std::string> text(const pb::Node& n, const char* name) const {
     const pb::Attribute* a = find(n, name);
     if (!a) return std::nullopt;
@@ -90,44 +105,47 @@ class RankReader {
   }
   double number(const pb::Node& n, const char* name) const {
     const pb::Attribute* a = find(n, name);
-    if (a && a->value_case() == pb::Attribute::kDoubleVal && a->double_val() >= 0)
-      return a->double_val();
-    if (a && a->value_case() == pb::Attribute::kFloatVal && a->float_val() >= 0)
-      return a->float_val();
+    if (a && (a->value_case() == pb::Attribute::kDoubleVal ||
+              a->value_case() == pb::Attribute::kFloatVal)) {
+      const double d =
+          a->value_case() == pb::Attribute::kDoubleVal ? a->double_val() : a->float_val();
+      if (!(d >= 0) || !std::isfinite(d))
+        fail(n, fmt::format("attribute {}: {} is not a finite number of at least 0", name, d));
+      return d;
+    }
     const auto v = whole(n, name);
     return v ? static_cast<double>(*v) : 0.0;
   }
 
   // Reads the file: the metadata first, then every node.
   std::vector<pb::Node> read() const {
-    std::error_code ec;
-    const auto size = static_cast<std::int64_t>(fs::file_size(file_, ec));
-    std::ifstream in(file_, std::ios::binary);
-    if (ec || !in) fail("cannot open it");
-    google::protobuf::io::IstreamInputStream stream(&in);
-    // A message read whole, or none because the file ends where it would start.
-    auto next = [&](google::protobuf::MessageLite& m) {
-      bool clean_end = false;
-      if (google::protobuf::util::ParseDelimitedFromZeroCopyStream(&m, &stream, &clean_end))
-        return true;
-      at_end_ = clean_end && stream.ByteCount() == size;
-      return false;
+    if (bytes_.size() > static_cast<std::size_t>(INT_MAX)) fail("is more than 2 GiB");
+    const auto size = static_cast<std::int64_t>(bytes_.size());
+    google::protobuf::io::ArrayInputStream stream(bytes_.data(), static_cast<int>(size));
+    // One length-delimited message: false at the file's end, where the next would start.
+    auto next = [&](google::protobuf::MessageLite& m, const char* what) {
+      const std::int64_t at = stream.ByteCount();
+      google::protobuf::io::CodedInputStream coded(&stream);
+      std::uint64_t length = 0;
+      if (!coded.ReadVarint64(&length)) {
+        if (coded.CurrentPosition() == 0 && at == size) return false;
+        fail(fmt::format("byte {}: a {}'s length is cut short or malformed", at, what));
+      }
+      if (length > static_cast<std::uint64_t>(size - at))
+        fail(fmt::format("byte {}: a {} of {} bytes, more than the file holds after it", at, what,
+                         length));
+      const auto limit = coded.PushLimit(static_cast<int>(length));
+      if (!m.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+        fail(fmt::format("byte {}: a malformed {} of {} bytes", at, what, length));
+      coded.PopLimit(limit);
+      return true;
     };
     pb::GlobalMetadata meta;
-    if (!next(meta))
-      fail(at_end_ ? "is empty (a Chakra trace starts with its GlobalMetadata)"
-                   : "is not a Chakra trace (its first message is no GlobalMetadata)");
+    if (!next(meta, "GlobalMetadata"))
+      fail("is empty (a Chakra trace starts with its GlobalMetadata)");
     std::vector<pb::Node> nodes;
-    for (;;) {
-      const auto at = stream.ByteCount();
-      pb::Node n;
-      if (!next(n)) {
-        if (at_end_) break;
-        fail(fmt::format("byte {}: a malformed node (after {} nodes)", at, nodes.size()));
-      }
-      nodes.push_back(std::move(n));
-    }
-    if (in.bad()) fail("cannot read it");
+    for (pb::Node n; next(n, "node"); n.Clear())
+      nodes.push_back(n);
     return nodes;
   }
 
@@ -137,16 +155,17 @@ class RankReader {
  private:
   std::string file_;
   std::uint32_t rank_;
-  mutable bool at_end_ = false;
+  const std::string& bytes_;
 };
 
 // ASTRA-sim's communicator groups: {"1": [0, 1, 2, 3], ...}.
-std::map<std::string, std::vector<std::uint32_t>> read_groups(const std::string& path,
+std::map<std::string, std::vector<std::uint32_t>> read_groups(const std::string& text,
+                                                              const std::string& path,
                                                               std::uint32_t ranks) {
   std::map<std::string, std::vector<std::uint32_t>> groups;
   boost::json::value root;
   try {
-    root = config::ConfigDoc::from_file(path).root();
+    root = config::ConfigDoc::from_text(text, path).root();
   } catch (const config::ConfigError& e) {
     throw ModelTraceError(e.what());
   }
@@ -157,6 +176,8 @@ std::map<std::string, std::vector<std::uint32_t>> read_groups(const std::string&
     auto fail = [&](const std::string& what) {
       throw ModelTraceError(fmt::format("{}: group \"{}\": {}", path, name, what));
     };
+    if (name.empty() || name[0] == '@')
+      fail("a group's name may not be empty or start with '@' (podsim names its own so)");
     if (!kv.value().is_array()) fail("expected an array of ranks");
     std::set<std::uint32_t> seen;
     std::vector<std::uint32_t>& members = groups[name];
@@ -235,7 +256,7 @@ void convert(const RankReader& f, const pb::Node& n, ModelNode& m,
       const std::string pg = f.text(n, "pg_name").value_or("");
       std::vector<std::uint32_t> members;
       if (pg.empty() || pg == "0") {
-        m.group = "all";
+        m.group = "@all";
         for (std::uint32_t r = 0; r < ranks; ++r)
           members.push_back(r);
       } else {
@@ -257,7 +278,7 @@ void convert(const RankReader& f, const pb::Node& n, ModelNode& m,
       // splits: 64 B lines (all_to_all: 64 B x the members).
       const std::uint64_t line =
           m.op == coll::Op::AllToAll ? 64 * static_cast<std::uint64_t>(members.size()) : 64;
-      m.bytes = round_up(f.needs(n, "comm_size"), line);
+      m.bytes = round_up(f.size(n), line);
       return;
     }
     case pb::COMM_SEND_NODE:
@@ -273,7 +294,7 @@ void convert(const RankReader& f, const pb::Node& n, ModelNode& m,
         f.fail(n, fmt::format("{} {} does not exist (the trace has {} ranks)", other, peer, ranks));
       if (peer == f.rank()) f.fail(n, "a rank does not send to itself");
       m.peer = static_cast<std::uint32_t>(peer);
-      m.bytes = round_up(f.needs(n, "comm_size"), 64);
+      m.bytes = round_up(f.size(n), 64);
       m.tag = f.whole(n, "comm_tag").value_or(0);
       return;
     }
@@ -295,22 +316,63 @@ bool is_chakra_trace(const std::string& prefix) {
 
 ModelTrace load_chakra_trace(const std::string& prefix, std::uint32_t gpus,
                              std::uint64_t chunk_size, const std::string& groups_path) {
-  GOOGLE_PROTOBUF_VERIFY_VERSION;
   std::uint32_t ranks = 0;
   std::error_code ec;
   while (ranks <= gpus && fs::exists(rank_file(prefix, ranks), ec))
     ++ranks;
   if (ranks == 0) throw ModelTraceError(rank_file(prefix, 0) + ": no such file");
+  // A file for a later rank past a missing one would be left out: refused.
+  {
+    const fs::path p(prefix);
+    const std::string stem = p.filename().string() + ".";
+    for (const auto& e :
+         fs::directory_iterator(p.parent_path().empty() ? "." : p.parent_path(), ec)) {
+      const std::string f = e.path().filename().string();
+      if (f.size() <= stem.size() + 3 || f.compare(0, stem.size(), stem) != 0 ||
+          !f.ends_with(".et"))
+        continue;
+      const std::string num = f.substr(stem.size(), f.size() - stem.size() - 3);
+      if (num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      if (const auto r = std::stoul(num); r >= ranks)
+        throw ModelTraceError(
+            fmt::format("{}: the trace has a file for rank {} but none for rank {}",
+                        e.path().string(), r, ranks));
+    }
+  }
   if (ranks > gpus)
     throw ModelTraceError(fmt::format(
         "{}: the trace has a file for rank {} and the pod {} GPUs (rank r runs on GPU r)",
         rank_file(prefix, ranks - 1), ranks - 1, gpus));
-  const auto groups = groups_path.empty() ? std::map<std::string, std::vector<std::uint32_t>>{}
-                                          : read_groups(groups_path, ranks);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ModelTraceError(path + ": cannot open it");
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw ModelTraceError(path + ": cannot read it");
+    return text.str();
+  };
+  std::vector<std::string> files;
+  for (std::uint32_t r = 0; r < ranks; ++r)
+    files.push_back(slurp(rank_file(prefix, r)));
+  return parse_chakra_trace(files, prefix, gpus, chunk_size,
+                            groups_path.empty() ? "" : slurp(groups_path), groups_path);
+}
+
+ModelTrace parse_chakra_trace(const std::vector<std::string>& files, const std::string& prefix,
+                              std::uint32_t gpus, std::uint64_t chunk_size,
+                              const std::string& groups_text, const std::string& groups_name) {
+  GOOGLE_PROTOBUF_VERIFY_VERSION;
+  const auto ranks = static_cast<std::uint32_t>(files.size());
+  if (ranks == 0 || ranks > gpus)
+    throw ModelTraceError(
+        fmt::format("{}: a trace of {} ranks for a pod of {} GPUs", prefix, ranks, gpus));
+  const auto groups = groups_name.empty() ? std::map<std::string, std::vector<std::uint32_t>>{}
+                                          : read_groups(groups_text, groups_name, ranks);
 
   ModelTrace t;
   for (std::uint32_t r = 0; r < ranks; ++r) {
-    const RankReader f(rank_file(prefix, r), r);
+    const RankReader f(rank_file(prefix, r), r, files[r]);
     const std::vector<pb::Node> nodes = f.read();
     const std::size_t first = t.nodes.size();
     std::map<std::uint64_t, std::size_t> index;  // Chakra id -> node of t

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/pod/model_trace.hpp"
 
@@ -19,5 +20,10 @@ bool is_chakra_trace(const std::string& prefix);
 // {"1": [0, 1, 2, 3], ...}, which the nodes' pg_name attributes name.
 ModelTrace load_chakra_trace(const std::string& prefix, std::uint32_t gpus,
                              std::uint64_t chunk_size, const std::string& groups_path);
+// The same from the files' bytes, rank by rank (named PREFIX.R.et in messages), and the groups
+// file's text (`groups_name` empty: none).
+ModelTrace parse_chakra_trace(const std::vector<std::string>& files, const std::string& prefix,
+                              std::uint32_t gpus, std::uint64_t chunk_size,
+                              const std::string& groups_text, const std::string& groups_name);
 
 }  // namespace podsim

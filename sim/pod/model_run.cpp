@@ -54,7 +54,8 @@ ModelRun::ModelRun(const PodConfig& cfg, ModelTrace trace)
       for (std::size_t c = 0; c < list.size(); ++c)
         comm_[list[c]] = Comm{g, c};
   }
-  // Sends: a group of two per sender, receiver and tag, its calls the sends in trace order.
+  // Sends: a group of two per sender, receiver and tag, its calls the sends in trace order
+  // (named with '@', which a trace's own groups may not start with).
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;
   std::map<Key, std::vector<std::size_t>> sends, recvs;
   for (std::size_t i = 0; i < trace_.nodes.size(); ++i) {
@@ -76,7 +77,7 @@ ModelRun::ModelRun(const PodConfig& cfg, ModelTrace trace)
     }
     const std::size_t g = groups_.size();
     groups_.push_back(
-        std::make_unique<CollectiveRun>(cfg, fmt::format("p2p.{}.{}.{}", from, to, tag),
+        std::make_unique<CollectiveRun>(cfg, fmt::format("@p2p.{}.{}.{}", from, to, tag),
                                         std::vector<std::uint32_t>{from, to}, calls, true));
     for (std::size_t c = 0; c < list.size(); ++c) {
       comm_[list[c]] = Comm{g, c};

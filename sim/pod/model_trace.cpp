@@ -171,6 +171,8 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
     for (const auto& kv : groups) {
       const std::string gname(kv.key());
       const Reader r(name, fmt::format("group \"{}\"", gname));
+      if (gname.empty() || gname[0] == '@')
+        r.fail("a group's name may not be empty or start with '@' (podsim names its own so)");
       if (!kv.value().is_array()) r.fail("expected an array of GPUs, got " + kind_of(kv.value()));
       std::vector<std::uint32_t> members;
       std::set<std::uint32_t> seen;
@@ -401,6 +403,92 @@ void check_model_trace(const ModelTrace& t, const std::string& name, std::uint64
     };
     unmatched(sends, recvs, "send", "receive");
     unmatched(recvs, sends, "receive", "send");
+  }
+
+  // No node waits for itself through calls: a call runs once every member reaches it (it is
+  // one vertex for all of them), and a group's calls run in their order on each member (call
+  // k before call k + 1). A cycle of dependencies and call orders would hang the run.
+  {
+    const std::size_t n = t.nodes.size();
+    std::vector<std::size_t> vertex(n);
+    std::vector<std::size_t> first_node;  // by vertex: a node of it, for messages
+    using Key = std::tuple<std::string, std::uint32_t, std::uint32_t, std::uint64_t>;
+    std::map<std::pair<Key, std::uint32_t>, std::size_t> seen;  // (call key, gpu) -> calls so far
+    std::map<std::pair<Key, std::size_t>, std::size_t> call_vertex;
+    std::vector<std::pair<std::size_t, std::size_t>> edges;     // from, to
+    std::map<std::pair<Key, std::uint32_t>, std::size_t> last;  // (call key, gpu) -> vertex
+    for (std::size_t i = 0; i < n; ++i) {
+      const ModelNode& m = t.nodes[i];
+      if (m.type == ModelNode::Type::Compute) {
+        vertex[i] = first_node.size();
+        first_node.push_back(i);
+        continue;
+      }
+      const Key key = m.type == ModelNode::Type::Collective ? Key{m.group, 0, 0, 0}
+                      : m.type == ModelNode::Type::Send     ? Key{"", m.gpu, m.peer, m.tag}
+                                                            : Key{"", m.peer, m.gpu, m.tag};
+      const std::size_t k = seen[{key, m.gpu}]++;
+      const auto [it, fresh] = call_vertex.emplace(std::pair{key, k}, first_node.size());
+      if (fresh) first_node.push_back(i);
+      vertex[i] = it->second;
+      const auto prev = last.find({key, m.gpu});
+      if (prev != last.end()) edges.emplace_back(prev->second, vertex[i]);
+      last[{key, m.gpu}] = vertex[i];
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t d : t.nodes[i].deps)
+        if (vertex[d] != vertex[i]) edges.emplace_back(vertex[d], vertex[i]);
+    const std::size_t v = first_node.size();
+    std::vector<std::vector<std::size_t>> out(v), in(v);
+    std::vector<std::size_t> waiting(v, 0), order;
+    for (const auto& [a, b] : edges) {
+      out[a].push_back(b);
+      in[b].push_back(a);
+      ++waiting[b];
+    }
+    for (std::size_t x = 0; x < v; ++x)
+      if (waiting[x] == 0) order.push_back(x);
+    for (std::size_t k = 0; k < order.size(); ++k)
+      for (std::size_t y : out[order[k]])
+        if (--waiting[y] == 0) order.push_back(y);
+    if (order.size() != v) {
+      // Walk back from a vertex left over through one left over before it until one repeats.
+      std::vector<bool> done(v, false);
+      for (std::size_t x : order)
+        done[x] = true;
+      std::size_t at = 0;
+      while (done[at])
+        ++at;
+      std::vector<std::size_t> pos(v, SIZE_MAX), path;
+      while (pos[at] == SIZE_MAX) {
+        pos[at] = path.size();
+        path.push_back(at);
+        for (std::size_t y : in[at])
+          if (!done[y]) {
+            at = y;
+            break;
+          }
+      }
+      std::vector<std::size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[at]),
+                                     path.end());
+      std::reverse(cycle.begin(), cycle.end());  // each waits for the one before it
+      auto say = [&](std::size_t x) {
+        const ModelNode& m = t.nodes[first_node[x]];
+        const std::string what = m.type == ModelNode::Type::Compute ? ""
+                                 : m.type == ModelNode::Type::Collective
+                                     ? " (a call of group \"" + m.group + "\")"
+                                     : " (a send or receive)";
+        return "\"" + m.id + "\"" + what;
+      };
+      std::string chain;
+      for (std::size_t x : cycle)
+        chain += say(x) + " -> ";
+      throw ModelTraceError(fmt::format(
+          "{}: node \"{}\": waits for itself through dependencies and the order of calls (a "
+          "group's calls run in their order on each member, a call once every member reaches "
+          "it): {}{}",
+          name, t.nodes[first_node[cycle.front()]].id, chain, say(cycle.front())));
+    }
   }
 }
 

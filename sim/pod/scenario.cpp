@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <queue>
 #include <set>
 #include <utility>
 
@@ -597,129 +598,143 @@ struct ScenarioRunner::StepRun {
   // A GPU's part of a model trace: each node once every node it depends on has finished.
   // Ready nodes run side by side: compute for its time, communication as a program on the
   // compute agent (programs share it, each with its own outstanding accesses); a group's
-  // calls run one after another, in their order.
+  // calls run one after another, in their order. One loop drives it all (no thread per node:
+  // a trace may hold a million).
   Errno operator()(const ModelStep&) {
     ModelRun& run = *r.model_;
     const PodConfig& cfg = r.cfg_;
     const ModelTrace& t = run.trace();
     const std::uint32_t gpu = s.gpu;
-    // This GPU's nodes, what each waits for, and who waits for each; shared with the threads
-    // that run them (a communication left running when a failure stops the GPU outlives this
-    // frame, and then touches nothing of it: `abandoned`).
-    struct State {
-      std::size_t computing = 0;         // compute nodes under way
-      std::vector<std::size_t> waiting;  // by node: dependencies not yet finished
-      std::vector<std::vector<std::size_t>> children;
-      std::set<std::size_t> ready_comm;
-      std::map<std::size_t, std::unique_ptr<coll::Runner>> runners;  // by group
-      std::map<std::size_t, std::size_t> next_call;                  // by group
-      std::set<std::size_t> busy;                                    // groups with a call on
-      std::size_t total = 0, finished = 0;
-      bool failed = false, abandoned = false;
-      sc_core::sc_event changed;
-    };
-    auto st = std::make_shared<State>();
-    st->waiting.assign(t.nodes.size(), 0);
-    st->children.resize(t.nodes.size());
+    // This GPU's nodes, what each waits for, and who waits for each.
+    std::vector<std::size_t> waiting(t.nodes.size(), 0);
+    std::vector<std::vector<std::size_t>> children(t.nodes.size());
+    std::size_t total = 0, finished = 0;
     for (std::size_t i = 0; i < t.nodes.size(); ++i) {
       if (t.nodes[i].gpu != gpu) continue;
-      ++st->total;
-      st->waiting[i] = t.nodes[i].deps.size();
+      ++total;
+      waiting[i] = t.nodes[i].deps.size();
       for (std::size_t d : t.nodes[i].deps)
-        st->children[d].push_back(i);
+        children[d].push_back(i);
     }
     const double vram_bps = cfg.gpu.vram.channel_bandwidth.bytes_per_second() *
                             static_cast<double>(cfg.gpu.vram.channels());
-    std::function<void(std::size_t)> ready;
-    auto finish = [st, &run, &ready, &t](std::size_t i, Time start) {
-      if (t.nodes[i].type == ModelNode::Type::Compute) --st->computing;
-      run.note(i, start, sim_now());
-      ++st->finished;
-      for (std::size_t c : st->children[i])
-        if (--st->waiting[c] == 0) ready(c);
-      notify_event(st->changed);
+    // Compute under way, by when it ends; communication ready, and under way.
+    using Busy = std::tuple<Time, std::size_t, Time>;  // end, node, start
+    std::priority_queue<Busy, std::vector<Busy>, std::greater<>> computing;
+    std::set<std::size_t> ready_comm;
+    struct Comm {
+      std::size_t node;
+      ModelRun::Comm call;
+      coll::Runner* runner;
+      bool body = false;  // the call's barrier is done: its body runs
+      Time start;
     };
-    ready = [&, st](std::size_t i) {
+    std::vector<Comm> comms;
+    std::map<std::size_t, std::unique_ptr<coll::Runner>> runners;  // by group
+    std::map<std::size_t, std::size_t> next_call;                  // by group
+    std::set<std::size_t> busy;                                    // groups with a call on
+    auto ready = [&](std::size_t i) {
       const ModelNode& n = t.nodes[i];
       if (n.type != ModelNode::Type::Compute) {
-        st->ready_comm.insert(i);
+        ready_comm.insert(i);
         return;
       }
       Time d = n.duration ? *n.duration : Time{};
       if (!n.duration) {
-        const double sec = std::max(n.flops / cfg.gpu.compute.peak_flops,
-                                    static_cast<double>(n.memory_bytes) / vram_bps);
-        d = Time::ps(static_cast<std::int64_t>(std::ceil(sec * 1e12)));
+        // A time no run reaches stands for work too large to finish (the run then ends
+        // unfinished at sim.max_time).
+        const double ps = std::ceil(std::max(n.flops / cfg.gpu.compute.peak_flops,
+                                             static_cast<double>(n.memory_bytes) / vram_bps) *
+                                    1e12);
+        d = ps < 1e18 ? Time::ps(static_cast<std::int64_t>(ps))
+                      : Time::ps(1'000'000'000'000'000'000);
       }
-      const Time start = sim_now();
-      ++st->computing;
-      spawn_thread(fmt::format("gpu{}_compute_{}", gpu, i).c_str(), [d, i, start, finish] {
-        sc_core::wait(to_sc(d));
-        finish(i, start);
-      });
+      computing.emplace(sim_now() + d, i, sim_now());
+    };
+    auto finish = [&](std::size_t i, Time start) {
+      run.note(i, start, sim_now());
+      ++finished;
+      for (std::size_t c : children[i])
+        if (--waiting[c] == 0) ready(c);
     };
     for (std::size_t i = 0; i < t.nodes.size(); ++i)
-      if (t.nodes[i].gpu == gpu && st->waiting[i] == 0) ready(i);
+      if (t.nodes[i].gpu == gpu && waiting[i] == 0) ready(i);
     if (r.on_first_access_) std::exchange(r.on_first_access_, nullptr)();
     if (r.host_) r.host_->phase_begin();
     ComputeAgent& agent = node.agent;
-    const std::uint16_t vmid = p;
-    while (!st->failed && st->finished < st->total) {
-      // Start every ready communication whose group is free and whose call is the next.
-      for (auto it = st->ready_comm.begin(); it != st->ready_comm.end();) {
-        const std::size_t i = *it;
-        const ModelRun::Comm c = run.comm(i);
-        if (st->busy.count(c.group) || c.call != st->next_call[c.group]) {
+    auto start_program = [&](Comm& c) {
+      CollectiveRun& grp = run.group(c.call.group);
+      const std::uint32_t rank = grp.rank_of(gpu);
+      c.runner->start(c.body ? grp.body(grp.call_shape(c.call.call), rank) : grp.barrier(rank),
+                      c.call.call + 1, nullptr, sim_now());
+      agent.run_program(*c.runner, p);
+    };
+    bool failed = false;
+    while (!failed && finished < total) {
+      // Compute that has ended.
+      while (!computing.empty() && std::get<0>(computing.top()) <= sim_now()) {
+        const auto [end, i, start] = computing.top();
+        computing.pop();
+        finish(i, start);
+      }
+      // Communication whose program has ended: its body next, or the node done.
+      for (std::size_t k = 0; k < comms.size();) {
+        Comm& c = comms[k];
+        if (agent.running(*c.runner)) {
+          ++k;
+          continue;
+        }
+        if (c.runner->failed()) {
+          failed = true;
+          break;
+        }
+        if (!c.body) {
+          c.body = true;
+          start_program(c);
+          ++k;
+          continue;
+        }
+        busy.erase(c.call.group);
+        ++next_call[c.call.group];
+        finish(c.node, c.start);
+        comms.erase(comms.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      // Every ready communication whose group is free and whose call is the next.
+      for (auto it = ready_comm.begin(); !failed && it != ready_comm.end();) {
+        const ModelRun::Comm c = run.comm(*it);
+        if (busy.count(c.group) || c.call != next_call[c.group]) {
           ++it;
           continue;
         }
-        auto& runner = st->runners[c.group];
+        auto& runner = runners[c.group];
         if (!runner) runner = runner_for(run.group(c.group), run.group(c.group).rank_of(gpu));
         if (!runner) {
-          st->failed = true;
+          failed = true;
           break;
         }
-        it = st->ready_comm.erase(it);
-        st->busy.insert(c.group);
-        CollectiveRun& grp = run.group(c.group);
-        const std::uint32_t rank = grp.rank_of(gpu);
-        const coll::Program* barrier = &grp.barrier(rank);
-        const coll::Program* body = &grp.body(grp.call_shape(c.call), rank);
-        spawn_thread(fmt::format("gpu{}_comm_{}", gpu, i).c_str(),
-                     [st, runner = runner.get(), barrier, body, c, i, &agent, vmid, finish] {
-                       const std::uint64_t value = c.call + 1;
-                       auto execute = [&](const coll::Program& prog) {
-                         runner->start(prog, value, nullptr, sim_now());
-                         agent.run_program(*runner, vmid);
-                         while (agent.running(*runner))
-                           sc_core::wait(agent.done());
-                         return !runner->failed();
-                       };
-                       const Time start = sim_now();
-                       const bool ok = execute(*barrier) && execute(*body);
-                       if (st->abandoned) return;
-                       st->busy.erase(c.group);
-                       ++st->next_call[c.group];
-                       if (ok) {
-                         finish(i, start);
-                       } else {
-                         st->failed = true;
-                         notify_event(st->changed);
-                       }
-                     });
+        busy.insert(c.group);
+        comms.push_back(Comm{*it, c, runner.get(), false, sim_now()});
+        start_program(comms.back());
+        it = ready_comm.erase(it);
       }
-      if (!st->failed && st->finished < st->total) sc_core::wait(st->changed);
+      if (failed || finished == total) break;
+      // Until the next compute ends or a program does.
+      if (computing.empty())
+        sc_core::wait(agent.done());
+      else
+        sc_core::wait(to_sc(std::get<0>(computing.top()) - sim_now()), agent.done());
     }
-    // Compute under way refers to this frame: it ends first (a failure stops the pod anyway).
-    while (st->computing > 0)
-      sc_core::wait(st->changed);
-    st->abandoned = true;
     if (r.host_) r.host_->phase_end();
-    if (st->failed && detail.empty())
-      detail = fmt::format(
-          "gpu{}: a load or store of the model trace's communication was not served (a fault, a "
-          "refusal or a GPU down): it stops",
-          gpu);
+    if (failed) {
+      // What still runs on the agent (a peer's failure stops the pod) keeps its programs.
+      for (auto& [g, runner] : runners)
+        if (runner && agent.running(*runner)) r.parked_.push_back(std::move(runner));
+      if (detail.empty())
+        detail = fmt::format(
+            "gpu{}: a load or store of the model trace's communication was not served (a fault, "
+            "a refusal or a GPU down): it stops",
+            gpu);
+    }
     return Errno::Ok;
   }
   Errno operator()(const CloseFdStep& c) {

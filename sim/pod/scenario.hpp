@@ -146,6 +146,9 @@ class ScenarioRunner {
   std::function<void()> on_first_access_;
   std::unique_ptr<CollectiveRun> collective_;
   std::unique_ptr<ModelRun> model_;
+  // Programs a model step left running on a compute agent when it stopped at a failure: kept
+  // for as long as the agent may still drive them.
+  std::vector<std::unique_ptr<coll::Runner>> parked_;
 };
 
 }  // namespace podsim

@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 
 #include "sim/pod/chakra_et.pb.h"
 #include "sim/pod/chakra_trace.hpp"
@@ -114,7 +116,7 @@ TEST_CASE("a Chakra trace encoded by Chakra's field numbers reads as the same co
   REQUIRE(is_chakra_trace(tmp.prefix()));
   const ModelTrace t = load_chakra_trace(tmp.prefix(), 8, 65536, "");
   REQUIRE(t.nodes.size() == 8);
-  CHECK(t.groups.at("all") == std::vector<std::uint32_t>{0, 1, 2, 3});
+  CHECK(t.groups.at("@all") == std::vector<std::uint32_t>{0, 1, 2, 3});
   for (int r = 0; r < 4; ++r) {
     const ModelNode& c = t.nodes[2 * r];
     CHECK(c.id == fmt::format("{}:0", r));
@@ -179,7 +181,7 @@ TEST_CASE("a Chakra trace's nodes become compute, collectives over groups, sends
   CHECK(ar.deps.size() == 1);
   CHECK(t.nodes[ar.deps[0]].id == "3:11");
   CHECK(node("1:13").bytes == 1024);
-  CHECK(node("1:13").group == "all");
+  CHECK(node("1:13").group == "@all");
   const ModelNode& s = node("0:14");
   CHECK(s.type == ModelNode::Type::Send);
   CHECK(s.peer == 2);
@@ -234,7 +236,7 @@ TEST_CASE("bad Chakra traces are errors naming the file and the node") {
        "workload.model_groups)"},
       {"collective on one rank only",
        [&](auto& r) { r[2].add(1, pb::COMM_COLL_NODE, coll(pb::ALL_REDUCE, 4096)); },
-       "group \"all\": GPU 0 has 0 collective(s) of the group and GPU 2 has 1"},
+       "group \"@all\": GPU 0 has 0 collective(s) of the group and GPU 2 has 1"},
       {"send without receive",
        [](auto& r) {
          r[0].add(1, pb::COMM_SEND_NODE, {attr_u("comm_dst", 3), attr_u("comm_size", 64)});
@@ -251,6 +253,24 @@ TEST_CASE("bad Chakra traces are errors naming the file and the node") {
          r[1].add(1, pb::COMM_RECV_NODE, {attr_u("comm_src", 9), attr_u("comm_size", 64)});
        },
        "t.1.et: node 1 \"n1\": comm_src 9 does not exist (the trace has 4 ranks)"},
+      {"an attribute twice",
+       [&](auto& r) {
+         auto a = coll(pb::ALL_REDUCE, 4096);
+         a.push_back(attr_u("comm_size", 1 << 20));
+         r[0].add(1, pb::COMM_COLL_NODE, a);
+       },
+       "t.0.et: node 1 \"n1\": attribute comm_size is given twice"},
+      {"a size that cannot be rounded up",
+       [&](auto& r) { r[0].add(1, pb::COMM_COLL_NODE, coll(pb::ALL_REDUCE, UINT64_MAX)); },
+       "t.0.et: node 1 \"n1\": attribute comm_size: 18446744073709551615 B is more than 2^50 B"},
+      {"infinite work",
+       [](auto& r) {
+         pb::Attribute a;
+         a.set_name("num_ops");
+         a.set_double_val(std::numeric_limits<double>::infinity());
+         r[0].add(1, pb::COMP_NODE, {a});
+       },
+       "t.0.et: node 1 \"n1\": attribute num_ops: inf is not a finite number of at least 0"},
       {"negative size",
        [](auto& r) {
          pb::Attribute a;
@@ -281,14 +301,38 @@ TEST_CASE("bad Chakra traces are errors naming the file and the node") {
       std::ofstream(tmp.prefix() + ".1.et", std::ios::app | std::ios::binary)
           << delimited(field_varint(1, 5) + field_bytes(2, "abc")).substr(0, 5);
     }
-    CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, ""),
-                      Contains("t.1.et: byte 8: a malformed node (after 0 nodes)"));
+    CHECK_THROWS_WITH(
+        load_chakra_trace(tmp.prefix(), 8, 65536, ""),
+        Contains("t.1.et: byte 8: a node of 7 bytes, more than the file holds after it"));
     write_text(tmp.prefix() + ".1.et", "");
     CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, ""),
                       Contains("t.1.et: is empty (a Chakra trace starts with its GlobalMetadata)"));
     write_text(tmp.prefix() + ".1.et", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff");
     CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, ""),
-                      Contains("t.1.et: is not a Chakra trace"));
+                      Contains("t.1.et: byte 0: a GlobalMetadata's length is cut short or "
+                               "malformed"));
+    // A length past 32 bits is not cut to its low bits (it was: a phantom empty node).
+    write(tmp.prefix(), ranks);
+    {
+      std::ofstream(tmp.prefix() + ".1.et", std::ios::app | std::ios::binary)
+          << varint(std::uint64_t{1} << 32) << field_varint(1, 5);
+    }
+    CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, ""),
+                      Contains("t.1.et: byte 8: a node of 4294967296 bytes, more than the file "
+                               "holds after it"));
+    // Bytes that do not parse as a node.
+    write(tmp.prefix(), ranks);
+    {
+      std::ofstream(tmp.prefix() + ".1.et", std::ios::app | std::ios::binary)
+          << delimited(std::string("\x0f\x01", 2));
+    }
+    CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, ""),
+                      Contains("t.1.et: byte 8: a malformed node of 2 bytes"));
+    // A missing rank's file before a later one's.
+    write(tmp.prefix(), ranks);
+    fs::remove(tmp.prefix() + ".1.et");
+    CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, ""),
+                      Contains("t.2.et: the trace has a file for rank 2 but none for rank 1"));
     // The groups file: malformed, a rank the trace lacks, twice.
     write(tmp.prefix(), ranks);
     const std::string g = (tmp.dir / "g.json").string();

@@ -187,3 +187,47 @@ TEST_CASE("a model trace of any depth is read and its critical path found") {
   CHECK_THROWS_WITH(parse_model_trace(closed, "t.json", 1, 65536),
                     Contains("its dependencies make a cycle"));
 }
+
+TEST_CASE("a model trace whose calls would wait for each other is an error naming the cycle") {
+  const std::pair<std::string, std::string> cases[] = {
+      // GPU 0 lists the group's first call after the second, which it makes wait for it.
+      {R"({"groups": {"g": [0, 1]}, "nodes": [
+          {"id": "x1", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "g", "bytes": "64KiB", "deps": ["x2"]},
+          {"id": "x2", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "g", "bytes": "64KiB"},
+          {"id": "y1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "g", "bytes": "64KiB"},
+          {"id": "y2", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "g", "bytes": "64KiB"}]})",
+       "node \"x2\": waits for itself through dependencies and the order of calls (a group's "
+       "calls run in their order on each member, a call once every member reaches it): \"x2\" "
+       "(a call of group \"g\") -> \"x1\" (a call of group \"g\") -> \"x2\" (a call of group "
+       "\"g\")"},
+      // GPU 0 waits for a's call before b's, GPU 1 for b's before a's.
+      {R"({"groups": {"a": [0, 1], "b": [0, 1]}, "nodes": [
+          {"id": "a0", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB"},
+          {"id": "b0", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "b", "bytes": "64KiB", "deps": ["a0"]},
+          {"id": "b1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "b", "bytes": "64KiB"},
+          {"id": "a1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB", "deps": ["b1"]}]})",
+       "waits for itself through dependencies and the order of calls"},
+      // Two sends on one channel, the first waiting for the second through a compute node.
+      {R"({"nodes": [
+          {"id": "s1", "gpu": 0, "type": "send", "peer": 1, "bytes": "64KiB", "deps": ["c"]},
+          {"id": "s2", "gpu": 0, "type": "send", "peer": 1, "bytes": "64KiB"},
+          {"id": "c", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["s2"]},
+          {"id": "r1", "gpu": 1, "type": "recv", "peer": 0, "bytes": "64KiB"},
+          {"id": "r2", "gpu": 1, "type": "recv", "peer": 0, "bytes": "64KiB"}]})",
+       "\"c\" -> \"s1\" (a send or receive)"},
+      // podsim's own names are reserved.
+      {R"({"groups": {"@p2p.0.1.0": [0, 1]}, "nodes": []})",
+       "group \"@p2p.0.1.0\": a group's name may not be empty or start with '@'"},
+  };
+  for (const auto& [text, want] : cases) {
+    INFO(text);
+    CHECK_THROWS_WITH(parse_model_trace(text, "t.json", 8, 65536), Contains(want));
+  }
+  // The same calls in an order every member can follow read fine.
+  CHECK_NOTHROW(parse_model_trace(R"({"groups": {"a": [0, 1], "b": [0, 1]}, "nodes": [
+      {"id": "a0", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB"},
+      {"id": "b0", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "b", "bytes": "64KiB", "deps": ["a0"]},
+      {"id": "b1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "b", "bytes": "64KiB"},
+      {"id": "a1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB"}]})",
+                                  "t.json", 8, 65536));
+}

@@ -76,8 +76,9 @@ class RankReader {
       case V::kDoubleVal:
       case V::kFloatVal: {
         const double d = a->value_case() == V::kDoubleVal ? a->double_val() : a->float_val();
-        if (!(d >= 0) || d != static_cast<double>(static_cast<std::uint64_t>(d)))
-          fail(n, fmt::format("attribute {}: {} is not a whole number of at least 0", name, d));
+        if (!(d >= 0) || !(d < 18446744073709551616.0) || d != std::floor(d))
+          fail(n,
+               fmt::format("attribute {}: {} is not a whole number from 0 to 2^64 - 1", name, d));
         return static_cast<std::uint64_t>(d);
       }
       default: fail(n, fmt::format("attribute {}: expected a number", name));
@@ -131,7 +132,7 @@ class RankReader {
         if (coded.CurrentPosition() == 0 && at == size) return false;
         fail(fmt::format("byte {}: a {}'s length is cut short or malformed", at, what));
       }
-      if (length > static_cast<std::uint64_t>(size - at))
+      if (length > static_cast<std::uint64_t>(size - at - coded.CurrentPosition()))
         fail(fmt::format("byte {}: a {} of {} bytes, more than the file holds after it", at, what,
                          length));
       const auto limit = coded.PushLimit(static_cast<int>(length));
@@ -182,9 +183,10 @@ std::map<std::string, std::vector<std::uint32_t>> read_groups(const std::string&
     std::set<std::uint32_t> seen;
     std::vector<std::uint32_t>& members = groups[name];
     for (const boost::json::value& m : kv.value().get_array()) {
-      if (!(m.is_int64() || m.is_uint64()) || m.to_number<std::int64_t>() < 0)
+      if (!(m.is_uint64() || (m.is_int64() && m.get_int64() >= 0)))
         fail("a member is not a rank number");
-      const auto r = m.to_number<std::uint64_t>();
+      const std::uint64_t r =
+          m.is_uint64() ? m.get_uint64() : static_cast<std::uint64_t>(m.get_int64());
       if (r >= ranks)
         fail(fmt::format("rank {} does not exist (the trace has {} ranks)", r, ranks));
       if (!seen.insert(static_cast<std::uint32_t>(r)).second)
@@ -318,9 +320,13 @@ ModelTrace load_chakra_trace(const std::string& prefix, std::uint32_t gpus,
                              std::uint64_t chunk_size, const std::string& groups_path) {
   std::uint32_t ranks = 0;
   std::error_code ec;
-  while (ranks <= gpus && fs::exists(rank_file(prefix, ranks), ec))
+  while (ranks <= (1u << 20) && fs::exists(rank_file(prefix, ranks), ec))
     ++ranks;
   if (ranks == 0) throw ModelTraceError(rank_file(prefix, 0) + ": no such file");
+  if (ranks > gpus)
+    throw ModelTraceError(
+        fmt::format("{}: the trace has {} ranks and the pod {} GPUs (rank r runs on GPU r)",
+                    rank_file(prefix, ranks - 1), ranks, gpus));
   // A file for a later rank past a missing one would be left out: refused.
   {
     const fs::path p(prefix);
@@ -332,18 +338,15 @@ ModelTrace load_chakra_trace(const std::string& prefix, std::uint32_t gpus,
           !f.ends_with(".et"))
         continue;
       const std::string num = f.substr(stem.size(), f.size() - stem.size() - 3);
-      if (num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos)
-        continue;
+      if (num.empty() || num.size() > 9 || (num.size() > 1 && num[0] == '0') ||
+          num.find_first_not_of("0123456789") != std::string::npos)
+        continue;  // not a rank's file (PREFIX.R.et, R without leading zeros)
       if (const auto r = std::stoul(num); r >= ranks)
         throw ModelTraceError(
             fmt::format("{}: the trace has a file for rank {} but none for rank {}",
                         e.path().string(), r, ranks));
     }
   }
-  if (ranks > gpus)
-    throw ModelTraceError(fmt::format(
-        "{}: the trace has a file for rank {} and the pod {} GPUs (rank r runs on GPU r)",
-        rank_file(prefix, ranks - 1), ranks - 1, gpus));
   auto slurp = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw ModelTraceError(path + ": cannot open it");

@@ -619,9 +619,13 @@ struct ScenarioRunner::StepRun {
     const double vram_bps = cfg.gpu.vram.channel_bandwidth.bytes_per_second() *
                             static_cast<double>(cfg.gpu.vram.channels());
     // Compute under way, by when it ends; communication ready, and under way.
-    using Busy = std::tuple<Time, std::size_t, Time>;  // end, node, start
+    using Busy = std::tuple<Time, std::size_t, Time>;             // end, node, start
+    constexpr Time kNever = Time::ps(1'000'000'000'000'000'000);  // 10^6 s
     std::priority_queue<Busy, std::vector<Busy>, std::greater<>> computing;
-    std::set<std::size_t> ready_comm;
+    // Ready communications: those that may start now (their group free and theirs its next
+    // call), in node order, and the others by group and call.
+    std::set<std::size_t> launchable;
+    std::map<std::size_t, std::map<std::size_t, std::size_t>> held;  // group -> call -> node
     struct Comm {
       std::size_t node;
       ModelRun::Comm call;
@@ -636,20 +640,25 @@ struct ScenarioRunner::StepRun {
     auto ready = [&](std::size_t i) {
       const ModelNode& n = t.nodes[i];
       if (n.type != ModelNode::Type::Compute) {
-        ready_comm.insert(i);
+        const ModelRun::Comm c = run.comm(i);
+        if (!busy.count(c.group) && c.call == next_call[c.group])
+          launchable.insert(i);
+        else
+          held[c.group][c.call] = i;
         return;
       }
       Time d = n.duration ? *n.duration : Time{};
       if (!n.duration) {
-        // A time no run reaches stands for work too large to finish (the run then ends
-        // unfinished at sim.max_time).
         const double ps = std::ceil(std::max(n.flops / cfg.gpu.compute.peak_flops,
                                              static_cast<double>(n.memory_bytes) / vram_bps) *
                                     1e12);
-        d = ps < 1e18 ? Time::ps(static_cast<std::int64_t>(ps))
-                      : Time::ps(1'000'000'000'000'000'000);
+        d = ps < 1e18 ? Time::ps(static_cast<std::int64_t>(ps)) : kNever;
       }
-      computing.emplace(sim_now() + d, i, sim_now());
+      // A time no run reaches stands for work too long to finish (the run then ends
+      // unfinished at sim.max_time); nothing ends past it.
+      d = std::min(d, kNever);
+      const Time now = sim_now();
+      computing.emplace(now.as_ps() > INT64_MAX - d.as_ps() ? Time::max() : now + d, i, now);
     };
     auto finish = [&](std::size_t i, Time start) {
       run.note(i, start, sim_now());
@@ -695,17 +704,21 @@ struct ScenarioRunner::StepRun {
           continue;
         }
         busy.erase(c.call.group);
-        ++next_call[c.call.group];
+        const std::size_t next = ++next_call[c.call.group];
+        if (const auto h = held.find(c.call.group); h != held.end()) {
+          if (const auto n = h->second.find(next); n != h->second.end()) {
+            launchable.insert(n->second);
+            h->second.erase(n);
+          }
+        }
         finish(c.node, c.start);
         comms.erase(comms.begin() + static_cast<std::ptrdiff_t>(k));
       }
       // Every ready communication whose group is free and whose call is the next.
-      for (auto it = ready_comm.begin(); !failed && it != ready_comm.end();) {
-        const ModelRun::Comm c = run.comm(*it);
-        if (busy.count(c.group) || c.call != next_call[c.group]) {
-          ++it;
-          continue;
-        }
+      while (!failed && !launchable.empty()) {
+        const std::size_t i = *launchable.begin();
+        launchable.erase(launchable.begin());
+        const ModelRun::Comm c = run.comm(i);
         auto& runner = runners[c.group];
         if (!runner) runner = runner_for(run.group(c.group), run.group(c.group).rank_of(gpu));
         if (!runner) {
@@ -713,9 +726,8 @@ struct ScenarioRunner::StepRun {
           break;
         }
         busy.insert(c.group);
-        comms.push_back(Comm{*it, c, runner.get(), false, sim_now()});
+        comms.push_back(Comm{i, c, runner.get(), false, sim_now()});
         start_program(comms.back());
-        it = ready_comm.erase(it);
       }
       if (failed || finished == total) break;
       // Until the next compute ends or a program does.

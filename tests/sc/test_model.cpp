@@ -299,3 +299,15 @@ TEST_CASE("a long chain of nodes runs in memory that does not grow with its leng
   REQUIRE(at != std::string::npos);
   CHECK(std::stod(run.substr(at + 18)) < 1e9);
 }
+
+TEST_CASE("a compute node too long for any run leaves the run unfinished, not done at once",
+          "[model]") {
+  // Its end would overflow the clock: it was taken as past, and the run "finished" in 1 ns.
+  const std::string trace = write_temp_file("long.json", R"({"nodes": [
+    {"id": "a", "gpu": 0, "type": "compute", "duration": "1ns"},
+    {"id": "b", "gpu": 0, "type": "compute", "duration": "9223372036854775807ps", "deps": ["a"]}]})");
+  const auto r = run_podsim({"run", "--quiet", "--set", "workload.kind=model", "--set",
+                             "workload.model=" + trace, "--set", "sim.max_time=1ms"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("had not finished at sim.max_time") != std::string::npos);
+}

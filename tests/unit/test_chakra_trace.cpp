@@ -271,6 +271,15 @@ TEST_CASE("bad Chakra traces are errors naming the file and the node") {
          r[0].add(1, pb::COMP_NODE, {a});
        },
        "t.0.et: node 1 \"n1\": attribute num_ops: inf is not a finite number of at least 0"},
+      {"a size as a double past 2^64",
+       [](auto& r) {
+         pb::Attribute a;
+         a.set_name("comm_size");
+         a.set_double_val(1e20);
+         r[0].add(1, pb::COMM_COLL_NODE, {attr_u("comm_type", pb::ALL_REDUCE), a});
+       },
+       "t.0.et: node 1 \"n1\": attribute comm_size: 1e+20 is not a whole number from 0 to "
+       "2^64 - 1"},
       {"negative size",
        [](auto& r) {
          pb::Attribute a;
@@ -295,7 +304,30 @@ TEST_CASE("bad Chakra traces are errors naming the file and the node") {
     write(tmp.prefix(), ranks);
     // More ranks than GPUs.
     CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 2, 65536, ""),
-                      Contains("t.2.et: the trace has a file for rank 2 and the pod 2 GPUs"));
+                      Contains("t.2.et: the trace has 3 ranks and the pod 2 GPUs"));
+    // A file that only looks like a rank's (a leading zero) is not one.
+    write_text(tmp.prefix() + ".01.et", "x");
+    CHECK_NOTHROW(load_chakra_trace(tmp.prefix(), 8, 65536, ""));
+    fs::remove(tmp.prefix() + ".01.et");
+    // The last node cut short by exactly its last field (2 bytes): its length says more than
+    // the file holds after the length itself.
+    {
+      pb::Node n;
+      n.set_id(1);
+      n.set_name(std::string(130, 'x'));
+      n.set_type(pb::COMP_NODE);
+      n.set_duration_micros(50);
+      std::ofstream out(tmp.prefix() + ".1.et", std::ios::binary | std::ios::trunc);
+      pb::GlobalMetadata meta;
+      meta.set_version("0.0.4");
+      REQUIRE(google::protobuf::util::SerializeDelimitedToOstream(meta, &out));
+      REQUIRE(google::protobuf::util::SerializeDelimitedToOstream(n, &out));
+    }
+    fs::resize_file(tmp.prefix() + ".1.et", fs::file_size(tmp.prefix() + ".1.et") - 2);
+    CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, ""),
+                      Contains("t.1.et: byte 8: a node of 139 bytes, more than the file holds "
+                               "after it"));
+    write(tmp.prefix(), ranks);
     // A truncated node, an empty file, a file that is not a trace.
     {
       std::ofstream(tmp.prefix() + ".1.et", std::ios::app | std::ios::binary)
@@ -342,6 +374,12 @@ TEST_CASE("bad Chakra traces are errors naming the file and the node") {
     CHECK_THROWS_WITH(
         load_chakra_trace(tmp.prefix(), 8, 65536, g),
         Contains("g.json: group \"1\": rank 5 does not exist (the trace has 3 ranks)"));
+    write_text(g, R"({"1": [0, 18446744073709551615]})");
+    CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, g),
+                      Contains("g.json: group \"1\": rank 18446744073709551615 does not exist"));
+    write_text(g, R"({"1": [0, -1]})");
+    CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, g),
+                      Contains("g.json: group \"1\": a member is not a rank number"));
     write_text(g, R"({"1": [0, 0]})");
     CHECK_THROWS_WITH(load_chakra_trace(tmp.prefix(), 8, 65536, g),
                       Contains("g.json: group \"1\": rank 0 is listed twice"));

@@ -276,6 +276,7 @@ void convert(const RankReader& f, const pb::Node& n, ModelNode& m,
       if (std::find(members.begin(), members.end(), f.rank()) == members.end())
         f.fail(n, fmt::format("rank {} is not a member of group \"{}\"", f.rank(), m.group));
       t.groups.emplace(m.group, members);
+      m.root = members[0];  // a broadcast's: Chakra names none
       // The size as workload.collective.sizes counts it, rounded up to what the algorithm
       // splits: 64 B lines (all_to_all: 64 B x the members).
       const std::uint64_t line =

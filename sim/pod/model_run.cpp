@@ -37,7 +37,8 @@ ModelRun::ModelRun(const PodConfig& cfg, ModelTrace trace)
       s.n = static_cast<std::uint32_t>(members.size());
       s.bytes = n.bytes;
       s.piece = k.chunk_size.count();
-      s.root = 0;  // a broadcast's root: the group's first member
+      s.root = static_cast<std::uint32_t>(std::find(members.begin(), members.end(), n.root) -
+                                          members.begin());
       if (n.op == coll::Op::AllToAllV) {
         s.bytes = 0;  // as workload.collective reports it: the most a member sends
         for (std::uint32_t m : members) {

@@ -237,7 +237,8 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
       }
     } else if (type == "collective") {
       n.type = ModelNode::Type::Collective;
-      r.only(o, {"id", "gpu", "type", "deps", "op", "group", "bytes", "send_bytes", "algorithm"});
+      r.only(o, {"id", "gpu", "type", "deps", "op", "group", "bytes", "send_bytes", "algorithm",
+                 "root"});
       n.op = r.choice(o, "op", coll::kOpNames);
       n.algorithm = o.contains("algorithm") ? r.choice(o, "algorithm", coll::kAlgorithmNames)
                                             : coll::Algorithm::Ring;
@@ -250,6 +251,13 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
       if (std::find(g->second.begin(), g->second.end(), n.gpu) == g->second.end())
         r.fail(fmt::format("GPU {} is not a member of group \"{}\"", n.gpu, n.group));
       const auto members = static_cast<std::uint32_t>(g->second.size());
+      n.root = g->second[0];
+      if (o.contains("root")) {
+        if (n.op != coll::Op::Broadcast) r.fail("\"root\" is for broadcast only");
+        n.root = static_cast<std::uint32_t>(r.whole(o, "root", 1023));
+        if (std::find(g->second.begin(), g->second.end(), n.root) == g->second.end())
+          r.fail(fmt::format("\"root\": GPU {} is not a member of group \"{}\"", n.root, n.group));
+      }
       if (n.op == coll::Op::AllToAllV) {
         // Its row: what this member sends to each member, in the group's order.
         if (o.contains("bytes"))
@@ -363,10 +371,11 @@ void check_model_trace(const ModelTrace& t, const std::string& name, std::uint64
           const ModelNode& a = t.nodes[ref[k]];
           const ModelNode& b = t.nodes[mine[k]];
           const bool rows = a.op == coll::Op::AllToAllV;  // each member's own sizes
-          if (a.op != b.op || (!rows && a.bytes != b.bytes) || a.algorithm != b.algorithm)
+          if (a.op != b.op || (!rows && a.bytes != b.bytes) || a.algorithm != b.algorithm ||
+              a.root != b.root)
             throw ModelTraceError(fmt::format(
                 "{}: group \"{}\": its collective {} is node \"{}\" on GPU {} and node \"{}\" on "
-                "GPU {}, which differ in op, size or algorithm",
+                "GPU {}, which differ in op, size, algorithm or root",
                 name, gname, k + 1, a.id, a.gpu, b.id, b.gpu));
         }
       }

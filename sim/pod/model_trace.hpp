@@ -57,6 +57,8 @@ struct ModelNode {
   std::uint64_t bytes = 0;
   // all_to_all_v: what this member sends to each member of its group, in the group's order
   std::vector<std::uint64_t> send_bytes;
+  // broadcast: the GPU whose input every member ends with (a member; default the group's first)
+  std::uint32_t root = 0;
   // send, recv
   std::uint32_t peer = 0;
   std::uint64_t tag = 0;

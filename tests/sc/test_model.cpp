@@ -311,3 +311,28 @@ TEST_CASE("a compute node too long for any run leaves the run unfinished, not do
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("had not finished at sim.max_time") != std::string::npos);
 }
+
+TEST_CASE("a broadcast in a model trace starts from its root", "[model]") {
+  // A ring broadcast over GPUs [0, 1, 2, 3]: the root only sends, so it is done first, and the
+  // GPU after it in the ring gets the data before the one before it (three hops on).
+  for (int root : {2, 1}) {
+    INFO("root " << root);
+    std::string nodes;
+    for (int g = 0; g < 4; ++g)
+      nodes += fmt::format(
+          R"({}{{"id": "b{}", "gpu": {}, "type": "collective", "op": "broadcast", "group": "g",
+               "bytes": "1MiB", "root": {}}})",
+          g ? "," : "", g, g, root);
+    const std::string trace =
+        write_temp_file("bc.json", R"({"groups": {"g": [0, 1, 2, 3]}, "nodes": [)" + nodes + "]}");
+    const auto r = run_podsim(
+        {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto n = nodes_of(r);
+    const auto end = [&](int g) { return n.at("b" + std::to_string(g % 4)).end; };
+    for (int k = 1; k < 4; ++k)
+      CHECK(end(root) < end(root + k));
+    CHECK(end(root + 1) < end(root + 3));
+  }
+}

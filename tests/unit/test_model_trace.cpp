@@ -111,6 +111,12 @@ TEST_CASE("bad model traces are errors naming the file and the node") {
           {"id": "c", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["b"]}]})",
        "its dependencies make a cycle: \"a\" -> \"c\" -> \"b\" -> \"a\""},
       {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "tp", "bytes": "1MiB", "root": 1})"),
+       "node \"x\": \"root\" is for broadcast only"},
+      {with_node(
+           R"({"id": "x", "gpu": 0, "type": "collective", "op": "broadcast", "group": "tp", "bytes": "1MiB", "root": 5})"),
+       "node \"x\": \"root\": GPU 5 is not a member of group \"tp\""},
+      {with_node(
            R"({"id": "x", "gpu": 0, "type": "collective", "op": "all_to_all_v", "group": "tp", "bytes": "1MiB"})"),
        "node \"x\": all_to_all_v takes \"send_bytes\" (a size per member of its group), not "
        "\"bytes\""},
@@ -168,7 +174,7 @@ TEST_CASE("an all_to_all_v in a model trace takes each member's sizes to every m
   other.replace(other.find(d2), d2.size(), R"("op": "all_to_all", "group": "ep", "bytes": "192B")");
   CHECK_THROWS_WITH(parse_model_trace(other, "t.json", 4, 65536),
                     Contains("its collective 1 is node \"d2\" on GPU 2 and node \"d0\" on GPU 0, "
-                             "which differ in op, size or algorithm"));
+                             "which differ in op, size, algorithm or root"));
 }
 
 TEST_CASE("a model trace of any depth is read and its critical path found") {
@@ -230,4 +236,27 @@ TEST_CASE("a model trace whose calls would wait for each other is an error namin
       {"id": "b1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "b", "bytes": "64KiB"},
       {"id": "a1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB"}]})",
                                   "t.json", 8, 65536));
+}
+
+TEST_CASE("a broadcast in a model trace has a root its members agree on") {
+  auto trace = [](int root3) {
+    std::string nodes;
+    for (int g : {2, 0, 3})
+      nodes += fmt::format(
+          R"({}{{"id": "b{}", "gpu": {}, "type": "collective", "op": "broadcast", "group": "g",
+               "bytes": "64KiB", "root": {}}})",
+          nodes.empty() ? "" : ",", g, g, g == 3 ? root3 : 3);
+    return R"({"groups": {"g": [2, 0, 3]}, "nodes": [)" + nodes + "]}";
+  };
+  const ModelTrace t = parse_model_trace(trace(3), "t.json", 4, 65536);
+  CHECK(t.nodes[0].root == 3);
+  CHECK_THROWS_WITH(parse_model_trace(trace(0), "t.json", 4, 65536),
+                    Contains("its collective 1 is node \"b2\" on GPU 2 and node \"b3\" on GPU 3, "
+                             "which differ in op, size, algorithm or root"));
+  // Without one, the group's first GPU.
+  const ModelTrace d = parse_model_trace(R"({"groups": {"g": [2, 0]}, "nodes": [
+      {"id": "a", "gpu": 2, "type": "collective", "op": "broadcast", "group": "g", "bytes": "64KiB"},
+      {"id": "b", "gpu": 0, "type": "collective", "op": "broadcast", "group": "g", "bytes": "64KiB"}]})",
+                                         "t.json", 4, 65536);
+  CHECK(d.nodes[1].root == 2);
 }

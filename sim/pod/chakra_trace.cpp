@@ -146,11 +146,10 @@ class RankReader {
       fail("is empty (a Chakra trace starts with its GlobalMetadata)");
     std::vector<pb::Node> nodes;
     for (pb::Node n; next(n, "node"); n.Clear())
-      nodes.push_back(n);
+      nodes.push_back(std::move(n));
     return nodes;
   }
 
-  const std::string& file() const { return file_; }
   std::uint32_t rank() const { return rank_; }
 
  private:

@@ -106,43 +106,46 @@ class Reader {
   std::string where_;
 };
 
-// The nodes in an order where each comes after everything it depends on; nodes on a cycle, or
-// waiting for one, are left out. Iterative, for traces of any depth.
-std::vector<std::size_t> topological_order(const ModelTrace& t) {
-  const std::size_t n = t.nodes.size();
+// A graph of `n` vertices in an order where each comes after every vertex it waits for
+// (`before(v)`: those, by index); vertices on a cycle, or waiting for one, are left out.
+// Iterative, for graphs of any depth.
+template <class Before>
+std::vector<std::size_t> order_of(std::size_t n, Before before) {
   std::vector<std::size_t> waiting(n), order;
-  std::vector<std::vector<std::size_t>> children(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    waiting[i] = t.nodes[i].deps.size();
-    for (std::size_t d : t.nodes[i].deps)
-      children[d].push_back(i);
+  std::vector<std::vector<std::size_t>> after(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    waiting[v] = before(v).size();
+    for (std::size_t u : before(v))
+      after[u].push_back(v);
   }
-  for (std::size_t i = 0; i < n; ++i)
-    if (waiting[i] == 0) order.push_back(i);
+  for (std::size_t v = 0; v < n; ++v)
+    if (waiting[v] == 0) order.push_back(v);
   for (std::size_t k = 0; k < order.size(); ++k)
-    for (std::size_t c : children[order[k]])
-      if (--waiting[c] == 0) order.push_back(c);
+    for (std::size_t w : after[order[k]])
+      if (--waiting[w] == 0) order.push_back(w);
   return order;
 }
 
-// A cycle of dependencies, node by node (each depends on the next, the last on the first).
-std::optional<std::vector<std::size_t>> find_cycle(const ModelTrace& t) {
-  const std::vector<std::size_t> order = topological_order(t);
-  if (order.size() == t.nodes.size()) return std::nullopt;
-  // Every node left out waits for another left out: walk from one until a node comes again.
-  std::vector<bool> ordered(t.nodes.size(), false);
-  for (std::size_t i : order)
-    ordered[i] = true;
+// A cycle of the same graph, vertex by vertex (each waits for the next, the last for the
+// first), or none.
+template <class Before>
+std::optional<std::vector<std::size_t>> cycle_of(std::size_t n, Before before) {
+  const std::vector<std::size_t> order = order_of(n, before);
+  if (order.size() == n) return std::nullopt;
+  // Every vertex left out waits for another left out: walk from one until a vertex comes again.
+  std::vector<bool> ordered(n, false);
+  for (std::size_t v : order)
+    ordered[v] = true;
   std::size_t at = 0;
   while (ordered[at])
     ++at;
-  std::vector<std::size_t> seen_at(t.nodes.size(), SIZE_MAX), path;
+  std::vector<std::size_t> seen_at(n, SIZE_MAX), path;
   while (seen_at[at] == SIZE_MAX) {
     seen_at[at] = path.size();
     path.push_back(at);
-    for (std::size_t d : t.nodes[at].deps)
-      if (!ordered[d]) {
-        at = d;
+    for (std::size_t u : before(at))
+      if (!ordered[u]) {
+        at = u;
         break;
       }
   }
@@ -341,7 +344,10 @@ void check_model_trace(const ModelTrace& t, const std::string& name, std::uint64
           "65536: make chunk_size at least {} B)",
           name, n.id, largest / chunk_size, chunk_size, ((largest >> 16) + 63) / 64 * 64));
   }
-  if (const auto cycle = find_cycle(t))
+  const auto deps_of = [&t](std::size_t i) -> const std::vector<std::size_t>& {
+    return t.nodes[i].deps;
+  };
+  if (const auto cycle = cycle_of(t.nodes.size(), deps_of))
     throw ModelTraceError(fmt::format("{}: node \"{}\": its dependencies make a cycle: {}", name,
                                       t.nodes[cycle->front()].id, [&] {
                                         std::string path;
@@ -418,69 +424,41 @@ void check_model_trace(const ModelTrace& t, const std::string& name, std::uint64
   // one vertex for all of them), and a group's calls run in their order on each member (call
   // k before call k + 1). A cycle of dependencies and call orders would hang the run.
   {
-    const std::size_t n = t.nodes.size();
-    std::vector<std::size_t> vertex(n);
-    std::vector<std::size_t> first_node;  // by vertex: a node of it, for messages
+    std::vector<std::size_t> vertex(t.nodes.size());
+    std::vector<std::size_t> first_node;       // by vertex: a node of it, for messages
+    std::vector<std::vector<std::size_t>> in;  // by vertex: the vertices it waits for
     using Key = std::tuple<std::string, std::uint32_t, std::uint32_t, std::uint64_t>;
-    std::map<std::pair<Key, std::uint32_t>, std::size_t> seen;  // (call key, gpu) -> calls so far
+    struct Calls {
+      std::size_t count = 0, last = 0;  // a member's calls of a key so far, the last's vertex
+    };
+    std::map<std::pair<Key, std::uint32_t>, Calls> member;  // (call key, gpu)
     std::map<std::pair<Key, std::size_t>, std::size_t> call_vertex;
-    std::vector<std::pair<std::size_t, std::size_t>> edges;     // from, to
-    std::map<std::pair<Key, std::uint32_t>, std::size_t> last;  // (call key, gpu) -> vertex
-    for (std::size_t i = 0; i < n; ++i) {
+    auto add = [&](std::size_t i) {
+      first_node.push_back(i);
+      in.emplace_back();
+      return first_node.size() - 1;
+    };
+    for (std::size_t i = 0; i < t.nodes.size(); ++i) {
       const ModelNode& m = t.nodes[i];
       if (m.type == ModelNode::Type::Compute) {
-        vertex[i] = first_node.size();
-        first_node.push_back(i);
+        vertex[i] = add(i);
         continue;
       }
       const Key key = m.type == ModelNode::Type::Collective ? Key{m.group, 0, 0, 0}
                       : m.type == ModelNode::Type::Send     ? Key{"", m.gpu, m.peer, m.tag}
                                                             : Key{"", m.peer, m.gpu, m.tag};
-      const std::size_t k = seen[{key, m.gpu}]++;
-      const auto [it, fresh] = call_vertex.emplace(std::pair{key, k}, first_node.size());
-      if (fresh) first_node.push_back(i);
-      vertex[i] = it->second;
-      const auto prev = last.find({key, m.gpu});
-      if (prev != last.end()) edges.emplace_back(prev->second, vertex[i]);
-      last[{key, m.gpu}] = vertex[i];
+      Calls& mine = member[{key, m.gpu}];
+      const auto it = call_vertex.find({key, mine.count});
+      vertex[i] = it != call_vertex.end() ? it->second : call_vertex[{key, mine.count}] = add(i);
+      if (mine.count++ > 0) in[vertex[i]].push_back(mine.last);
+      mine.last = vertex[i];
     }
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
       for (std::size_t d : t.nodes[i].deps)
-        if (vertex[d] != vertex[i]) edges.emplace_back(vertex[d], vertex[i]);
-    const std::size_t v = first_node.size();
-    std::vector<std::vector<std::size_t>> out(v), in(v);
-    std::vector<std::size_t> waiting(v, 0), order;
-    for (const auto& [a, b] : edges) {
-      out[a].push_back(b);
-      in[b].push_back(a);
-      ++waiting[b];
-    }
-    for (std::size_t x = 0; x < v; ++x)
-      if (waiting[x] == 0) order.push_back(x);
-    for (std::size_t k = 0; k < order.size(); ++k)
-      for (std::size_t y : out[order[k]])
-        if (--waiting[y] == 0) order.push_back(y);
-    if (order.size() != v) {
-      // Walk back from a vertex left over through one left over before it until one repeats.
-      std::vector<bool> done(v, false);
-      for (std::size_t x : order)
-        done[x] = true;
-      std::size_t at = 0;
-      while (done[at])
-        ++at;
-      std::vector<std::size_t> pos(v, SIZE_MAX), path;
-      while (pos[at] == SIZE_MAX) {
-        pos[at] = path.size();
-        path.push_back(at);
-        for (std::size_t y : in[at])
-          if (!done[y]) {
-            at = y;
-            break;
-          }
-      }
-      std::vector<std::size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[at]),
-                                     path.end());
-      std::reverse(cycle.begin(), cycle.end());  // each waits for the one before it
+        if (vertex[d] != vertex[i]) in[vertex[i]].push_back(vertex[d]);
+    if (auto cycle = cycle_of(
+            in.size(), [&in](std::size_t x) -> const std::vector<std::size_t>& { return in[x]; })) {
+      std::reverse(cycle->begin(), cycle->end());  // each waits for the one before it
       auto say = [&](std::size_t x) {
         const ModelNode& m = t.nodes[first_node[x]];
         const std::string what = m.type == ModelNode::Type::Compute ? ""
@@ -490,13 +468,13 @@ void check_model_trace(const ModelTrace& t, const std::string& name, std::uint64
         return "\"" + m.id + "\"" + what;
       };
       std::string chain;
-      for (std::size_t x : cycle)
+      for (std::size_t x : *cycle)
         chain += say(x) + " -> ";
       throw ModelTraceError(fmt::format(
           "{}: node \"{}\": waits for itself through dependencies and the order of calls (a "
           "group's calls run in their order on each member, a call once every member reaches "
           "it): {}{}",
-          name, t.nodes[first_node[cycle.front()]].id, chain, say(cycle.front())));
+          name, t.nodes[first_node[cycle->front()]].id, chain, say(cycle->front())));
     }
   }
 }
@@ -532,7 +510,9 @@ std::optional<Time> ModelTrace::critical_path() const {
     if (n.type != ModelNode::Type::Compute || !n.duration) return std::nullopt;
   std::vector<Time> finish(nodes.size());
   Time longest;
-  for (std::size_t i : topological_order(*this)) {
+  for (std::size_t i : order_of(
+           nodes.size(),
+           [this](std::size_t i) -> const std::vector<std::size_t>& { return nodes[i].deps; })) {
     Time start;
     for (std::size_t d : nodes[i].deps)
       start = std::max(start, finish[d]);

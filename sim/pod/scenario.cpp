@@ -622,8 +622,8 @@ struct ScenarioRunner::StepRun {
     using Busy = std::tuple<Time, std::size_t, Time>;             // end, node, start
     constexpr Time kNever = Time::ps(1'000'000'000'000'000'000);  // 10^6 s
     std::priority_queue<Busy, std::vector<Busy>, std::greater<>> computing;
-    // Ready communications: those that may start now (their group free and theirs its next
-    // call), in node order, and the others by group and call.
+    // Ready communications: those that may start now (theirs their group's next call), in node
+    // order, and the others by group and call.
     std::set<std::size_t> launchable;
     std::map<std::size_t, std::map<std::size_t, std::size_t>> held;  // group -> call -> node
     struct Comm {
@@ -635,13 +635,14 @@ struct ScenarioRunner::StepRun {
     };
     std::vector<Comm> comms;
     std::map<std::size_t, std::unique_ptr<coll::Runner>> runners;  // by group
-    std::map<std::size_t, std::size_t> next_call;                  // by group
-    std::set<std::size_t> busy;                                    // groups with a call on
+    // By group, the call this GPU makes next: under way, or not yet started. A node whose call
+    // it is may start at once (no other node of this GPU makes that call).
+    std::map<std::size_t, std::size_t> next_call;
     auto ready = [&](std::size_t i) {
       const ModelNode& n = t.nodes[i];
       if (n.type != ModelNode::Type::Compute) {
         const ModelRun::Comm c = run.comm(i);
-        if (!busy.count(c.group) && c.call == next_call[c.group])
+        if (c.call == next_call[c.group])
           launchable.insert(i);
         else
           held[c.group][c.call] = i;
@@ -703,7 +704,6 @@ struct ScenarioRunner::StepRun {
           ++k;
           continue;
         }
-        busy.erase(c.call.group);
         const std::size_t next = ++next_call[c.call.group];
         if (const auto h = held.find(c.call.group); h != held.end()) {
           if (const auto n = h->second.find(next); n != h->second.end()) {
@@ -725,7 +725,6 @@ struct ScenarioRunner::StepRun {
           failed = true;
           break;
         }
-        busy.insert(c.group);
         comms.push_back(Comm{i, c, runner.get(), false, sim_now()});
         start_program(comms.back());
       }

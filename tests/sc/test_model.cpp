@@ -22,6 +22,15 @@ struct Ran {
   std::string gpu, type;
   double start = 0, end = 0;
 };
+// podsim run of the model trace at `trace`, with further --set arguments.
+podsim::test::PodsimRun run_model(const std::string& trace,
+                                  const std::vector<std::string>& sets = {}) {
+  std::vector<std::string> args = {
+      "run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace};
+  for (const std::string& s : sets)
+    args.insert(args.end(), {"--set", s});
+  return run_podsim(args);
+}
 std::map<std::string, Ran> nodes_of(const podsim::test::PodsimRun& r) {
   std::map<std::string, Ran> out;
   for (const auto& row : read_csv(r.out_dir + "/model.csv"))
@@ -41,8 +50,7 @@ TEST_CASE("a model trace of durations runs in dependency order and ends at its c
     {"id": "d", "gpu": 0, "type": "compute", "duration": "2us", "deps": ["b", "c"]},
     {"id": "e", "gpu": 1, "type": "compute", "duration": "13us"}
   ]})");
-  const auto r = run_podsim(
-      {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace});
+  const auto r = run_model(trace);
   REQUIRE(r.exit_code == 0);
   const auto n = nodes_of(r);
   REQUIRE(n.size() == 5);
@@ -70,8 +78,7 @@ TEST_CASE("a model trace's collectives and sends run over the fabric after what 
               {"id": "use", "gpu": 5, "type": "compute", "duration": "1us", "deps": ["r"]})";
   const std::string trace =
       write_temp_file("t.json", R"({"groups": {"tp": [0, 1, 2, 3]}, "nodes": [)" + nodes + "]}");
-  const auto r = run_podsim(
-      {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace});
+  const auto r = run_model(trace);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto n = nodes_of(r);
@@ -136,8 +143,7 @@ TEST_CASE("an all_to_all_v in a model trace runs each member's own sizes", "[mod
     }
     const std::string trace =
         write_temp_file("v.json", R"({"groups": {"ep": [0, 1, 2, 3]}, "nodes": [)" + nodes + "]}");
-    const auto r = run_podsim(
-        {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace});
+    const auto r = run_model(trace);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     return r;
@@ -218,12 +224,10 @@ TEST_CASE("a Chakra trace runs as its JSON twin: the same nodes at the same time
   const std::string json =
       write_temp_file("twin.json", R"({"groups": {"all": [0, 1, 2, 3], "2": [2, 3]}, "nodes": [)" +
                                        json_nodes + "]}");
-  const auto c = run_podsim({"run", "--quiet", "--set", "workload.kind=model", "--set",
-                             "workload.model=" + base, "--set", "workload.model_groups=" + groups});
+  const auto c = run_model(base, {"workload.model_groups=" + groups});
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
-  const auto j = run_podsim(
-      {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + json});
+  const auto j = run_model(json);
   INFO(j.err);
   REQUIRE(j.exit_code == 0);
   const auto a = nodes_of(c), b = nodes_of(j);
@@ -263,8 +267,7 @@ TEST_CASE("a GPU's ready communications run side by side, whatever order each GP
       {"id": "after", "gpu": 2, "type": "collective", "op": "all_reduce", "group": "c", "bytes": "64KiB", "deps": ["r"]},
       {"id": "c3", "gpu": 3, "type": "collective", "op": "all_reduce", "group": "c", "bytes": "64KiB"}
     ]})");
-  const auto r = run_podsim(
-      {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace});
+  const auto r = run_model(trace);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto n = nodes_of(r);
@@ -289,8 +292,7 @@ TEST_CASE("a long chain of nodes runs in memory that does not grow with its leng
           R"({}{{"id": "g{}n{}", "gpu": {}, "type": "compute", "duration": "10ns"{}}})",
           g || k ? "," : "", g, k, g, k ? fmt::format(R"(, "deps": ["g{}n{}"])", g, k - 1) : "");
   text += "]}";
-  const auto r = run_podsim({"run", "--quiet", "--set", "workload.kind=model", "--set",
-                             "workload.model=" + write_temp_file("chain.json", text)});
+  const auto r = run_model(write_temp_file("chain.json", text));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.stat("pod.summary.model.makespan") == Approx(200000));
@@ -306,8 +308,7 @@ TEST_CASE("a compute node too long for any run leaves the run unfinished, not do
   const std::string trace = write_temp_file("long.json", R"({"nodes": [
     {"id": "a", "gpu": 0, "type": "compute", "duration": "1ns"},
     {"id": "b", "gpu": 0, "type": "compute", "duration": "9223372036854775807ps", "deps": ["a"]}]})");
-  const auto r = run_podsim({"run", "--quiet", "--set", "workload.kind=model", "--set",
-                             "workload.model=" + trace, "--set", "sim.max_time=1ms"});
+  const auto r = run_model(trace, {"sim.max_time=1ms"});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("had not finished at sim.max_time") != std::string::npos);
 }
@@ -325,8 +326,7 @@ TEST_CASE("a broadcast in a model trace starts from its root", "[model]") {
           g ? "," : "", g, g, root);
     const std::string trace =
         write_temp_file("bc.json", R"({"groups": {"g": [0, 1, 2, 3]}, "nodes": [)" + nodes + "]}");
-    const auto r = run_podsim(
-        {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace});
+    const auto r = run_model(trace);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     const auto n = nodes_of(r);

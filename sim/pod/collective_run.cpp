@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <set>
 
+#include "sim/core/byte_io.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/stats.hpp"
 
@@ -183,6 +184,60 @@ void CollectiveRun::note_check(std::size_t size, std::uint64_t checked, std::uin
   checked_[size] += checked;
   wrong_[size] += wrong;
   ++checks_[size];
+}
+
+void CollectiveRun::pack(ByteWriter& out) const {
+  for (const auto& size : calls_)
+    for (const Call& c : size) {
+      out.put(c.start.as_ps());
+      out.put(c.end.as_ps());
+      out.put(c.ended);
+    }
+  for (std::size_t i = 0; i < shapes_.size() && !calls_.empty(); ++i) {
+    out.put(checked_[i]);
+    out.put(wrong_[i]);
+    out.put(checks_[i]);
+  }
+  out.put(static_cast<std::uint64_t>(records_.size()));
+  for (const CallRecord& r : records_) {
+    out.put(r.gpu);
+    out.put(r.call);
+    out.put(static_cast<std::uint64_t>(r.size));
+    out.put(r.start.as_ps());
+    out.put(r.end.as_ps());
+  }
+  out.put(done_);
+}
+
+void CollectiveRun::merge(ByteReader& in) {
+  for (auto& size : calls_)
+    for (Call& c : size) {
+      c.start = std::min(c.start, Time::ps(in.get<std::int64_t>()));
+      c.end = std::max(c.end, Time::ps(in.get<std::int64_t>()));
+      c.ended += in.get<std::uint32_t>();
+    }
+  for (std::size_t i = 0; i < shapes_.size() && !calls_.empty(); ++i) {
+    checked_[i] += in.get<std::uint64_t>();
+    wrong_[i] += in.get<std::uint64_t>();
+    checks_[i] += in.get<std::uint32_t>();
+  }
+  const auto n = in.get<std::uint64_t>();
+  for (std::uint64_t k = 0; k < n; ++k) {
+    CallRecord r;
+    r.gpu = in.get<std::uint32_t>();
+    r.call = in.get<std::uint32_t>();
+    r.size = in.get<std::uint64_t>();
+    r.start = Time::ps(in.get<std::int64_t>());
+    r.end = Time::ps(in.get<std::int64_t>());
+    if (r.size >= shapes_.size())
+      throw std::runtime_error("partitioned run: a collective call of a size there is not");
+    records_.push_back(r);
+  }
+  // As they ended, whichever rank ran them (same-time ends by GPU).
+  std::stable_sort(records_.begin(), records_.end(), [](const CallRecord& a, const CallRecord& b) {
+    return a.end != b.end ? a.end < b.end : a.gpu < b.gpu;
+  });
+  done_ += in.get<std::uint32_t>();
 }
 
 std::vector<CollectiveRun::Row> CollectiveRun::rows() const {

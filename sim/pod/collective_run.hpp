@@ -14,6 +14,9 @@
 
 namespace podsim {
 
+class ByteReader;
+class ByteWriter;
+
 class CollectiveRun {
  public:
   // workload.collective.
@@ -61,6 +64,10 @@ class CollectiveRun {
   void note_check(std::size_t size, std::uint64_t checked, std::uint64_t wrong);
   // A participant ended every size (or failed).
   void note_done() { ++done_; }
+  // A split run: what this rank's participants noted (pack), added to rank 0's (merge), so
+  // that rank 0's results are those of one rank.
+  void pack(ByteWriter& out) const;
+  void merge(ByteReader& in);
 
   struct Row {
     std::uint64_t bytes = 0;

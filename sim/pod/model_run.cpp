@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
+
+#include "sim/core/byte_io.hpp"
 
 namespace podsim {
 
@@ -106,6 +109,31 @@ std::vector<Step> ModelRun::steps() const {
 
 void ModelRun::note(std::size_t node, Time start, Time end) {
   records_[node] = Record{true, start, end};
+}
+
+void ModelRun::pack(ByteWriter& out) const {
+  std::uint64_t ran = 0;
+  for (const Record& r : records_)
+    ran += r.ran;
+  out.put(ran);
+  for (std::size_t i = 0; i < records_.size(); ++i)
+    if (records_[i].ran) {
+      out.put(static_cast<std::uint64_t>(i));
+      out.put(records_[i].start.as_ps());
+      out.put(records_[i].end.as_ps());
+    }
+}
+
+void ModelRun::merge(ByteReader& in) {
+  const auto n = in.get<std::uint64_t>();
+  for (std::uint64_t k = 0; k < n; ++k) {
+    const auto i = in.get<std::uint64_t>();
+    const Time start = Time::ps(in.get<std::int64_t>());
+    const Time end = Time::ps(in.get<std::int64_t>());
+    if (i >= records_.size())
+      throw std::runtime_error("partitioned run: a model node there is not");
+    records_[i] = Record{true, start, end};
+  }
 }
 
 Time ModelRun::makespan() const {

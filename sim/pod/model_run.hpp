@@ -31,6 +31,9 @@ class ModelRun {
 
   // Node `i` ran from start to end.
   void note(std::size_t node, Time start, Time end);
+  // A split run: the nodes this rank ran (pack), recorded on rank 0 (merge).
+  void pack(ByteWriter& out) const;
+  void merge(ByteReader& in);
   // model.csv: a row per node that ran (id, gpu, type, start_ns, end_ns), in trace order.
   std::string csv() const;
   // The last node's end less the first one's start (0: none ran).

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -592,6 +593,9 @@ void Pod::gather_ranks() {
     out.str(r.result);
     out.put(r.retries);
   }
+  // What the collective's participants and the model trace's nodes did here.
+  if (const CollectiveRun* c = std::as_const(*scenario_).collective()) c->pack(out);
+  if (const ModelRun* m = std::as_const(*scenario_).model()) m->pack(out);
   // What this rank's drivers still held at teardown, for rank 0's judgement.
   out.put(held_at_.as_ps());
   out.put(static_cast<std::uint64_t>(held_.size()));
@@ -713,6 +717,8 @@ void Pod::gather_ranks() {
       s.retries = in.get<std::uint32_t>();
       rank_records_.push_back(std::move(s));
     }
+    if (CollectiveRun* c = scenario_->collective()) c->merge(in);
+    if (ModelRun* m = scenario_->model()) m->merge(in);
     held_at_ = std::max(held_at_, Time::ps(in.get<std::int64_t>()));
     const auto nh = in.get<std::uint64_t>();
     for (std::uint64_t i = 0; i < nh; ++i) {

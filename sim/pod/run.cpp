@@ -124,13 +124,6 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       fmt::print(err, "podsim: {} is not available when the pod is split across ranks\n", refused);
       return 2;
     }
-    if (cfg.workload.kind == WorkloadKind::Collective || cfg.workload.kind == WorkloadKind::Model) {
-      fmt::print(err,
-                 "podsim: workload.kind {} is not available when the pod is split across ranks "
-                 "yet; run it on one rank\n",
-                 cfg.workload.kind == WorkloadKind::Model ? "model" : "collective");
-      return 2;
-    }
   }
 
   // A trace to replay: a relative path is relative to the config file that names it, or to

@@ -54,8 +54,10 @@ class ScenarioRunner {
   static std::vector<Step> all_to_all_steps(const PodConfig& cfg);
   // workload.kind = collective: its participants, programs and results (else null).
   const CollectiveRun* collective() const { return collective_.get(); }
+  CollectiveRun* collective() { return collective_.get(); }
   // workload.kind = model: its trace, groups and what each node did (else null).
   const ModelRun* model() const { return model_.get(); }
+  ModelRun* model() { return model_.get(); }
 
   // Every process's steps (on every rank) are done, and the pod has heard so.
   bool finished() const { return finished_groups_ == groups_.size(); }

@@ -211,14 +211,6 @@ TEST_CASE("collective config errors name the key, exit 2, write nothing", "[coll
   }
 }
 
-TEST_CASE("a collective is refused, exit 2, when the pod is split across ranks",
-          "[collective][mpi]") {
-  const auto r = run_podsim_mpi(2, {"run", "--set", "workload.kind=collective"});
-  CHECK(r.exit_code == 2);
-  CHECK(r.err.find("workload.kind collective is not available when the pod is split") !=
-        std::string::npos);
-}
-
 TEST_CASE("a collective's sizes are stats a sweep reads, and the report draws them",
           "[collective]") {
   const auto cfg = podsim::test::write_temp_file("coll.json", R"({

@@ -2,6 +2,7 @@
 // rank's, byte for byte (host-time fields aside), whatever the number of ranks.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,8 @@ namespace {
 // The files a run writes whose every byte depends on the simulation alone.
 const char* const kExact[] = {"stats.json",    "config.json",           "latency.csv",
                               "breakdown.csv", "latency_histogram.csv", "timeseries.csv"};
+// Written by some workloads only: compared whenever the one-rank run wrote them.
+const char* const kIfWritten[] = {"collectives.csv", "collectives.json", "model.csv"};
 
 // run.json without what depends on the host or on the number of ranks.
 json::object simulated_part(const PodsimRun& r) {
@@ -46,6 +49,14 @@ void same_at_every_rank_count(const std::vector<std::string>& args, std::vector<
       INFO(f);
       const std::string want = slurp((fs::path(one.out_dir) / f).string());
       REQUIRE(!want.empty());
+      CHECK(slurp((fs::path(split.out_dir) / f).string()) == want);
+    }
+    for (const char* f : kIfWritten) {
+      INFO(f);
+      const fs::path one_file = fs::path(one.out_dir) / f;
+      if (!fs::exists(one_file)) continue;
+      const std::string want = slurp(one_file.string());
+      REQUIRE(want.find('\n') != want.rfind('\n'));  // a header and at least a row
       CHECK(slurp((fs::path(split.out_dir) / f).string()) == want);
     }
     CHECK(simulated_part(split) == simulated_part(one));
@@ -143,6 +154,61 @@ TEST_CASE("a leaf/spine pod split over 3 ranks gives the one-rank outputs", "[pa
        "fabric.leaf_spine.gpus_per_leaf=8", "--set", "fabric.leaf_spine.spines=4", "--set",
        "workload.peers=5", "--set", "workload.traffic.accesses=100"},
       {3});
+}
+
+TEST_CASE("collective-allreduce split over 2 and 3 ranks gives the one-rank outputs",
+          "[partition][collective]") {
+  // Every size's calls and the check of every participant's output, whichever rank ran it.
+  same_at_every_rank_count({"run", podsim::test::source_path("configs/collective-allreduce.json"),
+                            "--quiet", "--set", R"(workload.collective.sizes=["4KiB","256KiB"])"},
+                           {2, 3});
+}
+
+TEST_CASE("collective-moe-dispatch split over 2 ranks gives the one-rank outputs",
+          "[partition][collective]") {
+  same_at_every_rank_count(
+      {"run", podsim::test::source_path("configs/collective-moe-dispatch.json"), "--quiet"}, {2});
+}
+
+TEST_CASE("a two-shot all-reduce with direct setup split over 3 ranks gives the one-rank outputs",
+          "[partition][collective]") {
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "workload.kind=collective", "--set", "workload.setup=direct",
+       "--set", "workload.collective.algorithm=two_shot", "--set",
+       R"(workload.collective.sizes=["64KiB"])"},
+      {3});
+}
+
+TEST_CASE("model-helios-layer split over 2 and 3 ranks gives the one-rank outputs",
+          "[partition][model]") {
+  // The shipped config's fabric and setup with a smaller batch (8 tokens:
+  // scripts/gen-helios-layer-trace.py --tokens 8), so that it runs in seconds.
+  same_at_every_rank_count(
+      {"run", podsim::test::source_path("configs/model-helios-layer.json"), "--quiet", "--set",
+       "workload.model=" +
+           podsim::test::source_path("tests/sc/configs/helios-layer-8-tokens.json")},
+      {2, 3});
+}
+
+TEST_CASE("a model trace's sends, receives and broadcast across ranks give the one-rank outputs",
+          "[partition][model]") {
+  // GPU 0 (rank 0) sends to GPU 7 (the last rank) and broadcasts over [0, 3, 5, 7] with root
+  // 5; GPU 7 waits for the receive before it computes, and everyone's compute differs.
+  std::string nodes;
+  for (int g : {0, 3, 5, 7})
+    nodes += fmt::format(
+        R"({{"id": "c{0}", "gpu": {0}, "type": "compute", "duration": "{1}us"}},
+           {{"id": "b{0}", "gpu": {0}, "type": "collective", "op": "broadcast", "group": "g",
+             "root": 5, "bytes": "128KiB", "deps": ["c{0}"]}},)",
+        g, 1 + g);
+  nodes += R"({"id": "s", "gpu": 0, "type": "send", "peer": 7, "bytes": "96KiB", "deps": ["c0"]},
+              {"id": "r", "gpu": 7, "type": "recv", "peer": 0, "bytes": "96KiB"},
+              {"id": "use", "gpu": 7, "type": "compute", "duration": "1us", "deps": ["r"]})";
+  const std::string trace = podsim::test::write_temp_file(
+      "t.json", R"({"groups": {"g": [0, 3, 5, 7]}, "nodes": [)" + nodes + "]}");
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace},
+      {2, 3});
 }
 
 TEST_CASE("a split run with a bad config fails on every rank, said once, nothing written",

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 
 #include "sim/kernel/access.hpp"
 
@@ -12,13 +13,40 @@ namespace podsim {
 namespace {
 
 static_assert(sizeof(HopStamp) == 8 && std::is_trivially_copyable_v<HopStamp>);
+// Every field of the Access travels (a field left out once, the grant, made a split run's
+// NPA MMUs fault every access that checks it). A changed Access must change the format: add
+// the field to pack_packet, unpack_packet and tests/sc/test_packet_wire.cpp, bump
+// kPacketWireVersion, then this size.
+static_assert(sizeof(Access) == 680, "Access changed: is every field packed?");
 
-template <class T>
-void put(std::vector<unsigned char>& out, const T& v) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  const auto* b = reinterpret_cast<const unsigned char*>(&v);
-  out.insert(out.end(), b, b + sizeof(T));
-}
+// Appends fixed-width fields to a buffer grown once for the whole packet (no per-field
+// growth checks on the hot path of a split run).
+class Writer {
+ public:
+  Writer(std::vector<unsigned char>& out, std::size_t bytes) : out_(out), at_(out.size()) {
+    out.resize(at_ + bytes);
+  }
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes(&v, sizeof(T));
+  }
+  void bytes(const void* p, std::size_t n) {
+    if (out_.size() - at_ < n) [[unlikely]]
+      wrong_size();
+    std::memcpy(out_.data() + at_, p, n);
+    at_ += n;
+  }
+  std::size_t at() const { return at_; }
+  // The fields did not fill the size given: kAccessBytes or kPayloadBytes are wrong.
+  [[noreturn, gnu::cold, gnu::noinline]] static void wrong_size() {
+    throw std::logic_error("pack_packet: the fields and the format's sizes disagree");
+  }
+
+ private:
+  std::vector<unsigned char>& out_;
+  std::size_t at_;
+};
 
 // Reads fields in order, each checked against the end of the buffer.
 class Reader {
@@ -32,11 +60,18 @@ class Reader {
     return v;
   }
   void bytes(void* to, std::size_t n, const char* field) {
-    if (static_cast<std::size_t>(end_ - p_) < n)
-      fail(std::string("the buffer ends inside ") + field + " (" + std::to_string(n) +
-           " bytes wanted, " + std::to_string(end_ - p_) + " left)");
+    if (static_cast<std::size_t>(end_ - p_) < n) [[unlikely]]
+      short_of(n, field);
     std::memcpy(to, p_, n);
     p_ += n;
+  }
+  // `n` bytes in place (checked like bytes()).
+  const unsigned char* take(std::size_t n, const char* field) {
+    if (static_cast<std::size_t>(end_ - p_) < n) [[unlikely]]
+      short_of(n, field);
+    const unsigned char* at = p_;
+    p_ += n;
+    return at;
   }
   // An enum stored as an S, checked to be one of its values [lo, hi].
   template <class E, class S = std::underlying_type_t<E>>
@@ -52,8 +87,12 @@ class Reader {
     return v != 0;
   }
   const unsigned char* position() const { return p_; }
-  [[noreturn]] static void fail(const std::string& what) {
+  [[noreturn, gnu::cold, gnu::noinline]] static void fail(const std::string& what) {
     throw std::runtime_error("unpack_packet: " + what);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void short_of(std::size_t n, const char* field) const {
+    fail(std::string("the buffer ends inside ") + field + " (" + std::to_string(n) +
+         " bytes wanted, " + std::to_string(end_ - p_) + " left)");
   }
 
  private:
@@ -68,10 +107,16 @@ auto raw(E e) {
 
 }  // namespace
 
+// The fixed fields' bytes: the version, the Access's scalars, hop_count and hops_dropped,
+// then (after the stamps and the data) the payload's own fields.
+constexpr std::size_t kAccessBytes =
+    1 + 8 + 3 * sizeof(AccelId) + 7 + 4 + 2 + 3 * 8 + 4 + 4 + 8 + 8 + 2;
+constexpr std::size_t kPayloadBytes = 4 + 8 + 4 + 4 + 4 + 4 + 1 + 4;
+
 void pack_packet(const tlm::tlm_generic_payload& gp, std::vector<unsigned char>& out) {
-  const auto* p = dynamic_cast<const Packet*>(&gp);
-  if (!p) throw std::logic_error("pack_packet: the payload is not a podsim Packet");
-  const Access& a = p->access;
+  if (typeid(gp) != typeid(Packet))
+    throw std::logic_error("pack_packet: the payload is not a podsim Packet");
+  const Access& a = static_cast<const Packet&>(gp).access;
   if (gp.get_data_ptr() != a.data.data())
     throw std::logic_error("pack_packet: the payload's data pointer is not its own Access::data");
   if (a.hop_count > Access::kMaxHops)
@@ -79,49 +124,52 @@ void pack_packet(const tlm::tlm_generic_payload& gp, std::vector<unsigned char>&
   if (gp.get_byte_enable_ptr())
     throw std::logic_error("pack_packet: the payload has byte enables (podsim packets have none)");
 
-  put(out, kPacketWireVersion);
+  const std::size_t hop_bytes = a.hop_count * sizeof(HopStamp);
+  Writer w(out, kAccessBytes + hop_bytes + a.data.size() + kPayloadBytes);
+  w.put(kPacketWireVersion);
   // The Access, in declaration order.
-  put(out, a.id);
-  put(out, a.src);
-  put(out, a.dst);
-  put(out, a.route_to);
-  put(out, raw(a.kind));
-  put(out, raw(a.op));
-  put(out, raw(a.status));
-  put(out, static_cast<std::uint8_t>(a.posted));
-  put(out, static_cast<std::uint8_t>(a.sync));
-  put(out, raw(a.measured));
-  put(out, raw(a.mailbox));
-  put(out, a.size);
-  put(out, a.vmid);
-  put(out, a.vaddr);
-  put(out, a.npa);
-  put(out, a.pa);
-  put(out, a.plane);
-  put(out, a.tag);
-  put(out, a.issued.as_ps());
-  put(out, a.hop_count);
-  put(out, a.hops_dropped);
-  const auto* hops = reinterpret_cast<const unsigned char*>(a.hops.data());
-  out.insert(out.end(), hops, hops + a.hop_count * sizeof(HopStamp));
+  w.put(a.id);
+  w.put(a.src);
+  w.put(a.dst);
+  w.put(a.route_to);
+  w.put(raw(a.kind));
+  w.put(raw(a.op));
+  w.put(raw(a.status));
+  w.put(static_cast<std::uint8_t>(a.posted));
+  w.put(static_cast<std::uint8_t>(a.sync));
+  w.put(raw(a.measured));
+  w.put(raw(a.mailbox));
+  w.put(a.size);
+  w.put(a.vmid);
+  w.put(a.vaddr);
+  w.put(a.npa);
+  w.put(a.pa);
+  w.put(a.plane);
+  w.put(a.tag);
+  w.put(a.issued.as_ps());
+  w.put(a.grant);
+  w.put(a.hop_count);
+  w.put(a.hops_dropped);
+  w.bytes(a.hops.data(), hop_bytes);
   // All of it, whatever `size` says: what a model left beyond it travels too, so a run split
   // across ranks computes on the same bytes as one that is not.
-  out.insert(out.end(), a.data.begin(), a.data.end());
+  w.bytes(a.data.data(), a.data.size());
   // The payload's own fields.
-  put(out, static_cast<std::int32_t>(gp.get_command()));
-  put(out, static_cast<std::uint64_t>(gp.get_address()));
-  put(out, static_cast<std::uint32_t>(gp.get_data_length()));
-  put(out, static_cast<std::uint32_t>(gp.get_streaming_width()));
-  put(out, static_cast<std::uint32_t>(gp.get_byte_enable_length()));
-  put(out, static_cast<std::int32_t>(gp.get_response_status()));
-  put(out, static_cast<std::uint8_t>(gp.is_dmi_allowed()));
-  put(out, static_cast<std::int32_t>(gp.get_gp_option()));
+  w.put(static_cast<std::int32_t>(gp.get_command()));
+  w.put(static_cast<std::uint64_t>(gp.get_address()));
+  w.put(static_cast<std::uint32_t>(gp.get_data_length()));
+  w.put(static_cast<std::uint32_t>(gp.get_streaming_width()));
+  w.put(static_cast<std::uint32_t>(gp.get_byte_enable_length()));
+  w.put(static_cast<std::int32_t>(gp.get_response_status()));
+  w.put(static_cast<std::uint8_t>(gp.is_dmi_allowed()));
+  w.put(static_cast<std::int32_t>(gp.get_gp_option()));
+  if (w.at() != out.size()) w.wrong_size();
 }
 
 const unsigned char* unpack_packet(const unsigned char* in, const unsigned char* end,
                                    tlm::tlm_generic_payload& gp) {
-  auto* p = dynamic_cast<Packet*>(&gp);
-  if (!p) throw std::logic_error("unpack_packet: the payload is not a podsim Packet");
+  if (typeid(gp) != typeid(Packet))
+    throw std::logic_error("unpack_packet: the payload is not a podsim Packet");
   Reader r(in, end);
   const auto version = r.get<unsigned char>("the version");
   if (version != kPacketWireVersion)
@@ -129,36 +177,38 @@ const unsigned char* unpack_packet(const unsigned char* in, const unsigned char*
                  std::to_string(kPacketWireVersion));
 
   // Everything is read and checked before the packet is touched.
-  Access a;
-  a.id = r.get<std::uint64_t>("id");
-  a.src = r.get<AccelId>("src");
-  a.dst = r.get<AccelId>("dst");
-  a.route_to = r.get<AccelId>("route_to");
-  a.kind = r.get_enum("kind", PacketKind::Request, PacketKind::Control);
-  a.op = r.get_enum("op", AccessOp::Read, AccessOp::Atomic);
-  a.status = r.get_enum("status", AccessStatus::Ok, AccessStatus::Unreachable);
-  a.posted = r.get_bool("posted");
-  a.sync = r.get_bool("sync");
-  a.measured = r.get_enum("measured", Measured::No, Measured::Yes);
-  a.mailbox = r.get_enum("mailbox", MailboxWrite::None, MailboxWrite::Writeback);
-  a.size = r.get<std::uint32_t>("size");
-  a.vmid = r.get<std::uint16_t>("vmid");
-  a.vaddr = r.get<std::uint64_t>("vaddr");
-  a.npa = r.get<std::uint64_t>("npa");
-  a.pa = r.get<std::uint64_t>("pa");
-  a.plane = r.get<std::uint32_t>("plane");
-  a.tag = r.get<std::uint32_t>("tag");
-  a.issued = Time::ps(r.get<std::int64_t>("issued"));
-  a.hop_count = r.get<std::uint8_t>("hop_count");
-  if (a.hop_count > Access::kMaxHops)
-    Reader::fail("hop_count " + std::to_string(a.hop_count) + " is above " +
+  const auto id = r.get<std::uint64_t>("id");
+  const auto src = r.get<AccelId>("src");
+  const auto dst = r.get<AccelId>("dst");
+  const auto route_to = r.get<AccelId>("route_to");
+  const auto kind = r.get_enum("kind", PacketKind::Request, PacketKind::Control);
+  const auto op = r.get_enum("op", AccessOp::Read, AccessOp::Atomic);
+  const auto status = r.get_enum("status", AccessStatus::Ok, AccessStatus::Unreachable);
+  const bool posted = r.get_bool("posted");
+  const bool sync = r.get_bool("sync");
+  const auto measured = r.get_enum("measured", Measured::No, Measured::Yes);
+  const auto mailbox = r.get_enum("mailbox", MailboxWrite::None, MailboxWrite::Writeback);
+  const auto size = r.get<std::uint32_t>("size");
+  const auto vmid = r.get<std::uint16_t>("vmid");
+  const auto vaddr = r.get<std::uint64_t>("vaddr");
+  const auto npa = r.get<std::uint64_t>("npa");
+  const auto pa = r.get<std::uint64_t>("pa");
+  const auto plane = r.get<std::uint32_t>("plane");
+  const auto tag = r.get<std::uint32_t>("tag");
+  const auto issued = r.get<std::int64_t>("issued");
+  const auto grant = r.get<std::uint64_t>("grant");
+  const auto hop_count = r.get<std::uint8_t>("hop_count");
+  if (hop_count > Access::kMaxHops)
+    Reader::fail("hop_count " + std::to_string(hop_count) + " is above " +
                  std::to_string(Access::kMaxHops));
-  a.hops_dropped = r.get<std::uint8_t>("hops_dropped");
-  r.bytes(a.hops.data(), a.hop_count * sizeof(HopStamp), "the hops");
-  for (std::size_t i = 0; i < a.hop_count; ++i)
-    if (a.hops[i].kind() >= HopKind::Count)
-      Reader::fail("hop " + std::to_string(i) + " has no hop kind");
-  r.bytes(a.data.data(), a.data.size(), "the data");
+  const auto hops_dropped = r.get<std::uint8_t>("hops_dropped");
+  const unsigned char* hops = r.take(hop_count * sizeof(HopStamp), "the hops");
+  for (std::size_t i = 0; i < hop_count; ++i) {
+    HopStamp h;
+    std::memcpy(&h, hops + i * sizeof(HopStamp), sizeof h);
+    if (h.kind() >= HopKind::Count) Reader::fail("hop " + std::to_string(i) + " has no hop kind");
+  }
+  const unsigned char* data = r.take(Access::kMaxData, "the data");
   const auto command = r.get_enum<tlm::tlm_command, std::int32_t>(
       "the command", tlm::TLM_READ_COMMAND, tlm::TLM_IGNORE_COMMAND);
   const auto address = r.get<std::uint64_t>("the address");
@@ -171,10 +221,36 @@ const unsigned char* unpack_packet(const unsigned char* in, const unsigned char*
   const auto option = r.get_enum<tlm::tlm_gp_option, std::int32_t>(
       "the gp option", tlm::TLM_MIN_PAYLOAD, tlm::TLM_FULL_PAYLOAD_ACCEPTED);
 
-  p->access.copy_from(a);  // keeps the packet's own Access the packet's
+  // Straight into the packet's own Access (it stays the packet's). Stamps past hop_count are
+  // not the packet's (a pooled packet keeps old ones there, split or not).
+  Access& a = static_cast<Packet&>(gp).access;
+  a.id = id;
+  a.src = src;
+  a.dst = dst;
+  a.route_to = route_to;
+  a.kind = kind;
+  a.op = op;
+  a.status = status;
+  a.posted = posted;
+  a.sync = sync;
+  a.measured = measured;
+  a.mailbox = mailbox;
+  a.size = size;
+  a.vmid = vmid;
+  a.vaddr = vaddr;
+  a.npa = npa;
+  a.pa = pa;
+  a.plane = plane;
+  a.tag = tag;
+  a.issued = Time::ps(issued);
+  a.grant = grant;
+  a.hops_dropped = hops_dropped;
+  a.hop_count = hop_count;
+  std::memcpy(a.hops.data(), hops, hop_count * sizeof(HopStamp));
+  std::memcpy(a.data.data(), data, Access::kMaxData);
   gp.set_command(command);
   gp.set_address(address);
-  gp.set_data_ptr(p->access.data.data());
+  gp.set_data_ptr(a.data.data());
   gp.set_data_length(data_length);
   gp.set_streaming_width(streaming_width);
   gp.set_byte_enable_ptr(nullptr);

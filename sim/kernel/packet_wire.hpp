@@ -17,7 +17,7 @@
 namespace podsim {
 
 // The format's version, the first byte of every packed packet.
-inline constexpr unsigned char kPacketWireVersion = 4;
+inline constexpr unsigned char kPacketWireVersion = 5;
 
 // Appends the packet's bytes to `out`. Throws std::logic_error for a payload that is not a
 // podsim Packet, or one whose data pointer is not its own Access::data or that has byte

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "sim/kernel/base_protocol.hpp"
@@ -165,8 +166,12 @@ RankComm::Agreement Partition::exchange(Time next, bool stopped) {
   }
   // What was sent is due no earlier than its effect: with every rank's own next, a bound on
   // the next thing due anywhere.
+  const auto t0 = std::chrono::steady_clock::now();
   const RankComm::Agreement a =
       comm_.exchange(out_, in_, std::min(next, sent_effect_).as_ps(), stopped);
+  counters_.sync_ns += static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   sent_effect_ = Time::max();
   for (auto& o : out_)
     o.clear();

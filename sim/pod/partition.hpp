@@ -49,11 +49,13 @@ struct PartitionCounters {
   std::uint64_t packets_sent = 0, credits_sent = 0, notes_sent = 0;
   std::uint64_t bytes_sent = 0;
   std::uint64_t messages_sent = 0;  // non-empty messages to other ranks
+  // Host nanoseconds in the windows' exchanges: MPI's own cost and the wait for the slowest
+  // rank to end its window (a host clock: never part of the results).
+  std::uint64_t sync_ns = 0;
 };
 
 class Partition final : public CutSink {
  public:
-  // `plan` must outlive the partition.
   // `plan` must outlive the partition (the pod holds both).
   Partition(RankComm& comm, const PartitionPlan& plan, const FabricConfig& cfg, Fabric& fabric,
             PacketPool& pool, HostNet& net);

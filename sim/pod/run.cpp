@@ -310,16 +310,16 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     const Partition& part = *pod.partition();
     const KernelCounters k = pod.events().counters();
     const PartitionCounters& c = part.counters();
-    const std::vector<std::uint64_t> mine = {
-        k.serves,
-        c.windows,
-        c.packets_sent,
-        c.credits_sent,
-        c.notes_sent,
-        c.messages_sent,
-        c.bytes_sent,
-        static_cast<std::uint64_t>(host_s * 1e9),
-        static_cast<std::uint64_t>(pod.gather_seconds() * 1e9)};
+    const std::vector<std::uint64_t> mine = {k.serves,
+                                             c.windows,
+                                             c.packets_sent,
+                                             c.credits_sent,
+                                             c.notes_sent,
+                                             c.messages_sent,
+                                             c.bytes_sent,
+                                             static_cast<std::uint64_t>(host_s * 1e9),
+                                             static_cast<std::uint64_t>(pod.gather_seconds() * 1e9),
+                                             c.sync_ns};
     const auto* p = reinterpret_cast<const unsigned char*>(mine.data());
     const auto all = ranks->gather(std::vector<unsigned char>(p, p + mine.size() * 8));
     for (std::size_t r = 0; r < all.size(); ++r) {
@@ -337,6 +337,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       o["bytes_sent"] = v[6];
       o["host_seconds"] = static_cast<double>(v[7]) / 1e9;
       o["gather_seconds"] = static_cast<double>(v[8]) / 1e9;
+      o["sync_seconds"] = static_cast<double>(v[9]) / 1e9;
       per_rank.push_back(std::move(o));
     }
     if (!writer) return 0;  // rank 0 reports for every rank

@@ -28,7 +28,16 @@ class MpiRanks final : public RankComm {
  public:
   MpiRanks()
       : rank_(static_cast<std::uint32_t>(MpiWorld::rank())),
-        ranks_(static_cast<std::uint32_t>(MpiWorld::size())) {}
+        ranks_(static_cast<std::uint32_t>(MpiWorld::size())) {
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &windows_), "MPI_Comm_dup");
+  }
+  ~MpiRanks() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (windows_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&windows_);
+  }
+  MpiRanks(const MpiRanks&) = delete;
+  MpiRanks& operator=(const MpiRanks&) = delete;
   std::uint32_t rank() const override { return rank_; }
   std::uint32_t ranks() const override { return ranks_; }
 
@@ -37,8 +46,8 @@ class MpiRanks final : public RankComm {
                      bool stopped) override {
     // First a small all-to-all: to each rank, how many bytes follow for it, and this rank's
     // next time, whether it stopped and how many bytes it sends in all (the same to everyone),
-    // from which every rank works out the same agreement. The bytes follow in an all-to-all-v,
-    // skipped by every rank alike when no rank sends any.
+    // from which every rank works out the same agreement. The bytes follow point to point
+    // (below), skipped by every rank alike when no rank sends any.
     const int n = static_cast<int>(ranks_);
     std::size_t total = 0;
     for (int r = 0; r < n; ++r)
@@ -67,31 +76,27 @@ class MpiRanks final : public RankComm {
     for (auto& v : in)
       v.clear();
     if (any == 0) return a;
-    // Counts and displacements from the headers' first word: what goes to each rank, what
-    // comes from each.
-    auto layout = [&](const std::vector<std::int64_t>& head, std::vector<int>& counts,
-                      std::vector<int>& at) {
-      counts.resize(ranks_);
-      at.resize(ranks_);
-      std::size_t total = 0;
-      for (int r = 0; r < n; ++r) {
-        counts[r] = count_of(static_cast<std::size_t>(head[static_cast<std::size_t>(r) * kHead]));
-        at[r] = count_of(total);
-        total += static_cast<std::size_t>(counts[r]);
-      }
-      return total;
-    };
-    send_buf_.resize(layout(head_out_, send_counts_, send_at_));
-    for (int r = 0; r < n; ++r)
-      if (send_counts_[r]) std::copy(out[r].begin(), out[r].end(), send_buf_.begin() + send_at_[r]);
-    recv_buf_.resize(layout(head_in_, recv_counts_, recv_at_));
-    check(MPI_Alltoallv(send_buf_.data(), send_counts_.data(), send_at_.data(), MPI_BYTE,
-                        recv_buf_.data(), recv_counts_.data(), recv_at_.data(), MPI_BYTE,
-                        MPI_COMM_WORLD),
-          "MPI_Alltoallv");
-    for (int r = 0; r < n; ++r)
-      in[r].assign(recv_buf_.begin() + recv_at_[r],
-                   recv_buf_.begin() + recv_at_[r] + recv_counts_[r]);
+    // The bytes go point to point, each from and into its own buffer (no copies), on a
+    // communicator of their own: every rank posts every receive the headers announce and
+    // every send, then waits for all of them. Messages between two ranks arrive in the order
+    // sent (MPI's rule), and no rank starts the next window's before this one's are done.
+    requests_.clear();
+    for (int r = 0; r < n; ++r) {
+      const auto bytes = static_cast<std::size_t>(head_in_[static_cast<std::size_t>(r) * kHead]);
+      if (r == static_cast<int>(rank_) || bytes == 0) continue;
+      in[r].resize(bytes);
+      check(MPI_Irecv(in[r].data(), count_of(bytes), MPI_BYTE, r, 0, windows_,
+                      &requests_.emplace_back()),
+            "MPI_Irecv");
+    }
+    for (int r = 0; r < n; ++r) {
+      if (r == static_cast<int>(rank_) || out[r].empty()) continue;
+      check(MPI_Isend(out[r].data(), count_of(out[r].size()), MPI_BYTE, r, 0, windows_,
+                      &requests_.emplace_back()),
+            "MPI_Isend");
+    }
+    check(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE),
+          "MPI_Waitall");
     return a;
   }
 
@@ -127,8 +132,8 @@ class MpiRanks final : public RankComm {
   static constexpr int kHead = 4;  // bytes for the rank, next, stopped, bytes sent in all
   std::uint32_t rank_, ranks_;
   std::vector<std::int64_t> head_out_, head_in_;
-  std::vector<int> send_counts_, send_at_, recv_counts_, recv_at_;  // kept between windows
-  std::vector<unsigned char> send_buf_, recv_buf_;
+  MPI_Comm windows_ = MPI_COMM_NULL;   // the windows' point-to-point bytes
+  std::vector<MPI_Request> requests_;  // kept between windows
 };
 
 }  // namespace

@@ -45,6 +45,7 @@ void fill(tlm::tlm_generic_payload& gp, std::size_t hops, unsigned seed) {
   a.plane = 15 + seed;
   a.tag = 16 + seed;
   a.issued = Time::ps(1'234'567 + seed);
+  a.grant = 0x0300'0000'4000ull + seed;
   a.hop_count = 0;
   a.hops_dropped = 0;
   for (std::size_t i = 0; i < hops; ++i) {
@@ -88,6 +89,7 @@ void check_same(const tlm::tlm_generic_payload& x, const tlm::tlm_generic_payloa
   CHECK(a.plane == b.plane);
   CHECK(a.tag == b.tag);
   CHECK(a.issued == b.issued);
+  CHECK(a.grant == b.grant);
   CHECK(a.hops_dropped == b.hops_dropped);
   REQUIRE(a.hop_count == b.hop_count);
   for (std::size_t i = 0; i < a.hop_count; ++i) {
@@ -191,10 +193,10 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
   // Offsets in the format: the version (1 byte), id (8), src, dst, route_to (2 each), kind,
   // op, status, posted, sync, measured, mailbox (1 each), size (4), vmid (2), vaddr, npa, pa (8
   // each), plane,
-  // tag (4 each), issued (8), hop_count, hops_dropped (1 each), the stamps (8 each), the data,
-  // the command (4)...
+  // tag (4 each), issued, grant (8 each), hop_count, hops_dropped (1 each), the stamps (8
+  // each), the data, the command (4)...
   constexpr std::size_t kKind = 15, kPosted = 18, kSync = 19, kMeasured = 20, kMailbox = 21,
-                        kHopCount = 68, kHops = 70;
+                        kHopCount = 76, kHops = 78;
   const std::size_t kCommand = kHops + 4 * 8 + Access::kMaxData;
   REQUIRE(buf[kKind] == static_cast<unsigned char>(PacketKind::Control));
   REQUIRE(buf[kHopCount] == 4);

@@ -156,6 +156,14 @@ TEST_CASE("a leaf/spine pod split over 3 ranks gives the one-rank outputs", "[pa
       {3});
 }
 
+TEST_CASE("an NPA MMU that checks grant tags split over 2 ranks gives the one-rank outputs",
+          "[partition]") {
+  // A request's grant crosses ranks with it: without it every remote access faulted.
+  same_at_every_rank_count({"run", "--quiet", "--set", "gpu.npa_mmu.check_grant_tags=true", "--set",
+                            "workload.traffic.accesses=100"},
+                           {2});
+}
+
 TEST_CASE("collective-allreduce split over 2 and 3 ranks gives the one-rank outputs",
           "[partition][collective]") {
   // Every size's calls and the check of every participant's output, whichever rank ran it.

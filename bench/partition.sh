@@ -12,7 +12,7 @@ ranks=("$@")
 [[ ${#ranks[@]} -gt 0 ]] || ranks=(1 2)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-echo "| config | ranks | host s | setup s | access s | teardown s (gather) | x one rank (host / access) | lookahead ns | windows | per rank: serves, MPI messages, MB sent |"
+echo "| config | ranks | host s | setup s | access s | teardown s (gather) | x one rank (host / access) | lookahead ns | windows | per rank: serves, MPI messages, MB sent, sync s |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for case in pod-1024 helios-72 pod-1024-direct-long; do
   config=configs/${case%-direct-long}.json
@@ -32,7 +32,7 @@ for r in ranks:
     same = filecmp.cmp(f"{out}/{name}-{ranks[0]}/stats.json", f"{out}/{name}-{r}/stats.json", shallow=False)
     if not same: sys.exit(f"{name}: stats.json at {r} ranks differs from {ranks[0]} rank(s)")
     gather = max(x['gather_seconds'] for x in p['per_rank']) if p else 0
-    per = ", ".join(f"{x['serves']}, {x['messages_sent']}, {x['bytes_sent']/1e6:.0f}" for x in p['per_rank']) if p else f"{j['kernel']['serves']}, 0, 0"
+    per = "; ".join(f"{x['serves']}, {x['messages_sent']}, {x['bytes_sent']/1e6:.0f}, {x['sync_seconds']:.2f}" for x in p['per_rank']) if p else f"{j['kernel']['serves']}, 0, 0, 0"
     print(f"| {name} | {r} | {j['host_seconds']:.2f} | {h['setup_seconds']:.2f} | {h['access_seconds']:.2f} | "
           f"{h['teardown_seconds']:.2f} ({gather:.2f}) | {base['host_seconds']/j['host_seconds']:.2f} / "
           f"{base['host']['access_seconds']/h['access_seconds']:.2f} | {p['lookahead_ns'] if p else ''} | "

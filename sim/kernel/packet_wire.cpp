@@ -16,7 +16,8 @@ static_assert(sizeof(HopStamp) == 8 && std::is_trivially_copyable_v<HopStamp>);
 // Every field of the Access travels (a field left out once, the grant, made a split run's
 // NPA MMUs fault every access that checks it). A changed Access must change the format: add
 // the field to pack_packet, unpack_packet and tests/sc/test_packet_wire.cpp, bump
-// kPacketWireVersion, then this size.
+// kPacketWireVersion, then this size. A reminder only: a field of a byte or two can fit in
+// padding and leave the size as it is.
 static_assert(sizeof(Access) == 680, "Access changed: is every field packed?");
 
 // Appends fixed-width fields to a buffer grown once for the whole packet (no per-field

@@ -206,7 +206,6 @@ void CollectiveRun::pack(ByteWriter& out) const {
     out.put(r.start.as_ps());
     out.put(r.end.as_ps());
   }
-  out.put(done_);
 }
 
 void CollectiveRun::merge(ByteReader& in) {
@@ -233,11 +232,11 @@ void CollectiveRun::merge(ByteReader& in) {
       throw std::runtime_error("partitioned run: a collective call of a size there is not");
     records_.push_back(r);
   }
-  // As they ended, whichever rank ran them (same-time ends by GPU).
+  // As they ended, whichever rank ran them (same-time ends by GPU; one rank keeps those in the
+  // order they ran: only the timeline reads them, and it is not written split).
   std::stable_sort(records_.begin(), records_.end(), [](const CallRecord& a, const CallRecord& b) {
     return a.end != b.end ? a.end < b.end : a.gpu < b.gpu;
   });
-  done_ += in.get<std::uint32_t>();
 }
 
 std::vector<CollectiveRun::Row> CollectiveRun::rows() const {

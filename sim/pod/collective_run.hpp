@@ -62,8 +62,6 @@ class CollectiveRun {
   const std::vector<CallRecord>& call_records() const { return records_; }
   // A participant checked its output at size `size`: elements compared, elements wrong.
   void note_check(std::size_t size, std::uint64_t checked, std::uint64_t wrong);
-  // A participant ended every size (or failed).
-  void note_done() { ++done_; }
   // A split run: what this rank's participants noted (pack), added to rank 0's (merge), so
   // that rank 0's results are those of one rank.
   void pack(ByteWriter& out) const;
@@ -115,7 +113,6 @@ class CollectiveRun {
   std::vector<std::uint64_t> checked_, wrong_;
   std::vector<std::uint32_t> checks_;  // participants that checked, by size
   std::vector<CallRecord> records_;
-  std::uint32_t done_ = 0;
   StatGroup stats_{"collective"};
   std::vector<std::unique_ptr<Formula>> formulas_;
 };

@@ -593,6 +593,9 @@ void Pod::gather_ranks() {
     out.str(r.result);
     out.put(r.retries);
   }
+  // When the workload started (a rank with no process of its own never saw it).
+  out.put(static_cast<std::uint8_t>(scenario_->workload_started()));
+  out.put(scenario_->workload_start().as_ps());
   // What the collective's participants and the model trace's nodes did here.
   if (const CollectiveRun* c = std::as_const(*scenario_).collective()) c->pack(out);
   if (const ModelRun* m = std::as_const(*scenario_).model()) m->pack(out);
@@ -717,6 +720,8 @@ void Pod::gather_ranks() {
       s.retries = in.get<std::uint32_t>();
       rank_records_.push_back(std::move(s));
     }
+    const bool started = in.get<std::uint8_t>() != 0;
+    scenario_->merge_start(started, Time::ps(in.get<std::int64_t>()));
     if (CollectiveRun* c = scenario_->collective()) c->merge(in);
     if (ModelRun* m = scenario_->model()) m->merge(in);
     held_at_ = std::max(held_at_, Time::ps(in.get<std::int64_t>()));

@@ -576,7 +576,6 @@ struct ScenarioRunner::StepRun {
         if (ok && data) run.note_check(i, runner.checked() - checked, runner.wrong() - wrong);
         if (ok && runner.wrong() > wrong) {
           if (r.host_) r.host_->phase_end();
-          run.note_done();
           detail = fmt::format(
               "participant {} (gpu{}): {} of {} elements of its output at {} B "
               "are wrong after the calls (found at {})",
@@ -587,7 +586,6 @@ struct ScenarioRunner::StepRun {
       }
     }
     if (r.host_) r.host_->phase_end();
-    run.note_done();
     if (!ok)
       detail = fmt::format(
           "participant {} (gpu{}): a load or store of the collective was not served (a fault, "

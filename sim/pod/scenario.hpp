@@ -72,6 +72,15 @@ class ScenarioRunner {
   // When the workload started: the pod's bring-up done (0 with direct setup). Steps' `at`
   // count from it.
   Time workload_start() const { return start_; }
+  bool workload_started() const { return started_; }
+  // A split run: the start as another rank saw it (every rank that runs a process sees the
+  // same; a rank that runs none, none), for rank 0's results.
+  void merge_start(bool started, Time at) {
+    if (started && !started_) {
+      started_ = true;
+      start_ = at;
+    }
+  }
   // The steps run here, in the order they ended.
   const std::vector<StepRecord>& records() const { return records_; }
   // The run ended (sim.max_time, the watchdog) with steps under way: each is recorded as it

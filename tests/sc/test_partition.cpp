@@ -187,6 +187,22 @@ TEST_CASE("a two-shot all-reduce with direct setup split over 3 ranks gives the 
       {3});
 }
 
+TEST_CASE("a collective and a model trace with nothing on rank 0 give the one-rank outputs",
+          "[partition][collective][model]") {
+  // At 2 ranks rank 0 simulates GPUs 0-3: it runs no process, yet writes when the workload
+  // started (run.json) and every result, as one rank does.
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "workload.kind=collective", "--set",
+       "workload.collective.gpus=[4,5,6,7]", "--set", R"(workload.collective.sizes=["4KiB"])"},
+      {2});
+  const std::string trace = podsim::test::write_temp_file("t.json", R"({"nodes": [
+    {"id": "a", "gpu": 4, "type": "compute", "duration": "2us"},
+    {"id": "s", "gpu": 4, "type": "send", "peer": 6, "bytes": "8KiB", "deps": ["a"]},
+    {"id": "r", "gpu": 6, "type": "recv", "peer": 4, "bytes": "8KiB"}]})");
+  same_at_every_rank_count(
+      {"run", "--quiet", "--set", "workload.kind=model", "--set", "workload.model=" + trace}, {2});
+}
+
 TEST_CASE("model-helios-layer split over 2 and 3 ranks gives the one-rank outputs",
           "[partition][model]") {
   // The shipped config's fabric and setup with a smaller batch (8 tokens:

@@ -463,9 +463,9 @@ class StatIndex {
   }
   // A stat made after the walk (Pod::make_stat): found by path from then on.
   void add_made(std::string_view path, const Stat& s) { made_.emplace(std::string(path), &s); }
-  // The stat at `path`, which the sender met at place `at` of its walk; `shift`: how far this
-  // walk stood from the sender's at the stat found before (updated). Nothing if none.
-  const Stat* find(std::string_view path, std::uint32_t at, std::int64_t& shift) {
+  // The stat at `path`, which the sender met at place `at` of its walk, if it is near there;
+  // `shift`: how far this walk stood from the sender's at the stat found before (updated).
+  const Stat* near(std::string_view path, std::uint32_t at, std::int64_t& shift) const {
     const std::int64_t guess = static_cast<std::int64_t>(at) + shift;
     for (std::int64_t d = 0; d <= kNear; ++d)
       for (const std::int64_t k : {guess - d, guess + d})
@@ -473,15 +473,24 @@ class StatIndex {
           shift = k - static_cast<std::int64_t>(at);
           return entries_[static_cast<std::size_t>(k)].stat;
         }
-    if (by_path_.empty())
-      for (std::size_t k = 0; k < entries_.size(); ++k)
-        by_path_.emplace(path_of(static_cast<std::int64_t>(k)), k);
-    if (const auto it = by_path_.find(path); it != by_path_.end()) {
-      shift = static_cast<std::int64_t>(it->second) - static_cast<std::int64_t>(at);
-      return entries_[it->second].stat;
-    }
+    return nullptr;
+  }
+  // A stat made after the walk, by path.
+  const Stat* made(std::string_view path) const {
     const auto it = made_.find(path);
     return it != made_.end() ? it->second : nullptr;
+  }
+  // Anywhere in the walk, by path (a map of every path, built the first time it is needed).
+  const Stat* far(std::string_view path, std::uint32_t at, std::int64_t& shift) {
+    if (by_path_.empty()) {
+      by_path_.reserve(entries_.size());
+      for (std::size_t k = 0; k < entries_.size(); ++k)
+        by_path_.emplace(path_of(static_cast<std::int64_t>(k)), k);
+    }
+    const auto it = by_path_.find(path);
+    if (it == by_path_.end()) return nullptr;
+    shift = static_cast<std::int64_t>(it->second) - static_cast<std::int64_t>(at);
+    return entries_[it->second].stat;
   }
 
  private:
@@ -656,15 +665,19 @@ void Pod::gather_ranks() {
       words.resize(n);
       const unsigned char* at = in.take(n * sizeof(std::uint64_t));
       std::memcpy(words.data(), at, n * sizeof(std::uint64_t));
-      const Stat* stat = mine.find(path, place, shift);
+      // Near its place in this walk; else one made the first time something happened (which
+      // happened on that rank only, or far from there in this walk: make_stat finds one that
+      // exists); else anywhere in the walk.
+      const Stat* stat = mine.near(path, place, shift);
+      if (!stat) stat = mine.made(path);
       if (!stat) {
-        // A stat made the first time something happened, which happened on that rank only.
         stat = make_stat(std::string(path));
-        if (!stat)
-          throw std::runtime_error(
-              fmt::format("partitioned run: rank {} has a stat rank 0 does not: {}", r, path));
-        mine.add_made(path, *stat);
+        if (stat) mine.add_made(path, *stat);
       }
+      if (!stat) stat = mine.far(path, place, shift);
+      if (!stat)
+        throw std::runtime_error(
+            fmt::format("partitioned run: rank {} has a stat rank 0 does not: {}", r, path));
       if (kind == 1) {
         double v;
         if (words.size() != 1)

@@ -6,17 +6,45 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace podsim {
 
+// An allocator whose containers leave the elements they add uninitialised (`resize` grows a
+// buffer without zeroing what is about to be written over): for ByteBuffer.
+template <class T>
+struct NoInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = NoInitAllocator<U>;
+  };
+  NoInitAllocator() = default;
+  template <class U>
+  NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+
+// A message's bytes: appending a field writes it once (no zero fill first), and a buffer
+// filled by MPI is sized without being cleared.
+using ByteBuffer = std::vector<unsigned char, NoInitAllocator<unsigned char>>;
+
 class ByteWriter {
  public:
-  explicit ByteWriter(std::vector<unsigned char>& out) : out_(out) {}
+  explicit ByteWriter(ByteBuffer& out) : out_(out) {}
   template <class T>
   void put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -32,10 +60,10 @@ class ByteWriter {
     out_.resize(at + n);
     std::memcpy(out_.data() + at, p, n);
   }
-  std::vector<unsigned char>& bytes() { return out_; }
+  ByteBuffer& bytes() { return out_; }
 
  private:
-  std::vector<unsigned char>& out_;
+  ByteBuffer& out_;
 };
 
 class ByteReader {
@@ -43,7 +71,7 @@ class ByteReader {
   // `what` names the message in errors ("a message from another rank").
   ByteReader(const unsigned char* in, const unsigned char* end, const char* what)
       : p_(in), end_(end), what_(what) {}
-  ByteReader(const std::vector<unsigned char>& v, const char* what)
+  ByteReader(const ByteBuffer& v, const char* what)
       : ByteReader(v.data(), v.data() + v.size(), what) {}
   template <class T>
   T get() {

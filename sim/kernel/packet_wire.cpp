@@ -24,7 +24,7 @@ static_assert(sizeof(Access) == 680, "Access changed: is every field packed?");
 // growth checks on the hot path of a split run).
 class Writer {
  public:
-  Writer(std::vector<unsigned char>& out, std::size_t bytes) : out_(out), at_(out.size()) {
+  Writer(ByteBuffer& out, std::size_t bytes) : out_(out), at_(out.size()) {
     out.resize(at_ + bytes);
   }
   template <class T>
@@ -45,7 +45,7 @@ class Writer {
   }
 
  private:
-  std::vector<unsigned char>& out_;
+  ByteBuffer& out_;
   std::size_t at_;
 };
 
@@ -114,7 +114,7 @@ constexpr std::size_t kAccessBytes =
     1 + 8 + 3 * sizeof(AccelId) + 7 + 4 + 2 + 3 * 8 + 4 + 4 + 8 + 8 + 2;
 constexpr std::size_t kPayloadBytes = 4 + 8 + 4 + 4 + 4 + 4 + 1 + 4;
 
-void pack_packet(const tlm::tlm_generic_payload& gp, std::vector<unsigned char>& out) {
+void pack_packet(const tlm::tlm_generic_payload& gp, ByteBuffer& out) {
   if (typeid(gp) != typeid(Packet))
     throw std::logic_error("pack_packet: the payload is not a podsim Packet");
   const Access& a = static_cast<const Packet&>(gp).access;

@@ -14,6 +14,8 @@
 #include <tlm>
 #include <vector>
 
+#include "sim/core/byte_io.hpp"
+
 namespace podsim {
 
 // The format's version, the first byte of every packed packet.
@@ -22,7 +24,7 @@ inline constexpr unsigned char kPacketWireVersion = 5;
 // Appends the packet's bytes to `out`. Throws std::logic_error for a payload that is not a
 // podsim Packet, or one whose data pointer is not its own Access::data or that has byte
 // enables (neither could be rebuilt on the other side).
-void pack_packet(const tlm::tlm_generic_payload& gp, std::vector<unsigned char>& out);
+void pack_packet(const tlm::tlm_generic_payload& gp, ByteBuffer& out);
 
 // Fills `gp`, a packet just acquired from a PacketPool, with the packet packed at `in`;
 // returns the position after it. The packet's reference count, memory manager and extension

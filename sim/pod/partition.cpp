@@ -180,7 +180,7 @@ RankComm::Agreement Partition::exchange(Time next, bool stopped) {
   return a;
 }
 
-void Partition::deliver(const std::vector<unsigned char>& bytes) {
+void Partition::deliver(const ByteBuffer& bytes) {
   ByteReader in(bytes, "partition: a message from another rank");
   while (!in.done()) {
     switch (in.get<Record>()) {

@@ -85,7 +85,7 @@ class Partition final : public CutSink {
     Link* link;
     std::uint32_t far_rank;  // the rank simulating the far end
   };
-  void deliver(const std::vector<unsigned char>& in);
+  void deliver(const ByteBuffer& in);
 
   RankComm& comm_;
   const PartitionPlan& plan_;  // the pod's
@@ -93,8 +93,8 @@ class Partition final : public CutSink {
   HostNet& net_;
   Time lookahead_;
   std::size_t cut_count_ = 0;
-  std::vector<Cut> links_;  // by cut ID (every rank numbers the pod's links alike)
-  std::vector<std::vector<unsigned char>> out_, in_;  // by rank
+  std::vector<Cut> links_;            // by cut ID (every rank numbers the pod's links alike)
+  std::vector<ByteBuffer> out_, in_;  // by rank
   // The earliest time at which what this window sent can make anything happen on another rank
   // (a packet's head, credits' arrival, a note taking effect).
   Time sent_effect_ = Time::max();

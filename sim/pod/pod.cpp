@@ -339,7 +339,7 @@ bool Pod::check_stuck() {
   std::vector<std::string> mine = stuck_queues(limit);
   if (comm_ && ranks_ > 1) {
     if (comm_->or_all(mine.empty() ? 0 : 1) == 0) return false;
-    std::vector<unsigned char> bytes;
+    ByteBuffer bytes;
     ByteWriter w(bytes);
     w.put(static_cast<std::uint64_t>(mine.size()));
     for (const auto& s : mine)
@@ -514,7 +514,7 @@ void Pod::gather_ranks() {
   // Every rank but 0 packs what it simulated; rank 0 meanwhile readies its own stats for
   // the merge (its own results are already in place, so it sends nothing).
   const bool root = comm_->rank() == 0;
-  std::vector<unsigned char> message;
+  ByteBuffer message;
   if (!root) {
     ByteWriter out(message);
     // The stats whose values count here: those of the GPUs and switches this rank simulated
@@ -654,7 +654,7 @@ void Pod::gather_ranks() {
       mine.add(path, s);
       if (stat_owner(path) > 0) clear_stat(s);
     });
-  const std::vector<std::vector<unsigned char>> all = comm_->gather(message);
+  const std::vector<ByteBuffer> all = comm_->gather(message);
   if (!root) return;
   for (std::uint32_t r = 1; r < all.size(); ++r) {
     ByteReader in(all[r], "partitioned run: another rank's results");

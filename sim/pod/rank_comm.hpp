@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/core/byte_io.hpp"
+
 namespace podsim {
 
 // The other ranks, as a partitioned pod sees them (sim/tools/mpi_world.hpp implements it with
@@ -22,14 +24,12 @@ class RankComm {
     std::int64_t next;
     std::uint32_t stopped;
   };
-  virtual Agreement exchange(const std::vector<std::vector<unsigned char>>& out,
-                             std::vector<std::vector<unsigned char>>& in, std::int64_t next,
-                             bool stopped) = 0;
+  virtual Agreement exchange(const std::vector<ByteBuffer>& out, std::vector<ByteBuffer>& in,
+                             std::int64_t next, bool stopped) = 0;
   // Every rank's `v`, or'd together.
   virtual std::uint64_t or_all(std::uint64_t v) = 0;
   // Rank 0 gets every rank's `mine` (its own included), by rank; the others get nothing.
-  virtual std::vector<std::vector<unsigned char>> gather(
-      const std::vector<unsigned char>& mine) = 0;
+  virtual std::vector<ByteBuffer> gather(const ByteBuffer& mine) = 0;
 };
 
 }  // namespace podsim

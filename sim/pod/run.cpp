@@ -321,7 +321,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                                              static_cast<std::uint64_t>(pod.gather_seconds() * 1e9),
                                              c.sync_ns};
     const auto* p = reinterpret_cast<const unsigned char*>(mine.data());
-    const auto all = ranks->gather(std::vector<unsigned char>(p, p + mine.size() * 8));
+    const auto all = ranks->gather(ByteBuffer(p, p + mine.size() * 8));
     for (std::size_t r = 0; r < all.size(); ++r) {
       std::vector<std::uint64_t> v(all[r].size() / 8);
       std::memcpy(v.data(), all[r].data(), v.size() * 8);

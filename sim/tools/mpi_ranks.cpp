@@ -41,9 +41,8 @@ class MpiRanks final : public RankComm {
   std::uint32_t rank() const override { return rank_; }
   std::uint32_t ranks() const override { return ranks_; }
 
-  Agreement exchange(const std::vector<std::vector<unsigned char>>& out,
-                     std::vector<std::vector<unsigned char>>& in, std::int64_t next,
-                     bool stopped) override {
+  Agreement exchange(const std::vector<ByteBuffer>& out, std::vector<ByteBuffer>& in,
+                     std::int64_t next, bool stopped) override {
     // First a small all-to-all: to each rank, how many bytes follow for it, and this rank's
     // next time, whether it stopped and how many bytes it sends in all (the same to everyone),
     // from which every rank works out the same agreement. The bytes follow point to point
@@ -106,7 +105,7 @@ class MpiRanks final : public RankComm {
     return out;
   }
 
-  std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& mine) override {
+  std::vector<ByteBuffer> gather(const ByteBuffer& mine) override {
     const int n = static_cast<int>(ranks_);
     const int size = count_of(mine.size());
     std::vector<int> sizes(rank_ == 0 ? ranks_ : 0);
@@ -117,11 +116,11 @@ class MpiRanks final : public RankComm {
       at[r] = count_of(total);
       total += static_cast<std::size_t>(sizes[r]);
     }
-    std::vector<unsigned char> all(total);
+    ByteBuffer all(total);
     check(MPI_Gatherv(mine.data(), size, MPI_BYTE, all.data(), sizes.data(), at.data(), MPI_BYTE, 0,
                       MPI_COMM_WORLD),
           "MPI_Gatherv");
-    std::vector<std::vector<unsigned char>> out;
+    std::vector<ByteBuffer> out;
     if (rank_ != 0) return out;
     for (int r = 0; r < n; ++r)
       out.emplace_back(all.begin() + at[r], all.begin() + at[r] + sizes[r]);

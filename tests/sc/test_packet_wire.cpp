@@ -119,8 +119,8 @@ void check_own(const tlm::tlm_generic_payload& gp, int ref_count) {
   CHECK(gp.has_mm());
 }
 
-std::vector<unsigned char> packed(const tlm::tlm_generic_payload& gp) {
-  std::vector<unsigned char> out;
+ByteBuffer packed(const tlm::tlm_generic_payload& gp) {
+  ByteBuffer out;
   pack_packet(gp, out);
   return out;
 }
@@ -143,7 +143,7 @@ TEST_CASE("a packed packet unpacks into another pooled packet with every field e
   std::array<unsigned char, 8> elsewhere{};
   dst.set_data_ptr(elsewhere.data());  // and its data pointer wandered: unpacking brings it home
 
-  std::vector<unsigned char> buf{0xEE};  // something before it: pack appends
+  ByteBuffer buf{0xEE};  // something before it: pack appends
   pack_packet(src, buf);
   const unsigned char* end = buf.data() + buf.size();
   CHECK(unpack_packet(buf.data() + 1, end, dst) == end);
@@ -164,7 +164,7 @@ TEST_CASE("packets packed one after another unpack in order", "[packet_wire]") {
   auto& b = pool.acquire();
   fill(a, 3, 5);
   fill(b, 9, 6);
-  std::vector<unsigned char> buf;
+  ByteBuffer buf;
   pack_packet(a, buf);
   const std::size_t first = buf.size();
   pack_packet(b, buf);
@@ -186,9 +186,9 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
   fill(src, 4, 1);
   auto& dst = pool.acquire();
   fill(dst, 2, 2);
-  const std::vector<unsigned char> whole = packed(src);
-  const std::vector<unsigned char> before = packed(dst);
-  std::vector<unsigned char> buf = whole;
+  const ByteBuffer whole = packed(src);
+  const ByteBuffer before = packed(dst);
+  ByteBuffer buf = whole;
   const auto unpack = [&] { unpack_packet(buf.data(), buf.data() + buf.size(), dst); };
   // Offsets in the format: the version (1 byte), id (8), src, dst, route_to (2 each), kind,
   // op, status, posted, sync, measured, mailbox (1 each), size (4), vmid (2), vaddr, npa, pa (8
@@ -257,7 +257,7 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
 
 TEST_CASE("a payload that is not a podsim packet is refused", "[packet_wire]") {
   PacketPool pool;
-  std::vector<unsigned char> buf;
+  ByteBuffer buf;
   std::array<unsigned char, 64> elsewhere{};
 
   SECTION("a plain payload") {
@@ -267,7 +267,7 @@ TEST_CASE("a payload that is not a podsim packet is refused", "[packet_wire]") {
     CHECK_THROWS_AS(pack_packet(plain, buf), std::logic_error);
     auto& gp = pool.acquire();
     fill(gp, 1, 1);
-    const std::vector<unsigned char> bytes = packed(gp);
+    const ByteBuffer bytes = packed(gp);
     CHECK_THROWS_AS(unpack_packet(bytes.data(), bytes.data() + bytes.size(), plain),
                     std::logic_error);
     gp.release();

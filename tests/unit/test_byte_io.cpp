@@ -7,7 +7,7 @@
 using namespace podsim;
 
 TEST_CASE("bytes written are read back in order, strings in place", "[bytes]") {
-  std::vector<unsigned char> buf;
+  ByteBuffer buf;
   ByteWriter w(buf);
   w.put(std::uint8_t{7});
   w.put(std::int64_t{-123456789012});
@@ -29,7 +29,7 @@ TEST_CASE("bytes written are read back in order, strings in place", "[bytes]") {
 }
 
 TEST_CASE("a reader that would run past its end throws, naming the message", "[bytes]") {
-  std::vector<unsigned char> buf;
+  ByteBuffer buf;
   ByteWriter w(buf);
   w.str("abcdef");
   for (std::size_t cut = 0; cut < buf.size(); ++cut) {

@@ -38,8 +38,8 @@ PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks) {
   // GPUs in contiguous blocks of whole hosts (a host's GPUs are activated together), so that
   // each rank's GPUs and switches weigh about the same: laid end to end in rank order, each
   // rank's switches before its GPUs, a host goes to the rank whose share of the whole weight
-  // its first GPU starts in. Without switches to weigh (leaf/spine) that is host h of H on
-  // rank h * R / H.
+  // its first GPU starts in. Without switches to weigh (leaf/spine) a host whose first GPU is
+  // f is on rank floor(f * R / N).
   const std::uint32_t per_host = cfg.pod.gpus_per_host;
   const std::uint64_t total =
       kGpu * n + std::accumulate(weight.begin(), weight.end(), std::uint64_t{0});

@@ -28,7 +28,7 @@ namespace podsim {
 //  - GPUs in contiguous blocks of whole hosts (host h = g / pod.gpus_per_host), balanced
 //    so that each rank's GPUs and single-switch plane switches weigh about the same, a
 //    switch weighing 0.49 GPU per GPU it serves (plan_partition); with leaf/spine planes,
-//    host h of H on rank h * R / H (one GPU per host: g * R / N);
+//    a host whose first GPU is f on rank floor(f * R / N) (one GPU per host: g * R / N);
 //  - in a leaf/spine plane, a leaf on the rank of the middle GPU below it, spine s of plane p
 //    on rank (p + s) mod R.
 struct PartitionPlan {

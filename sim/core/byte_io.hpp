@@ -12,29 +12,21 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace podsim {
 
 // An allocator whose containers leave the elements they add uninitialised (`resize` grows a
 // buffer without zeroing what is about to be written over): for ByteBuffer.
+// (Constructing from values, std::allocator_traits falls back to std::construct_at.)
 template <class T>
 struct NoInitAllocator : std::allocator<T> {
-  template <class U>
-  struct rebind {
-    using other = NoInitAllocator<U>;
-  };
   NoInitAllocator() = default;
   template <class U>
   NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
   template <class U>
   void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void*>(p)) U;
-  }
-  template <class U, class... A>
-  void construct(U* p, A&&... a) {
-    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
   }
 };
 

@@ -510,136 +510,139 @@ class StatIndex {
 };
 }  // namespace
 
+ByteBuffer Pod::pack_results() {
+  ByteBuffer message;
+  ByteWriter out(message);
+  // The stats whose values count here: those of the GPUs and switches this rank simulated
+  // (rank 0 replaces its own copies' with them: a direct setup, say, ran on every rank), and
+  // those every rank adds to (links, whose ends count what each sends; the summary of each
+  // rank's GPUs). A formula of a component simulated here goes as its value.
+  {
+    std::vector<std::uint64_t> words;
+    std::uint64_t count = 0;
+    message.reserve(std::size_t{64} << 20);
+    const std::size_t count_at = message.size();
+    out.put(count);  // filled in below
+    const std::int64_t me = comm_->rank();
+    std::uint32_t index = 0;  // the stat's place in this rank's walk of the tree
+    collect_stats([&](const std::string& path, const Stat& s) {
+      const std::uint32_t at = index++;
+      const std::int64_t owner = stat_owner(path);
+      if (owner != me && owner != -1) return;
+      words.clear();
+      std::uint8_t kind = 0;
+      if (s.kind() == Stat::Kind::Formula) {
+        if (owner == -1) return;  // evaluated on rank 0 from the merged stats
+        const double v = s.as<Formula>()->value();
+        std::uint64_t bits;
+        std::memcpy(&bits, &v, sizeof v);
+        words.push_back(bits);
+        kind = 1;
+      } else {
+        if (recorded_nothing(s)) return;  // rank 0 starts from nothing for it too
+        pack_stat(s, words);
+      }
+      out.put(at);
+      out.str(path);
+      out.put(kind);
+      out.put(static_cast<std::uint64_t>(words.size()));
+      const auto* p = reinterpret_cast<const unsigned char*>(words.data());
+      out.raw(p, words.size() * sizeof(std::uint64_t));
+      ++count;
+    });
+    std::memcpy(message.data() + count_at, &count, sizeof count);
+  }
+  {
+    std::vector<std::uint64_t> words;
+    summary_.pack_extras(words);
+    out.put(static_cast<std::uint64_t>(words.size()));
+    const auto* p = reinterpret_cast<const unsigned char*>(words.data());
+    out.raw(p, words.size() * sizeof(std::uint64_t));
+  }
+  // The steps that failed here (a direct setup's failures happened alike on every rank).
+  {
+    const auto& fails = scenario_->failures();
+    const std::size_t setup = scenario_->setup_failures();
+    out.put(static_cast<std::uint64_t>(fails.size() - setup));
+    for (std::size_t i = setup; i < fails.size(); ++i) {
+      out.put(scenario_->failed_at()[i - setup].first.as_ps());
+      out.put(static_cast<std::uint64_t>(scenario_->failed_at()[i - setup].second));
+      out.str(fails[i]);
+    }
+  }
+  out.put(static_cast<std::uint64_t>(invariants_.violations().size()));
+  for (const Violation& v : invariants_.violations()) {
+    out.put(v.at.as_ps());
+    out.str(v.what);
+  }
+  std::uint64_t faulted = 0;
+  for (std::size_t g = 0; g < gpus_.size(); ++g)
+    faulted += owned_[g] && !gpus_[g]->gpuvm.fault_log().empty();
+  out.put(faulted);
+  for (std::size_t g = 0; g < gpus_.size(); ++g) {
+    const auto& log = gpus_[g]->gpuvm.fault_log();
+    if (!owned_[g] || log.empty()) continue;
+    out.put(static_cast<std::uint64_t>(g));
+    out.put(static_cast<std::uint64_t>(log.size()));
+    for (const FaultRecord& f : log) {
+      out.put(f.at.as_ps());
+      out.put(f.vmid);
+      out.put(f.va);
+      out.put(static_cast<std::uint8_t>(f.write));
+    }
+  }
+  out.put(static_cast<std::uint64_t>(scenario_->records().size()));
+  for (const StepRecord& r : scenario_->records()) {
+    out.put(static_cast<std::uint64_t>(r.index));
+    out.put(r.gpu);
+    out.put(r.process);
+    out.str(r.op);
+    out.put(r.started.as_ps());
+    out.put(r.ended.as_ps());
+    out.str(r.result);
+    out.put(r.retries);
+  }
+  // When the workload started (a rank with no process of its own never saw it).
+  out.put(static_cast<std::uint8_t>(scenario_->workload_started()));
+  out.put(scenario_->workload_start().as_ps());
+  // What the collective's participants and the model trace's nodes did here.
+  if (const CollectiveRun* c = std::as_const(*scenario_).collective()) c->pack(out);
+  if (const ModelRun* m = std::as_const(*scenario_).model()) m->pack(out);
+  // What this rank's drivers still held at teardown, for rank 0's judgement.
+  out.put(held_at_.as_ps());
+  out.put(static_cast<std::uint64_t>(held_.size()));
+  for (const Held& g : held_) {
+    const driver::Holdings& h = g.h;
+    out.put(static_cast<std::uint32_t>(g.gpu));
+    for (std::uint64_t n : {h.buffers, h.pins, h.npa_ranges, h.exports, h.revoking, h.imports,
+                            h.handles, h.fds, h.waiters, h.busy_tasks})
+      out.put(n);
+    out.put(static_cast<std::uint64_t>(h.details.size()));
+    for (const auto& d : h.details) {
+      out.put(d.bo);
+      out.str(d.text);
+    }
+    out.put(static_cast<std::uint64_t>(h.held_imports.size()));
+    for (const auto& i : h.held_imports) {
+      out.put(i.handle.lo);
+      out.put(i.handle.hi);
+      out.put(i.bo);
+      out.put(static_cast<std::uint8_t>(i.same_connection));
+    }
+    out.put(static_cast<std::uint64_t>(h.grants.size()));
+    for (const auto& [lo, importer] : h.grants) {
+      out.put(lo);
+      out.put(static_cast<std::uint32_t>(importer));
+    }
+  }
+  return message;
+}
+
 void Pod::gather_ranks() {
   // Every rank but 0 packs what it simulated; rank 0 meanwhile readies its own stats for
   // the merge (its own results are already in place, so it sends nothing).
   const bool root = comm_->rank() == 0;
-  ByteBuffer message;
-  if (!root) {
-    ByteWriter out(message);
-    // The stats whose values count here: those of the GPUs and switches this rank simulated
-    // (rank 0 replaces its own copies' with them: a direct setup, say, ran on every rank), and
-    // those every rank adds to (links, whose ends count what each sends; the summary of each
-    // rank's GPUs). A formula of a component simulated here goes as its value.
-    {
-      std::vector<std::uint64_t> words;
-      std::uint64_t count = 0;
-      message.reserve(std::size_t{64} << 20);
-      const std::size_t count_at = message.size();
-      out.put(count);  // filled in below
-      const std::int64_t me = comm_->rank();
-      std::uint32_t index = 0;  // the stat's place in this rank's walk of the tree
-      collect_stats([&](const std::string& path, const Stat& s) {
-        const std::uint32_t at = index++;
-        const std::int64_t owner = stat_owner(path);
-        if (owner != me && owner != -1) return;
-        words.clear();
-        std::uint8_t kind = 0;
-        if (s.kind() == Stat::Kind::Formula) {
-          if (owner == -1) return;  // evaluated on rank 0 from the merged stats
-          const double v = s.as<Formula>()->value();
-          std::uint64_t bits;
-          std::memcpy(&bits, &v, sizeof v);
-          words.push_back(bits);
-          kind = 1;
-        } else {
-          if (recorded_nothing(s)) return;  // rank 0 starts from nothing for it too
-          pack_stat(s, words);
-        }
-        out.put(at);
-        out.str(path);
-        out.put(kind);
-        out.put(static_cast<std::uint64_t>(words.size()));
-        const auto* p = reinterpret_cast<const unsigned char*>(words.data());
-        out.raw(p, words.size() * sizeof(std::uint64_t));
-        ++count;
-      });
-      std::memcpy(message.data() + count_at, &count, sizeof count);
-    }
-    {
-      std::vector<std::uint64_t> words;
-      summary_.pack_extras(words);
-      out.put(static_cast<std::uint64_t>(words.size()));
-      const auto* p = reinterpret_cast<const unsigned char*>(words.data());
-      out.raw(p, words.size() * sizeof(std::uint64_t));
-    }
-    // The steps that failed here (a direct setup's failures happened alike on every rank).
-    {
-      const auto& fails = scenario_->failures();
-      const std::size_t setup = scenario_->setup_failures();
-      out.put(static_cast<std::uint64_t>(fails.size() - setup));
-      for (std::size_t i = setup; i < fails.size(); ++i) {
-        out.put(scenario_->failed_at()[i - setup].first.as_ps());
-        out.put(static_cast<std::uint64_t>(scenario_->failed_at()[i - setup].second));
-        out.str(fails[i]);
-      }
-    }
-    out.put(static_cast<std::uint64_t>(invariants_.violations().size()));
-    for (const Violation& v : invariants_.violations()) {
-      out.put(v.at.as_ps());
-      out.str(v.what);
-    }
-    std::uint64_t faulted = 0;
-    for (std::size_t g = 0; g < gpus_.size(); ++g)
-      faulted += owned_[g] && !gpus_[g]->gpuvm.fault_log().empty();
-    out.put(faulted);
-    for (std::size_t g = 0; g < gpus_.size(); ++g) {
-      const auto& log = gpus_[g]->gpuvm.fault_log();
-      if (!owned_[g] || log.empty()) continue;
-      out.put(static_cast<std::uint64_t>(g));
-      out.put(static_cast<std::uint64_t>(log.size()));
-      for (const FaultRecord& f : log) {
-        out.put(f.at.as_ps());
-        out.put(f.vmid);
-        out.put(f.va);
-        out.put(static_cast<std::uint8_t>(f.write));
-      }
-    }
-    out.put(static_cast<std::uint64_t>(scenario_->records().size()));
-    for (const StepRecord& r : scenario_->records()) {
-      out.put(static_cast<std::uint64_t>(r.index));
-      out.put(r.gpu);
-      out.put(r.process);
-      out.str(r.op);
-      out.put(r.started.as_ps());
-      out.put(r.ended.as_ps());
-      out.str(r.result);
-      out.put(r.retries);
-    }
-    // When the workload started (a rank with no process of its own never saw it).
-    out.put(static_cast<std::uint8_t>(scenario_->workload_started()));
-    out.put(scenario_->workload_start().as_ps());
-    // What the collective's participants and the model trace's nodes did here.
-    if (const CollectiveRun* c = std::as_const(*scenario_).collective()) c->pack(out);
-    if (const ModelRun* m = std::as_const(*scenario_).model()) m->pack(out);
-    // What this rank's drivers still held at teardown, for rank 0's judgement.
-    out.put(held_at_.as_ps());
-    out.put(static_cast<std::uint64_t>(held_.size()));
-    for (const Held& g : held_) {
-      const driver::Holdings& h = g.h;
-      out.put(static_cast<std::uint32_t>(g.gpu));
-      for (std::uint64_t n : {h.buffers, h.pins, h.npa_ranges, h.exports, h.revoking, h.imports,
-                              h.handles, h.fds, h.waiters, h.busy_tasks})
-        out.put(n);
-      out.put(static_cast<std::uint64_t>(h.details.size()));
-      for (const auto& d : h.details) {
-        out.put(d.bo);
-        out.str(d.text);
-      }
-      out.put(static_cast<std::uint64_t>(h.held_imports.size()));
-      for (const auto& i : h.held_imports) {
-        out.put(i.handle.lo);
-        out.put(i.handle.hi);
-        out.put(i.bo);
-        out.put(static_cast<std::uint8_t>(i.same_connection));
-      }
-      out.put(static_cast<std::uint64_t>(h.grants.size()));
-      for (const auto& [lo, importer] : h.grants) {
-        out.put(lo);
-        out.put(static_cast<std::uint32_t>(importer));
-      }
-    }
-  }
+  const ByteBuffer message = root ? ByteBuffer{} : pack_results();
   // Rank 0's copies of the other ranks' GPUs and switches start from nothing (a direct setup
   // ran everywhere); what those ranks recorded replaces it.
   // Every rank walks the same tree in the same order, except for stats made the first time

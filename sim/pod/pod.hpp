@@ -123,6 +123,8 @@ class Pod final : public sc_core::sc_module, public HasStats {
   void run_windows();
   // A partitioned run's end: every rank's results into rank 0's pod.
   void gather_ranks();
+  // What this rank simulated, packed for rank 0 (gather_ranks).
+  ByteBuffer pack_results();
   // A stat made the first time something happened (a latency by switches crossed), made here
   // because another rank's copy of its component has it; null if `path` is no such stat.
   const Stat* make_stat(const std::string& path);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <stdexcept>
 
 #include "sim/kernel/base_protocol.hpp"
@@ -22,40 +21,13 @@ PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks) {
   PartitionPlan plan;
   plan.ranks = ranks;
   const std::uint32_t n = cfg.pod.gpus;
-  const FabricConfig& f = cfg.fabric;
-  // Single-switch planes first: plane p's switch on rank p mod R, each weighing (in the work a
-  // rank does per access) kSwitchShare percent of a GPU per GPU it serves, split over the
-  // planes. Measured with cachegrind on the 72-GPU default pod split over 2 ranks, with 36
-  // and with 25 GPUs beside the switch on rank 0: per access, the switch did 3,146
-  // instructions and a GPU 88.6 of its own (besides 46.3 on each side for the packets that
-  // cross), so the switch weighs about 35 of its 72 GPUs. Crossing packets cost both ranks
-  // alike, so they do not move the balance.
-  constexpr std::uint64_t kGpu = 100, kSwitchShare = 49;
-  std::vector<std::uint64_t> weight(ranks, 0);  // of the switches on each rank
-  if (f.topology == Topology::SingleSwitch)
-    for (std::uint32_t p = 0; p < f.planes; ++p)
-      weight[p % ranks] += kSwitchShare * n / f.planes;
-  // GPUs in contiguous blocks of whole hosts (a host's GPUs are activated together), so that
-  // each rank's GPUs and switches weigh about the same: laid end to end in rank order, each
-  // rank's switches before its GPUs, a host goes to the rank whose share of the whole weight
-  // its first GPU starts in. Without switches to weigh (leaf/spine) a host whose first GPU is
-  // f is on rank floor(f * R / N).
+  // By host: a host's GPUs are activated together, so they stay on one rank.
   const std::uint32_t per_host = cfg.pod.gpus_per_host;
-  const std::uint64_t total =
-      kGpu * n + std::accumulate(weight.begin(), weight.end(), std::uint64_t{0});
-  std::uint32_t r = 0;
-  std::uint64_t at = weight[0];  // where the next host starts
-  plan.gpu.resize(n);
-  for (std::uint32_t first = 0; first < n; first += per_host) {
-    while (r + 1 < ranks && at * ranks >= (r + 1) * total) {
-      ++r;
-      at += weight[r];
-    }
-    const std::uint32_t last = std::min(n, first + per_host);
-    for (std::uint32_t g = first; g < last; ++g)
-      plan.gpu[g] = r;
-    at += kGpu * (last - first);
-  }
+  const std::uint32_t hosts = (n + per_host - 1) / per_host;
+  for (std::uint32_t g = 0; g < n; ++g)
+    plan.gpu.push_back(
+        static_cast<std::uint32_t>(static_cast<std::uint64_t>(g / per_host) * ranks / hosts));
+  const FabricConfig& f = cfg.fabric;
   for (std::uint32_t p = 0; p < f.planes; ++p) {
     std::vector<std::uint32_t> sw;
     if (f.topology == Topology::SingleSwitch) {

@@ -24,11 +24,9 @@
 namespace podsim {
 
 // Which rank simulates what (the documented rule, docs/parallel.md):
+//  - GPUs in contiguous blocks of whole hosts: GPU g, of host h = g / pod.gpus_per_host, on
+//    rank h * R / H for H hosts (one GPU per host: g * R / N);
 //  - in a single-switch plane, plane p's switch on rank p mod R;
-//  - GPUs in contiguous blocks of whole hosts (host h = g / pod.gpus_per_host), balanced
-//    so that each rank's GPUs and single-switch plane switches weigh about the same, a
-//    switch weighing 0.49 GPU per GPU it serves (plan_partition); with leaf/spine planes,
-//    a host whose first GPU is f on rank floor(f * R / N) (one GPU per host: g * R / N);
 //  - in a leaf/spine plane, a leaf on the rank of the middle GPU below it, spine s of plane p
 //    on rank (p + s) mod R.
 struct PartitionPlan {

@@ -83,19 +83,33 @@ LogHistogram LogHistogram::from_state(std::span<const std::uint64_t> counts, std
 }
 
 std::uint64_t LogHistogram::percentile(double q) const {
-  if (count_ == 0) return 0;
-  q = std::clamp(q, 0.0, 1.0);
-  auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_)));
-  rank = std::clamp<std::uint64_t>(rank, 1, count_);
-  std::uint64_t seen = 0;
-  for (std::size_t i = 0; i < counts_.size(); ++i) {
-    seen += counts_[i];
-    if (seen >= rank) {
-      std::uint64_t mid = bucket_lower(i) + (bucket_upper(i) - bucket_lower(i)) / 2;
-      return std::clamp(mid, min(), max_);
+  std::uint64_t v = 0;
+  percentiles(&q, &v, 1);
+  return v;
+}
+
+void LogHistogram::percentiles(const double* q, std::uint64_t* out, std::size_t n) const {
+  std::size_t i = 0;  // the bucket reached
+  std::uint64_t seen = count_ ? counts_[0] : 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (k && q[k] < q[k - 1])
+      throw std::invalid_argument("LogHistogram::percentiles: q not ascending");
+    if (count_ == 0) {
+      out[k] = 0;
+      continue;
     }
+    const double qk = std::clamp(q[k], 0.0, 1.0);
+    auto rank = static_cast<std::uint64_t>(std::ceil(qk * static_cast<double>(count_)));
+    rank = std::clamp<std::uint64_t>(rank, 1, count_);
+    while (seen < rank && i + 1 < counts_.size())
+      seen += counts_[++i];
+    if (seen < rank) {
+      out[k] = max_;
+      continue;
+    }
+    const std::uint64_t mid = bucket_lower(i) + (bucket_upper(i) - bucket_lower(i)) / 2;
+    out[k] = std::clamp(mid, min(), max_);
   }
-  return max_;
 }
 
 }  // namespace podsim

@@ -38,6 +38,8 @@ class LogHistogram {
   // Nearest-rank percentile (q in [0,1]); the bucket's midpoint, clamped to [min, max], so
   // a histogram holding one distinct value returns it exactly.
   std::uint64_t percentile(double q) const;
+  // percentile(q[i]) into out[i] for n ascending q, in one pass over the buckets.
+  void percentiles(const double* q, std::uint64_t* out, std::size_t n) const;
 
   // Buckets, for writers: the value range [lower, upper] of bucket i and its count.
   std::size_t bucket_count() const { return counts_.size(); }

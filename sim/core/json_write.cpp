@@ -3,73 +3,161 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 #include <cmath>
+#include <iterator>
+#include <stdexcept>
 
 namespace podsim::config {
-namespace {
 
-void write(const boost::json::value& v, std::string& out, int indent) {
-  auto pad = [&](int n) { out.append(static_cast<std::size_t>(n) * 2, ' '); };
-  switch (v.kind()) {
-    case boost::json::kind::object: {
-      const auto& o = v.get_object();
-      if (o.empty()) {
-        out += "{}";
-        return;
-      }
-      out += "{\n";
-      bool first = true;
-      for (const auto& kv : o) {
-        if (!first) out += ",\n";
-        first = false;
-        pad(indent + 1);
-        out += boost::json::serialize(boost::json::value(boost::json::string(kv.key())));
-        out += ": ";
-        write(kv.value(), out, indent + 1);
-      }
-      out += "\n";
-      pad(indent);
-      out += "}";
-      return;
+void PrettyJson::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (levels_.empty()) return;  // the document itself
+  Level& l = levels_.back();
+  if (!l.array) throw std::logic_error("PrettyJson: a value in an object needs its key first");
+  if (l.one_line) {
+    if (!l.empty) out_ += ", ";
+  } else {
+    out_ += l.empty ? "\n" : ",\n";
+    pad(levels_.size());
+  }
+  l.empty = false;
+}
+
+void PrettyJson::begin_object() {
+  before_value();
+  out_ += '{';
+  levels_.push_back(Level{});
+}
+
+void PrettyJson::end_object() {
+  const bool empty = levels_.back().empty;
+  levels_.pop_back();
+  if (!empty) {
+    out_ += '\n';
+    pad(levels_.size());
+  }
+  out_ += '}';
+}
+
+void PrettyJson::begin_array(bool one_line) {
+  before_value();
+  out_ += '[';
+  levels_.push_back(Level{true, one_line, true});
+}
+
+void PrettyJson::end_array() {
+  const Level l = levels_.back();
+  levels_.pop_back();
+  if (!l.empty && !l.one_line) {
+    out_ += '\n';
+    pad(levels_.size());
+  }
+  out_ += ']';
+}
+
+void PrettyJson::key(std::string_view k) {
+  Level& l = levels_.back();
+  out_ += l.empty ? "\n" : ",\n";
+  l.empty = false;
+  pad(levels_.size());
+  quoted(k);
+  out_ += ": ";
+  after_key_ = true;
+}
+
+void PrettyJson::value(std::uint64_t v) {
+  before_value();
+  fmt::format_to(std::back_inserter(out_), "{}", v);
+}
+void PrettyJson::value(std::int64_t v) {
+  before_value();
+  fmt::format_to(std::back_inserter(out_), "{}", v);
+}
+void PrettyJson::value(double v) {
+  before_value();
+  if (std::isfinite(v))
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+  else
+    out_ += "null";
+}
+void PrettyJson::value(bool v) {
+  before_value();
+  out_ += v ? "true" : "false";
+}
+void PrettyJson::value(std::string_view v) {
+  before_value();
+  quoted(v);
+}
+void PrettyJson::null() {
+  before_value();
+  out_ += "null";
+}
+
+// As Boost.JSON's serializer escapes: the quote, the backslash and control characters
+// (\b \t \n \f \r, the others as \u00xx); every other byte as it is.
+void PrettyJson::quoted(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out_ += '"';
+  std::size_t run = 0;  // start of the bytes not yet copied
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out_.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out_ += "\\\""; break;
+      case '\\': out_ += "\\\\"; break;
+      case '\b': out_ += "\\b"; break;
+      case '\t': out_ += "\\t"; break;
+      case '\n': out_ += "\\n"; break;
+      case '\f': out_ += "\\f"; break;
+      case '\r': out_ += "\\r"; break;
+      default:
+        out_ += "\\u00";
+        out_ += kHex[c >> 4];
+        out_ += kHex[c & 15];
     }
+  }
+  out_.append(s.data() + run, s.size() - run);
+  out_ += '"';
+}
+
+void PrettyJson::value(const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::object:
+      begin_object();
+      for (const auto& kv : v.get_object()) {
+        key(kv.key());
+        value(kv.value());
+      }
+      end_object();
+      return;
     case boost::json::kind::array: {
       const auto& a = v.get_array();
       bool scalars = true;
       for (const auto& e : a)
         scalars = scalars && !e.is_object() && !e.is_array();
-      if (scalars) {
-        out += "[";
-        for (std::size_t i = 0; i < a.size(); ++i) {
-          if (i) out += ", ";
-          write(a[i], out, indent);
-        }
-        out += "]";
-        return;
-      }
-      out += "[\n";
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        if (i) out += ",\n";
-        pad(indent + 1);
-        write(a[i], out, indent + 1);
-      }
-      out += "\n";
-      pad(indent);
-      out += "]";
+      begin_array(scalars);
+      for (const auto& e : a)
+        value(e);
+      end_array();
       return;
     }
-    case boost::json::kind::double_: {
-      double d = v.get_double();
-      out += std::isfinite(d) ? fmt::format("{}", d) : "null";
-      return;
-    }
-    default: out += boost::json::serialize(v); return;
+    case boost::json::kind::double_: value(v.get_double()); return;
+    case boost::json::kind::int64: value(v.get_int64()); return;
+    case boost::json::kind::uint64: value(v.get_uint64()); return;
+    case boost::json::kind::bool_: value(v.get_bool()); return;
+    case boost::json::kind::string: value(std::string_view(v.get_string())); return;
+    case boost::json::kind::null: null(); return;
   }
 }
 
-}  // namespace
-
 std::string to_pretty_json(const boost::json::value& v) {
   std::string out;
-  write(v, out, 0);
+  PrettyJson w(out);
+  w.value(v);
   out += "\n";
   return out;
 }

@@ -1,5 +1,6 @@
 #include "sim/pod/stats_json.hpp"
 
+#include "sim/core/stats.hpp"
 #include "sim/kernel/stats_collector.hpp"
 
 namespace podsim {
@@ -7,62 +8,69 @@ namespace {
 
 class JsonStatVisitor final : public StatVisitor {
  public:
-  explicit JsonStatVisitor(boost::json::object& o) : o_(o) {}
-  void visit(const Counter& s) override { o_["value"] = s.value(); }
+  explicit JsonStatVisitor(config::PrettyJson& w) : w_(w) {}
+  void visit(const Counter& s) override { w_.member("value", s.value()); }
   void visit(const Series& s) override {
-    boost::json::array a;
+    w_.key("values");
+    w_.begin_array(true);
     for (std::uint64_t v : s.values())
-      a.push_back(v);
-    o_["values"] = std::move(a);
+      w_.value(v);
+    w_.end_array();
   }
-  void visit(const Formula& s) override { o_["value"] = s.value(); }
+  void visit(const Formula& s) override { w_.member("value", s.value()); }
   void visit(const Distribution& s) override {
     const LogHistogram& h = s.histogram();
     auto r = [&](std::uint64_t v) { return s.reported(static_cast<double>(v)); };
-    o_["count"] = h.count();
-    o_["mean"] = s.reported(h.mean());
-    o_["min"] = r(h.min());
-    o_["max"] = r(h.max());
-    o_["p50"] = r(h.percentile(0.50));
-    o_["p90"] = r(h.percentile(0.90));
-    o_["p99"] = r(h.percentile(0.99));
-    o_["p999"] = r(h.percentile(0.999));
+    static constexpr double kQ[] = {0.50, 0.90, 0.99, 0.999};
+    std::uint64_t p[4];
+    h.percentiles(kQ, p, 4);
+    w_.member("count", h.count());
+    w_.member("mean", s.reported(h.mean()));
+    w_.member("min", r(h.min()));
+    w_.member("max", r(h.max()));
+    w_.member("p50", r(p[0]));
+    w_.member("p90", r(p[1]));
+    w_.member("p99", r(p[2]));
+    w_.member("p999", r(p[3]));
     if (s.report_buckets()) {
-      boost::json::array buckets;  // [lowest value, highest value, count] of each used bucket
+      w_.key("histogram");  // [lowest value, highest value, count] of each used bucket
+      w_.begin_array(false);
       for (std::size_t i = 0; i < h.bucket_count(); ++i)
-        if (h.bucket_value(i) > 0)
-          buckets.push_back(
-              boost::json::array{r(h.bucket_lower(i)), r(h.bucket_upper(i)), h.bucket_value(i)});
-      o_["histogram"] = std::move(buckets);
+        if (h.bucket_value(i) > 0) {
+          w_.begin_array(true);
+          w_.value(r(h.bucket_lower(i)));
+          w_.value(r(h.bucket_upper(i)));
+          w_.value(h.bucket_value(i));
+          w_.end_array();
+        }
+      w_.end_array();
     }
   }
   void visit(const Breakdown& s) override {
-    o_["samples"] = s.samples();
-    boost::json::object parts;
+    w_.member("samples", s.samples());
+    w_.key("mean_parts");
+    w_.begin_object();
     for (std::size_t i = 0; i < s.part_count(); ++i)
-      if (s.part_sum(i) > 0) parts[s.part_name(i)] = s.part_mean(i);
-    o_["mean_parts"] = std::move(parts);
+      if (s.part_sum(i) > 0) w_.member(s.part_name(i), s.part_mean(i));
+    w_.end_object();
   }
 
  private:
-  boost::json::object& o_;
+  config::PrettyJson& w_;
 };
 
 }  // namespace
 
-boost::json::object stat_to_json(const Stat& s) {
-  boost::json::object o;
-  o["unit"] = s.unit();
-  o["desc"] = s.desc();
-  JsonStatVisitor v(o);
-  s.accept(v);
-  return o;
-}
-
-boost::json::object collect_stats_json() {
-  boost::json::object all;
-  collect_stats([&](const std::string& path, const Stat& s) { all[path] = stat_to_json(s); });
-  return all;
+void write_stats(config::PrettyJson& w) {
+  JsonStatVisitor v(w);
+  collect_stats([&](const std::string& path, const Stat& s) {
+    w.key(path);
+    w.begin_object();
+    w.member("unit", s.unit());
+    w.member("desc", s.desc());
+    s.accept(v);
+    w.end_object();
+  });
 }
 
 }  // namespace podsim

@@ -1,15 +1,13 @@
 // stats.json: every stat of every component, found by walking the module tree.
 #pragma once
 
-#include <boost/json/object.hpp>
-
-#include "sim/core/stats.hpp"
+#include "sim/core/json_write.hpp"
 
 namespace podsim {
 
-// One stat as JSON: {"unit", "desc", "value"} or, for distributions, count/mean/percentiles.
-boost::json::object stat_to_json(const Stat& s);
-// All stats in the SystemC module tree, keyed by full dotted path, in tree order.
-boost::json::object collect_stats_json();
+// Every stat in the SystemC module tree as members of the object `w` is writing, keyed by
+// full dotted path, in tree order: {"unit", "desc", "value"} or, for distributions,
+// count/mean/percentiles (and buckets where asked). Streamed: no document is built.
+void write_stats(config::PrettyJson& w);
 
 }  // namespace podsim

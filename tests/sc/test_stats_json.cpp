@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "sim/core/config_io.hpp"
 #include "tests/support/run_podsim.hpp"
 
 using podsim::test::run_podsim;
@@ -32,6 +33,12 @@ TEST_CASE("every stat has a unit and a description", "[stats]") {
   }
   CHECK(r.stats->at("seed").to_number<int>() == 1);
   CHECK(r.stats->at("podsim_version").is_string());
+  // stats.json is streamed, not built as a document that would merge a path given twice: each
+  // stat's path, and each field of a stat, appears once in the file.
+  const auto dup =
+      podsim::config::find_duplicate_key(podsim::test::slurp(r.out_dir + "/stats.json"));
+  CHECK_FALSE(dup);
+  if (dup) FAIL_CHECK("stats.json repeats " << dup->key);
 }
 
 TEST_CASE("every module of every GPU reports its stats", "[stats]") {

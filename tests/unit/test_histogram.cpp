@@ -63,3 +63,25 @@ TEST_CASE("merging equals recording everything in one", "[histogram]") {
   CHECK(a.percentile(0.9) == all.percentile(0.9));
   CHECK(a.mean() == Approx(all.mean()));
 }
+
+TEST_CASE("percentiles in one pass equal each percentile asked alone", "[histogram]") {
+  Rng rng(11);
+  for (int trial = 0; trial < 50; ++trial) {
+    LogHistogram h;
+    const int n = trial == 0 ? 0 : 1 + static_cast<int>(rng.below(2000));
+    for (int i = 0; i < n; ++i)
+      h.record(rng.below(trial % 2 ? 300 : 5'000'000), 1 + rng.below(3));
+    const double q[] = {0.0, 0.001, 0.5, 0.5, 0.9, 0.99, 0.999, 1.0};
+    std::uint64_t all[8];
+    h.percentiles(q, all, 8);
+    for (int k = 0; k < 8; ++k) {
+      INFO("trial " << trial << " q " << q[k]);
+      CHECK(all[k] == h.percentile(q[k]));
+    }
+  }
+  LogHistogram h;
+  h.record(5);
+  const double down[] = {0.9, 0.5};
+  std::uint64_t out[2];
+  CHECK_THROWS_AS(h.percentiles(down, out, 2), std::invalid_argument);
+}

@@ -1,0 +1,99 @@
+// The one JSON format podsim writes (sim/core/json_write.hpp): streamed and from a document.
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "sim/core/json_write.hpp"
+
+using podsim::config::PrettyJson;
+using podsim::config::to_pretty_json;
+
+TEST_CASE("the pretty format: members a line each, scalar arrays on one line", "[json]") {
+  const boost::json::value doc =
+      boost::json::parse(R"({"a": 1, "b": {}, "c": [], "d": [1, 2.5, "x", true, null],
+    "e": [[1, 2], {"f": -3}], "g": {"h": {"i": 0.1}}})");
+  CHECK(to_pretty_json(doc) == R"({
+  "a": 1,
+  "b": {},
+  "c": [],
+  "d": [1, 2.5, "x", true, null],
+  "e": [
+    [1, 2],
+    {
+      "f": -3
+    }
+  ],
+  "g": {
+    "h": {
+      "i": 0.1
+    }
+  }
+}
+)");
+}
+
+TEST_CASE("streaming writes the same text as the document", "[json]") {
+  const boost::json::value doc = boost::json::parse(
+      R"({"n": 18446744073709551615, "m": -9223372036854775808, "x": 812.5, "list": [[0.5, 1, 7]],
+          "o": {"p": [], "q": {}}, "s": "t"})");
+  std::string text;
+  PrettyJson w(text);
+  w.begin_object();
+  w.member("n", std::uint64_t{18446744073709551615ull});
+  w.member("m", std::numeric_limits<std::int64_t>::min());
+  w.member("x", 812.5);
+  w.key("list");
+  w.begin_array(false);
+  w.begin_array(true);
+  w.value(0.5);
+  w.value(std::uint64_t{1});
+  w.value(std::int64_t{7});
+  w.end_array();
+  w.end_array();
+  w.key("o");
+  w.begin_object();
+  w.key("p");
+  w.begin_array(true);
+  w.end_array();
+  w.key("q");
+  w.begin_object();
+  w.end_object();
+  w.end_object();
+  w.member("s", "t");
+  w.end_object();
+  text += '\n';
+  CHECK(text == to_pretty_json(doc));
+  CHECK(boost::json::parse(text) == doc);
+}
+
+TEST_CASE("numbers read as people write them; what JSON cannot hold is null", "[json]") {
+  std::string text;
+  PrettyJson w(text);
+  w.begin_array(true);
+  for (double d :
+       {812.5, 1e21, 0.1, -0.0, 3.0, std::nan(""), std::numeric_limits<double>::infinity()})
+    w.value(d);
+  w.end_array();
+  CHECK(text == "[812.5, 1e+21, 0.1, -0, 3, null, null]");
+}
+
+TEST_CASE("strings and keys are escaped exactly as Boost.JSON escapes them", "[json]") {
+  std::string every;
+  for (int c = 0; c < 256; ++c)
+    every += static_cast<char>(c);
+  std::string text;
+  PrettyJson w(text);
+  w.begin_object();
+  w.member(every, every);
+  w.end_object();
+  const std::string quoted = boost::json::serialize(boost::json::value(every));
+  CHECK(text == "{\n  " + quoted + ": " + quoted + "\n}");
+}
+
+TEST_CASE("a value in an object without its key is refused", "[json]") {
+  std::string text;
+  PrettyJson w(text);
+  w.begin_object();
+  CHECK_THROWS_AS(w.value(std::uint64_t{1}), std::logic_error);
+}

@@ -12,7 +12,7 @@ ranks=("$@")
 [[ ${#ranks[@]} -gt 0 ]] || ranks=(1 2)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# "command s" is the whole mpirun command as a user waits for it (start, build, run, outputs,
+# "command s" is the whole command (podsim run, or mpirun) as a user waits for it (start, build, run, outputs,
 # exit); "host s" is run.json's host_seconds (build and run, not writing the outputs).
 echo "| config | ranks | command s | host s | setup s | access s | teardown s (gather) | x one rank (command / host / access) | lookahead ns | windows | per rank: serves, MPI messages, MB sent, sync s |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"

@@ -8,6 +8,10 @@
 
 namespace podsim::config {
 
+void PrettyJson::misuse(const char* what) {
+  throw std::logic_error(std::string("PrettyJson: ") + what);
+}
+
 void PrettyJson::before_value() {
   if (after_key_) {
     after_key_ = false;
@@ -15,7 +19,7 @@ void PrettyJson::before_value() {
   }
   if (levels_.empty()) return;  // the document itself
   Level& l = levels_.back();
-  if (!l.array) throw std::logic_error("PrettyJson: a value in an object needs its key first");
+  if (!l.array) misuse("a value in an object needs its key first");
   if (l.one_line) {
     if (!l.empty) out_ += ", ";
   } else {
@@ -26,12 +30,15 @@ void PrettyJson::before_value() {
 }
 
 void PrettyJson::begin_object() {
+  if (!levels_.empty() && levels_.back().one_line) misuse("an object in a one-line array");
   before_value();
   out_ += '{';
   levels_.push_back(Level{});
 }
 
 void PrettyJson::end_object() {
+  if (levels_.empty() || levels_.back().array || after_key_)
+    misuse("end_object with no object open, or after a key without its value");
   const bool empty = levels_.back().empty;
   levels_.pop_back();
   if (!empty) {
@@ -42,12 +49,14 @@ void PrettyJson::end_object() {
 }
 
 void PrettyJson::begin_array(bool one_line) {
+  if (!levels_.empty() && levels_.back().one_line) misuse("an array in a one-line array");
   before_value();
   out_ += '[';
   levels_.push_back(Level{true, one_line, true});
 }
 
 void PrettyJson::end_array() {
+  if (levels_.empty() || !levels_.back().array) misuse("end_array with no array open");
   const Level l = levels_.back();
   levels_.pop_back();
   if (!l.empty && !l.one_line) {
@@ -58,6 +67,8 @@ void PrettyJson::end_array() {
 }
 
 void PrettyJson::key(std::string_view k) {
+  if (levels_.empty() || levels_.back().array || after_key_)
+    misuse("a key outside an object, or after a key without its value");
   Level& l = levels_.back();
   out_ += l.empty ? "\n" : ",\n";
   l.empty = false;

@@ -1,5 +1,6 @@
 // Pretty JSON text with readable numbers (812.5, not Boost.JSON's 8.125E2): one format for
-// every JSON file podsim writes. PrettyJson streams it (stats.json has ~180 K stats on the
+// every JSON file podsim writes but the --trace timeline (Chrome's trace format, written by
+// sim/core/timeline.cpp). PrettyJson streams it (stats.json has ~180 K stats on the
 // 1,024-GPU pod: writing them as they are visited skips a document of them); to_pretty_json
 // writes a Boost.JSON document through it.
 #pragma once
@@ -15,7 +16,9 @@ namespace podsim::config {
 // Appends to `out`: objects one member per line, indented by two spaces a level; arrays of
 // scalars on one line ("[1, 2]"), other arrays one element per line; doubles as fmt's
 // shortest round-trip form ("null" if not finite); strings escaped as Boost.JSON does. The
-// caller nests begin/end calls and gives a key before each value of an object.
+// caller nests begin/end calls and gives a key before each value of an object; a call out of
+// that order (a key in an array, a container in a one-line array, an end that closes the
+// wrong kind) throws std::logic_error.
 class PrettyJson {
  public:
   explicit PrettyJson(std::string& out) : out_(out) {}
@@ -46,6 +49,7 @@ class PrettyJson {
 
  private:
   void before_value();
+  [[noreturn]] static void misuse(const char* what);
   void pad(std::size_t levels) { out_.append(levels * 2, ' '); }
   void quoted(std::string_view s);
 

@@ -22,6 +22,10 @@ const StatInfo* intern(std::string name, std::string unit, std::string desc) {
 
 void StatGroup::add(Stat::Kind kind, void* obj, std::string name, std::string unit,
                     std::string desc) {
+  // stats.json keys each stat by its path: two of one name in a group would be one key twice.
+  for (const Stat* s : stats_)
+    if (s->name() == name)
+      throw std::logic_error("stat group '" + name_ + "' has a stat named '" + name + "' already");
   entries_.push_back(Stat(intern(std::move(name), std::move(unit), std::move(desc)), kind, obj));
   stats_.push_back(&entries_.back());
 }

@@ -33,8 +33,9 @@ TEST_CASE("every stat has a unit and a description", "[stats]") {
   }
   CHECK(r.stats->at("seed").to_number<int>() == 1);
   CHECK(r.stats->at("podsim_version").is_string());
-  // stats.json is streamed, not built as a document that would merge a path given twice: each
-  // stat's path, and each field of a stat, appears once in the file.
+  // stats.json is streamed, not built as a document that would merge a path given twice: in
+  // the default pod's file, each stat's path and each field of a stat appear once (a group
+  // refuses a second stat of a name: tests/unit/test_stats.cpp).
   const auto dup =
       podsim::config::find_duplicate_key(podsim::test::slurp(r.out_dir + "/stats.json"));
   CHECK_FALSE(dup);

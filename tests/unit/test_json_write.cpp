@@ -67,7 +67,7 @@ TEST_CASE("streaming writes the same text as the document", "[json]") {
   CHECK(boost::json::parse(text) == doc);
 }
 
-TEST_CASE("numbers read as people write them; what JSON cannot hold is null", "[json]") {
+TEST_CASE("numbers read as people write them, and what JSON cannot hold is null", "[json]") {
   std::string text;
   PrettyJson w(text);
   w.begin_array(true);
@@ -91,9 +91,24 @@ TEST_CASE("strings and keys are escaped exactly as Boost.JSON escapes them", "[j
   CHECK(text == "{\n  " + quoted + ": " + quoted + "\n}");
 }
 
-TEST_CASE("a value in an object without its key is refused", "[json]") {
+TEST_CASE("calls out of order are refused, not written as broken JSON", "[json]") {
   std::string text;
   PrettyJson w(text);
   w.begin_object();
-  CHECK_THROWS_AS(w.value(std::uint64_t{1}), std::logic_error);
+  CHECK_THROWS_AS(w.value(std::uint64_t{1}), std::logic_error);  // no key
+  CHECK_THROWS_AS(w.end_array(), std::logic_error);              // an object is open
+  w.key("a");
+  CHECK_THROWS_AS(w.key("b"), std::logic_error);  // a key after a key
+  CHECK_THROWS_AS(w.end_object(), std::logic_error);
+  w.begin_array(true);
+  CHECK_THROWS_AS(w.key("c"), std::logic_error);  // a key in an array
+  CHECK_THROWS_AS(w.begin_object(), std::logic_error);
+  CHECK_THROWS_AS(w.begin_array(true), std::logic_error);
+  CHECK_THROWS_AS(w.end_object(), std::logic_error);
+  w.end_array();
+  w.end_object();
+  CHECK(text == "{\n  \"a\": []\n}");
+  CHECK_THROWS_AS(w.end_object(), std::logic_error);  // nothing open
+  PrettyJson fresh(text);
+  CHECK_THROWS_AS(fresh.key("d"), std::logic_error);
 }

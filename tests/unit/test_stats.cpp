@@ -56,3 +56,13 @@ TEST_CASE("formulas are evaluated when read", "[stats]") {
   x = 4;
   CHECK(f.value() == 8);
 }
+
+TEST_CASE("a group refuses a second stat of a name it has (stats.json keys stats by path)",
+          "[stats]") {
+  StatGroup g("vram");
+  Counter reads(g, "reads", "count", "read requests served");
+  CHECK_THROWS_AS(Counter(g, "reads", "count", "read requests served"), std::logic_error);
+  CHECK_THROWS_AS(Distribution(g, "reads", "ns", "a latency", kPsPerNs), std::logic_error);
+  Counter writes(g, "writes", "count", "write requests served");
+  CHECK(g.stats().size() == 2);
+}

@@ -1,5 +1,7 @@
 #include "sim/core/crash_guard.hpp"
 
+#include "sim/core/sanitizers.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -64,8 +66,8 @@ void install_crash_guard() {
   // EPIPE) instead of killing the process: the run then says so and removes what it wrote.
   ::signal(SIGXFSZ, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
-#if !defined(__SANITIZE_ADDRESS__)  // AddressSanitizer reports crashes itself (and no run
-                                    // there is under ulimit -v)
+#if !PODSIM_ASAN  // AddressSanitizer reports crashes itself (and no run
+                  // there is under ulimit -v)
   stack_t st{};
   st.ss_sp = g_alt_stack.data();
   st.ss_size = g_alt_stack.size();

@@ -466,14 +466,7 @@ class StatIndex {
   // The stat at `path`, which the sender met at place `at` of its walk, if it is near there;
   // `shift`: how far this walk stood from the sender's at the stat found before (updated).
   const Stat* near(std::string_view path, std::uint32_t at, std::int64_t& shift) const {
-    const std::int64_t guess = static_cast<std::int64_t>(at) + shift;
-    for (std::int64_t d = 0; d <= kNear; ++d)
-      for (const std::int64_t k : {guess - d, guess + d})
-        if (k >= 0 && k < static_cast<std::int64_t>(entries_.size()) && path_of(k) == path) {
-          shift = k - static_cast<std::int64_t>(at);
-          return entries_[static_cast<std::size_t>(k)].stat;
-        }
-    return nullptr;
+    return around(path, at, shift, 0, kNear);
   }
   // A stat made after the walk, by path.
   const Stat* made(std::string_view path) const {
@@ -485,14 +478,7 @@ class StatIndex {
   // jumps by about a thousand at rank 1's first GPU), then anywhere in the walk, by path (a
   // map of every path, built the first time it is needed).
   const Stat* far(std::string_view path, std::uint32_t at, std::int64_t& shift) {
-    const std::int64_t guess = static_cast<std::int64_t>(at) + shift;
-    const auto size = static_cast<std::int64_t>(entries_.size());
-    for (std::int64_t d = kNear + 1; d <= kScan; ++d)
-      for (const std::int64_t k : {guess - d, guess + d})
-        if (k >= 0 && k < size && path_of(k) == path) {
-          shift = k - static_cast<std::int64_t>(at);
-          return entries_[static_cast<std::size_t>(k)].stat;
-        }
+    if (const Stat* s = around(path, at, shift, kNear + 1, kScan)) return s;
     if (by_path_.empty()) {
       by_path_.reserve(entries_.size());
       for (std::size_t k = 0; k < entries_.size(); ++k)
@@ -511,6 +497,20 @@ class StatIndex {
     std::size_t at, size;
     const Stat* stat;
   };
+  // The stat at `path` from `from` to `to` places either side of where the shift puts it
+  // (nearest first); the shift follows it.
+  const Stat* around(std::string_view path, std::uint32_t at, std::int64_t& shift,
+                     std::int64_t from, std::int64_t to) const {
+    const std::int64_t guess = static_cast<std::int64_t>(at) + shift;
+    const auto size = static_cast<std::int64_t>(entries_.size());
+    for (std::int64_t d = from; d <= to; ++d)
+      for (const std::int64_t k : {guess - d, guess + d})
+        if (k >= 0 && k < size && path_of(k) == path) {
+          shift = k - static_cast<std::int64_t>(at);
+          return entries_[static_cast<std::size_t>(k)].stat;
+        }
+    return nullptr;
+  }
   std::string_view path_of(std::int64_t k) const {
     const Entry& e = entries_[static_cast<std::size_t>(k)];
     return std::string_view(arena_).substr(e.at, e.size);

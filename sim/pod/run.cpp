@@ -15,6 +15,7 @@
 #include "sim/core/crash_guard.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
+#include "sim/core/sanitizers.hpp"
 #include "sim/core/timeline.hpp"
 #include "sim/pod/collective_run.hpp"
 #include "sim/pod/model_run.hpp"
@@ -227,20 +228,11 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   Pod& pod = *built;
   // The pod is not taken apart when the run ends: run_command runs once in a process, which
   // exits next, and freeing the 1,024-GPU pod's millions of small objects one by one took
-  // ~0.5 s. AddressSanitizer builds free it, so that LeakSanitizer still checks what remains
-  // (GCC says so with __SANITIZE_ADDRESS__, clang 14 with __has_feature only).
+  // ~0.5 s. AddressSanitizer builds free it, so that LeakSanitizer still checks what remains.
   struct LeftForExit {
     std::unique_ptr<Pod>& pod;
     ~LeftForExit() {
-      bool freed = false;
-#if defined(__SANITIZE_ADDRESS__)
-      freed = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-      freed = true;
-#endif
-#endif
-      if (!freed) (void)pod.release();
+      if (!PODSIM_ASAN) (void)pod.release();
     }
   } left_for_exit{built};
 

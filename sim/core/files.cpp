@@ -2,50 +2,76 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
 namespace podsim {
 
-void write_file(const std::filesystem::path& path, std::string_view bytes) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  auto fail = [&](const std::filesystem::path& p) {
-    const int e = errno;
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw std::runtime_error("cannot write " + p.string() +
-                             (e ? ": " + std::string(std::strerror(e)) : ""));
-  };
-  // Something other than a regular file there (a symlink, /dev/stdout or /dev/full, a FIFO):
-  // written through, never replaced by one.
+OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
   std::error_code st;
-  const auto kind = std::filesystem::symlink_status(path, st).type();
-  if (!st && kind != std::filesystem::file_type::regular &&
-      kind != std::filesystem::file_type::not_found &&
-      kind != std::filesystem::file_type::directory) {
-    errno = 0;
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (f) f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (f) f.flush();
-    if (!f) fail(path);
+  const auto kind = std::filesystem::symlink_status(path_, st).type();
+  const bool through = !st && kind != std::filesystem::file_type::regular &&
+                       kind != std::filesystem::file_type::not_found &&
+                       kind != std::filesystem::file_type::directory;
+  if (!through) {
+    tmp_ = path_;
+    tmp_ += ".tmp";
+  }
+  errno = 0;
+  f_.open(through ? path_ : tmp_, std::ios::binary | std::ios::trunc);
+  if (!f_) fail(through ? path_ : tmp_);
+}
+
+OutputFile::~OutputFile() {
+  if (done_ || tmp_.empty()) return;
+  f_.close();
+  std::error_code ignored;
+  std::filesystem::remove(tmp_, ignored);
+}
+
+void OutputFile::fail(const std::filesystem::path& p) {
+  const int e = errno;
+  done_ = true;
+  f_.close();
+  if (!tmp_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp_, ignored);
+  }
+  throw std::runtime_error("cannot write " + p.string() +
+                           (e ? ": " + std::string(std::strerror(e)) : ""));
+}
+
+void OutputFile::write(std::string_view bytes) {
+  if (done_) throw std::logic_error("OutputFile: write after commit");
+  errno = 0;
+  f_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f_) fail(tmp_.empty() ? path_ : tmp_);
+}
+
+void OutputFile::commit() {
+  if (done_) throw std::logic_error("OutputFile: commit twice");
+  errno = 0;
+  if (tmp_.empty()) {
+    f_.flush();
+    if (!f_) fail(path_);
+    done_ = true;
     return;
   }
-  {
-    errno = 0;
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(tmp);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) fail(tmp);
-  }
+  f_.close();
+  if (!f_) fail(tmp_);
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+  std::filesystem::rename(tmp_, path_, ec);
   if (ec) {
     errno = ec.value();
-    fail(path);
+    fail(path_);
   }
+  done_ = true;
+}
+
+void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  OutputFile f(path);
+  f.write(bytes);
+  f.commit();
 }
 
 void remove_if_regular(const std::filesystem::path& path) {

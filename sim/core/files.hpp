@@ -3,11 +3,34 @@
 #pragma once
 
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 
 namespace podsim {
 
-// Writes `bytes` to `path`; throws std::runtime_error naming the file and the reason.
+// One output file written in pieces (a big one need not be held whole in memory first), whole
+// or absent: the pieces go to a temporary file beside `path`, which commit() renames into
+// place; destroyed before commit(), the temporary file is removed. Something other than a
+// regular file at `path` (a symlink, /dev/stdout or /dev/full, a FIFO) is written through,
+// never replaced. Every failure throws std::runtime_error naming the file and the reason.
+class OutputFile {
+ public:
+  explicit OutputFile(std::filesystem::path path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(std::string_view bytes);
+  void commit();
+
+ private:
+  [[noreturn]] void fail(const std::filesystem::path& p);
+  std::filesystem::path path_, tmp_;  // tmp_ empty: written through
+  std::ofstream f_;
+  bool done_ = false;
+};
+
+// Writes `bytes` to `path` as one OutputFile.
 void write_file(const std::filesystem::path& path, std::string_view bytes);
 // Removes `path` if it is a regular file: never a device, a FIFO or a symlink someone named
 // as an output (write_file writes through those). Quietly.

@@ -43,30 +43,38 @@ void LogHistogram::merge(const LogHistogram& o) {
   max_ = std::max(max_, o.max_);
 }
 
-LogHistogram LogHistogram::from_state(std::span<const std::uint64_t> counts, std::uint64_t count,
-                                      std::uint64_t min, std::uint64_t max, unsigned __int128 sum) {
+void LogHistogram::merge_state(std::size_t first, std::size_t buckets,
+                               std::span<const std::uint64_t> packed, std::uint64_t count,
+                               std::uint64_t min, std::uint64_t max, unsigned __int128 sum) {
   const auto fail = [](const std::string& what) {
     throw std::invalid_argument("LogHistogram: " + what);
   };
-  LogHistogram h;
+  if (first > buckets || packed.size() > buckets - first)
+    fail("buckets " + std::to_string(first) + " to " + std::to_string(first + packed.size()) +
+         " of " + std::to_string(buckets) + ": out of range");
   if (count == 0) {
-    // Recording nothing leaves the histogram as it was built.
-    if (!counts.empty() || min != h.min_ || max != h.max_ || sum != h.sum_)
+    // Recording nothing leaves a histogram as it was built.
+    const LogHistogram empty;
+    if (buckets != 0 || min != empty.min_ || max != empty.max_ || sum != empty.sum_)
       fail("an empty histogram with buckets, a min, a max or a sum");
-    return h;
+    return;
   }
-  if (counts.size() > index_of(UINT64_MAX) + 1)
-    fail(std::to_string(counts.size()) + " buckets, more than any value needs");
+  if (buckets > index_of(UINT64_MAX) + 1)
+    fail(std::to_string(buckets) + " buckets, more than any value needs");
   if (min > max) fail("min " + std::to_string(min) + " above max " + std::to_string(max));
   const std::size_t lo = index_of(min), hi = index_of(max);
-  if (hi >= counts.size() || counts[lo] == 0 || counts[hi] == 0)
+  const auto at = [&](std::size_t i) -> std::uint64_t {
+    return i >= first && i - first < packed.size() ? packed[i - first] : 0;
+  };
+  if (hi >= buckets || at(lo) == 0 || at(hi) == 0)
     fail("no count in the bucket of min " + std::to_string(min) + " or of max " +
          std::to_string(max));
   std::uint64_t total = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] != 0 && (i < lo || i > hi))
+  for (std::size_t k = 0; k < packed.size(); ++k) {
+    const std::size_t i = first + k;
+    if (packed[k] != 0 && (i < lo || i > hi))
       fail("a count in bucket " + std::to_string(i) + ", outside [min, max]");
-    total += counts[i];
+    total += packed[k];
   }
   if (total != count)
     fail("bucket counts adding up to " + std::to_string(total) + ", not the count " +
@@ -74,12 +82,13 @@ LogHistogram LogHistogram::from_state(std::span<const std::uint64_t> counts, std
   using u128 = unsigned __int128;
   if (sum < static_cast<u128>(min) * count || sum > static_cast<u128>(max) * count)
     fail("a sum outside [count * min, count * max]");
-  h.counts_.assign(counts.begin(), counts.end());
-  h.count_ = count;
-  h.min_ = min;
-  h.max_ = max;
-  h.sum_ = sum;
-  return h;
+  if (counts_.size() < buckets) counts_.resize(buckets, 0);
+  for (std::size_t k = 0; k < packed.size(); ++k)
+    counts_[first + k] += packed[k];
+  count_ += count;
+  sum_ += sum;
+  min_ = std::min(min_, min);
+  max_ = std::max(max_, max);
 }
 
 std::uint64_t LogHistogram::percentile(double q) const {

@@ -52,11 +52,14 @@ class LogHistogram {
   std::span<const std::uint64_t> counts() const { return counts_; }
   std::uint64_t stored_min() const { return min_; }
   unsigned __int128 stored_sum() const { return sum_; }
-  // A histogram in a state the accessors above gave. Throws std::invalid_argument if no
-  // sequence of record() calls could reach that state (the counts do not add up to `count`, a
-  // count outside [min, max]'s buckets, too many buckets...), saying what is wrong.
-  static LogHistogram from_state(std::span<const std::uint64_t> counts, std::uint64_t count,
-                                 std::uint64_t min, std::uint64_t max, unsigned __int128 sum);
+  // Adds a histogram given in the state the accessors above give: `buckets` buckets, of which
+  // those from `first` on hold `packed` (the rest zero), and count, min, max and sum. Throws
+  // std::invalid_argument, changing nothing, if no sequence of record() calls could reach that
+  // state (the counts do not add up to `count`, a count outside [min, max]'s buckets, too many
+  // buckets...), saying what is wrong.
+  void merge_state(std::size_t first, std::size_t buckets, std::span<const std::uint64_t> packed,
+                   std::uint64_t count, std::uint64_t min, std::uint64_t max,
+                   unsigned __int128 sum);
 
   static std::size_t index_of(std::uint64_t v) {
     if (v < (2u << kSubBits)) return static_cast<std::size_t>(v);

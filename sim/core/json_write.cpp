@@ -69,6 +69,7 @@ void PrettyJson::end_array() {
 void PrettyJson::key(std::string_view k) {
   if (levels_.empty() || levels_.back().array || after_key_)
     misuse("a key outside an object, or after a key without its value");
+  if (out_.size() >= drain_at_) drain_(out_);
   Level& l = levels_.back();
   out_ += l.empty ? "\n" : ",\n";
   l.empty = false;
@@ -76,6 +77,24 @@ void PrettyJson::key(std::string_view k) {
   quoted(k);
   out_ += ": ";
   after_key_ = true;
+}
+
+void PrettyJson::continue_object(std::size_t depth) {
+  if (!levels_.empty() || after_key_ || depth == 0)
+    misuse("continue_object on a writer that has begun, or at depth 0");
+  levels_.assign(depth, Level{false, false, false});
+}
+
+void PrettyJson::splice_members(std::string_view continued) {
+  if (levels_.empty() || levels_.back().array || after_key_)
+    misuse("members spliced outside an object, or after a key");
+  if (continued.empty()) return;
+  if (continued.substr(0, 2) != ",\n") misuse("spliced members that do not continue an object");
+  Level& l = levels_.back();
+  if (l.empty) continued.remove_prefix(1);  // the object's first member: no comma before it
+  l.empty = false;
+  out_.append(continued);
+  if (out_.size() >= drain_at_) drain_(out_);
 }
 
 void PrettyJson::value(std::uint64_t v) {

@@ -7,6 +7,7 @@
 
 #include <boost/json/fwd.hpp>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,12 +24,27 @@ class PrettyJson {
  public:
   explicit PrettyJson(std::string& out) : out_(out) {}
 
+  // From now on, before each key, hands the text so far to `drain` once it holds `bytes` or
+  // more; `drain` writes it somewhere and empties it. A long document (stats.json) is then
+  // written in pieces instead of held whole.
+  void drain_every(std::size_t bytes, std::function<void(std::string&)> drain) {
+    drain_at_ = bytes;
+    drain_ = std::move(drain);
+  }
+
   void begin_object();
   void end_object();
   // `one_line`: the array holds only scalars, written on one line.
   void begin_array(bool one_line);
   void end_array();
   void key(std::string_view k);
+
+  // Pieces of one object written apart (a split run's ranks each write their components'
+  // stats): a writer that has written nothing continues an object `depth` levels deep that
+  // already has members, so each member it writes begins with the comma before it; the
+  // object's own writer splices that text in among its members. Nothing needs closing.
+  void continue_object(std::size_t depth);
+  void splice_members(std::string_view continued);
 
   void value(std::uint64_t v);
   void value(std::int64_t v);
@@ -59,6 +75,8 @@ class PrettyJson {
   std::string& out_;
   std::vector<Level> levels_;
   bool after_key_ = false;
+  std::size_t drain_at_ = SIZE_MAX;
+  std::function<void(std::string&)> drain_;
 };
 
 std::string to_pretty_json(const boost::json::value& v);

@@ -117,7 +117,6 @@ const std::uint64_t* merge_packed(const Stat& s, const std::uint64_t* in,
         fail(s,
              fmt::format("{} packed values, a distribution has at least {}", n, kHistHeaderWords));
       const unsigned __int128 sum = static_cast<unsigned __int128>(v[4]) << 64 | v[3];
-      LogHistogram h;
       try {
         const std::uint64_t first = v[5], buckets = v[6];
         const auto packed = v.subspan(kHistHeaderWords);
@@ -125,14 +124,12 @@ const std::uint64_t* merge_packed(const Stat& s, const std::uint64_t* in,
             packed.size() > buckets - first)
           throw std::invalid_argument(fmt::format("buckets {} to {} of {}: out of range", first,
                                                   first + packed.size(), buckets));
-        std::vector<std::uint64_t> counts(static_cast<std::size_t>(buckets), 0);
-        std::copy(packed.begin(), packed.end(),
-                  counts.begin() + static_cast<std::ptrdiff_t>(first));
-        h = LogHistogram::from_state(counts, v[0], v[1], v[2], sum);
+        s.as_mutable<Distribution>()->merge_state(static_cast<std::size_t>(first),
+                                                  static_cast<std::size_t>(buckets), packed, v[0],
+                                                  v[1], v[2], sum);
       } catch (const std::invalid_argument& e) {
         fail(s, e.what());
       }
-      s.as_mutable<Distribution>()->merge(h);
       break;
     }
     case Stat::Kind::Breakdown: {
@@ -145,22 +142,6 @@ const std::uint64_t* merge_packed(const Stat& s, const std::uint64_t* in,
     }
   }
   return in + 2 + n;
-}
-
-void clear_stat(const Stat& s) {
-  switch (s.kind()) {
-    case Stat::Kind::Counter: s.as_mutable<Counter>()->clear(); break;
-    case Stat::Kind::Series: s.as_mutable<Series>()->clear(); break;
-    case Stat::Kind::Formula: s.as_mutable<Formula>()->unfix(); break;
-    case Stat::Kind::Distribution: s.as_mutable<Distribution>()->clear(); break;
-    case Stat::Kind::Breakdown: s.as_mutable<Breakdown>()->clear(); break;
-  }
-}
-
-void fix_formula(const Stat& s, double v) {
-  Formula* f = s.as_mutable<Formula>();
-  if (!f) throw std::logic_error(fmt::format("fix_formula: '{}' is not a formula", s.name()));
-  f->fix(v);
 }
 
 }  // namespace podsim

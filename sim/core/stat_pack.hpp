@@ -1,8 +1,8 @@
 // A stat's recorded values as 64-bit words, and their sum back into a stat: the reduction of a
 // pod split across MPI ranks, where every rank's stats are added into rank 0's at the end of a
-// run. Each rank packs its stats in the same order (a walk of the same stat tree); rank 0 merges
-// them one by one into its own. Merging gives exactly what the stat would hold had it recorded
-// the other's values too.
+// run: each rank packs the stats every rank adds to (sim/pod/pod.cpp), and rank 0 merges them
+// into its own. Merging gives exactly what the stat would hold had it recorded the other's
+// values too.
 //
 // A packed stat is self-describing: a tag word (a fixed pattern and the stat's kind), a length
 // word (how many words follow), then its values:
@@ -14,7 +14,7 @@
 //                 buckets, then the counts of the buckets from the first to the last that
 //                 holds samples
 //   Breakdown     the sum of every part, then the number of samples
-// The stat's name is not packed: both sides must walk the same tree.
+// The stat's name is not packed: the caller says which stat it is.
 #pragma once
 
 #include <cstdint>
@@ -33,13 +33,5 @@ void pack_stat(const Stat& s, std::vector<std::uint64_t>& out);
 // packed stat is of another kind or shape (a series of another length, a breakdown with other
 // parts), is malformed, or runs past `end`.
 const std::uint64_t* merge_packed(const Stat& s, const std::uint64_t* in, const std::uint64_t* end);
-
-// Empties the stat behind `s` (counters, series and breakdowns to zero, the histogram to no
-// samples; a formula forgets a value fixed on it): before merging in the values of the one
-// rank whose copy of the component counts.
-void clear_stat(const Stat& s);
-
-// The formula behind `s` reports `v` from now on (Formula::fix).
-void fix_formula(const Stat& s, double v);
 
 }  // namespace podsim

@@ -65,8 +65,6 @@ class Stat {
   // The reduction of a finished run adds other processes' values into the stats themselves
   // (sim/core/stat_pack.hpp): the one caller that changes a stat through its Stat.
   friend const std::uint64_t* merge_packed(const Stat&, const std::uint64_t*, const std::uint64_t*);
-  friend void clear_stat(const Stat&);
-  friend void fix_formula(const Stat&, double);
   Stat(const StatInfo* info, Kind kind, void* obj) : info_(info), kind_(kind), obj_(obj) {}
   template <class T>
   T* as_mutable() const {
@@ -146,19 +144,10 @@ class Formula {
           std::function<double()> fn);
   Formula(const Formula&) = delete;
   Formula& operator=(const Formula&) = delete;
-  double value() const { return fixed_ ? fixed_value_ : fn_(); }
-  // From now on the value is `v`, whatever the inputs (a pod split across ranks: rank 0 takes
-  // the value the rank that simulated the component computed).
-  void fix(double v) {
-    fixed_ = true;
-    fixed_value_ = v;
-  }
-  void unfix() { fixed_ = false; }
+  double value() const { return fn_(); }
 
  private:
   std::function<double()> fn_;
-  bool fixed_ = false;
-  double fixed_value_ = 0;
 };
 
 // Samples are recorded as integers in a base unit (ps for times) and reported in `unit`,
@@ -178,6 +167,11 @@ class Distribution {
   const LogHistogram& histogram() const { return hist_; }
   void merge(const Distribution& other) { hist_.merge(other.hist_); }
   void merge(const LogHistogram& other) { hist_.merge(other); }
+  // Adds a histogram given as its state (LogHistogram::merge_state).
+  template <class... A>
+  void merge_state(A&&... state) {
+    hist_.merge_state(std::forward<A>(state)...);
+  }
   void clear() { hist_.clear(); }
   double divisor() const { return divisor_; }
   // Writers also list the histogram's buckets (for small-valued ones such as occupancies).

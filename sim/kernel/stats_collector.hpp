@@ -7,8 +7,21 @@
 
 #include "sim/core/stats.hpp"
 
+namespace sc_core {
+class sc_object;
+}
+
 namespace podsim {
 
-void collect_stats(const std::function<void(const std::string& path, const Stat& s)>& fn);
+using StatFn = std::function<void(const std::string& path, const Stat& s)>;
+// Asked of each object before the walk enters it: true keeps the walk out of it and of
+// everything below it (whatever the callback did with them instead).
+using StatSkip = std::function<bool(const sc_core::sc_object& obj)>;
+
+// Every stat of the whole tree, depth first: an object's own stats, then its children's.
+void collect_stats(const StatFn& fn);
+void collect_stats(const StatFn& fn, const StatSkip& skip);
+// The stats of `root` and of everything below it, in the order collect_stats meets them.
+void collect_stats_under(const sc_core::sc_object& root, const StatFn& fn);
 
 }  // namespace podsim

@@ -18,6 +18,7 @@
 #include "sim/kernel/stats_collector.hpp"
 #include "sim/pod/collective_run.hpp"
 #include "sim/pod/model_run.hpp"
+#include "sim/pod/stats_json.hpp"
 
 namespace podsim {
 
@@ -452,117 +453,43 @@ bool recorded_nothing(const Stat& s) {
   return false;
 }
 
-// Rank 0's stats in the order of its walk of the stat tree, for finding the ones other ranks
-// send (Pod::gather_ranks says how).
-class StatIndex {
- public:
-  // The next stat of the walk.
-  void add(const std::string& path, const Stat& s) {
-    entries_.push_back(Entry{arena_.size(), path.size(), &s});
-    arena_ += path;
-  }
-  // A stat made after the walk (Pod::make_stat): found by path from then on.
-  void add_made(std::string_view path, const Stat& s) { made_.emplace(std::string(path), &s); }
-  // The stat at `path`, which the sender met at place `at` of its walk, if it is near there;
-  // `shift`: how far this walk stood from the sender's at the stat found before (updated).
-  const Stat* near(std::string_view path, std::uint32_t at, std::int64_t& shift) const {
-    return around(path, at, shift, 0, kNear);
-  }
-  // A stat made after the walk, by path.
-  const Stat* made(std::string_view path) const {
-    const auto it = made_.find(path);
-    return it != made_.end() ? it->second : nullptr;
-  }
-  // Further from its place: first outward from there up to kScan places (where the shift
-  // jumps by the stats made on one rank's GPUs and not on the other's: pod-1024 split in two
-  // jumps by about a thousand at rank 1's first GPU), then anywhere in the walk, by path (a
-  // map of every path, built the first time it is needed).
-  const Stat* far(std::string_view path, std::uint32_t at, std::int64_t& shift) {
-    if (const Stat* s = around(path, at, shift, kNear + 1, kScan)) return s;
-    if (by_path_.empty()) {
-      by_path_.reserve(entries_.size());
-      for (std::size_t k = 0; k < entries_.size(); ++k)
-        by_path_.emplace(path_of(static_cast<std::int64_t>(k)), k);
-    }
-    const auto it = by_path_.find(path);
-    if (it == by_path_.end()) return nullptr;
-    shift = static_cast<std::int64_t>(it->second) - static_cast<std::int64_t>(at);
-    return entries_[it->second].stat;
-  }
-
- private:
-  static constexpr std::int64_t kNear = 64;
-  static constexpr std::int64_t kScan = 16384;
-  struct Entry {
-    std::size_t at, size;
-    const Stat* stat;
-  };
-  // The stat at `path` from `from` to `to` places either side of where the shift puts it
-  // (nearest first); the shift follows it.
-  const Stat* around(std::string_view path, std::uint32_t at, std::int64_t& shift,
-                     std::int64_t from, std::int64_t to) const {
-    const std::int64_t guess = static_cast<std::int64_t>(at) + shift;
-    const auto size = static_cast<std::int64_t>(entries_.size());
-    for (std::int64_t d = from; d <= to; ++d)
-      for (const std::int64_t k : {guess - d, guess + d})
-        if (k >= 0 && k < size && path_of(k) == path) {
-          shift = k - static_cast<std::int64_t>(at);
-          return entries_[static_cast<std::size_t>(k)].stat;
-        }
-    return nullptr;
-  }
-  std::string_view path_of(std::int64_t k) const {
-    const Entry& e = entries_[static_cast<std::size_t>(k)];
-    return std::string_view(arena_).substr(e.at, e.size);
-  }
-  std::vector<Entry> entries_;
-  std::string arena_;                                          // the paths, one after the other
-  std::unordered_map<std::string_view, std::size_t> by_path_;  // built at the first far miss
-  std::map<std::string, const Stat*, std::less<>> made_;
-};
 }  // namespace
 
 ByteBuffer Pod::pack_results() {
   ByteBuffer message;
   ByteWriter out(message);
-  // The stats whose values count here: those of the GPUs and switches this rank simulated
-  // (rank 0 replaces its own copies' with them: a direct setup, say, ran on every rank), and
-  // those every rank adds to (links, whose ends count what each sends; the summary of each
-  // rank's GPUs). A formula of a component simulated here goes as its value.
+  // The stats every rank adds to (links, whose ends count what each sends; the summary of each
+  // rank's GPUs), by path; then the stats of the GPUs and switches this rank simulated, as the
+  // text rank 0 writes into stats.json for them (a direct setup, say, ran on every rank: only
+  // this rank's copies count).
   {
     std::vector<std::uint64_t> words;
     std::uint64_t count = 0;
+    std::vector<std::pair<const char*, std::string>> blocks;
     message.reserve(std::size_t{64} << 20);
     const std::size_t count_at = message.size();
     out.put(count);  // filled in below
-    const std::int64_t me = comm_->rank();
-    std::uint32_t index = 0;  // the stat's place in this rank's walk of the tree
-    collect_stats([&](const std::string& path, const Stat& s) {
-      const std::uint32_t at = index++;
-      const std::int64_t owner = stat_owner(path);
-      if (owner != me && owner != -1) return;
-      words.clear();
-      std::uint8_t kind = 0;
-      if (s.kind() == Stat::Kind::Formula) {
-        if (owner == -1) return;  // evaluated on rank 0 from the merged stats
-        const double v = s.as<Formula>()->value();
-        std::uint64_t bits;
-        std::memcpy(&bits, &v, sizeof v);
-        words.push_back(bits);
-        kind = 1;
-      } else {
-        if (recorded_nothing(s)) return;  // rank 0 starts from nothing for it too
-        pack_stat(s, words);
-      }
-      out.put(at);
-      out.str(path);
-      out.put(kind);
-      out.put(static_cast<std::uint64_t>(words.size()));
-      const auto* p = reinterpret_cast<const unsigned char*>(words.data());
-      out.raw(p, words.size() * sizeof(std::uint64_t));
-      ++count;
-    });
+    walk_results(
+        [&](const std::string& path, const Stat& s) {
+          // A formula is evaluated on rank 0 from the merged stats.
+          if (s.kind() == Stat::Kind::Formula || recorded_nothing(s)) return;
+          words.clear();
+          pack_stat(s, words);
+          out.str(path);
+          out.put(static_cast<std::uint64_t>(words.size()));
+          const auto* p = reinterpret_cast<const unsigned char*>(words.data());
+          out.raw(p, words.size() * sizeof(std::uint64_t));
+          ++count;
+        },
+        [&](const sc_core::sc_object& obj, std::string text) {
+          blocks.emplace_back(obj.name(), std::move(text));
+        });
     std::memcpy(message.data() + count_at, &count, sizeof count);
+    out.put(static_cast<std::uint64_t>(blocks.size()));
+    for (const auto& [name, text] : blocks) {
+      out.str(name);
+      out.str(text);
+    }
   }
   {
     std::vector<std::uint64_t> words;
@@ -651,61 +578,43 @@ ByteBuffer Pod::pack_results() {
 }
 
 void Pod::gather_ranks() {
-  // Every rank but 0 packs what it simulated; rank 0 meanwhile readies its own stats for
-  // the merge (its own results are already in place, so it sends nothing).
+  // Every rank but 0 packs what it simulated; rank 0 meanwhile writes its own GPUs' and
+  // switches' stats.json text and indexes the stats every rank adds to by path, to merge the
+  // others' into.
   const bool root = comm_->rank() == 0;
-  const ByteBuffer message = root ? ByteBuffer{} : pack_results();
-  // Rank 0's copies of the other ranks' GPUs and switches start from nothing (a direct setup
-  // ran everywhere); what those ranks recorded replaces it.
-  // Every rank walks the same tree in the same order, except for stats made the first time
-  // something happened (ComputeAgent::latency_via), which exist only where it happened. So a
-  // stat another rank sent is found at its place in that rank's walk, shifted by how many
-  // such stats one walk has before it and the other not: the shift of the stat found before,
-  // checked by comparing paths, searched for near there when it changed, and a lookup by path
-  // when that fails.
-  StatIndex mine;
+  std::unordered_map<std::string, const Stat*> shared;
+  std::vector<std::pair<const char*, std::size_t>> own;  // name, end of its text in own_blocks_
   if (root)
-    collect_stats([&](const std::string& path, const Stat& s) {
-      mine.add(path, s);
-      if (stat_owner(path) > 0) clear_stat(s);
-    });
-  const std::vector<ByteBuffer> all = comm_->gather(message);
+    walk_results([&](const std::string& path, const Stat& s) { shared.emplace(path, &s); },
+                 [&](const sc_core::sc_object& obj, std::string text) {
+                   own_blocks_ += text;
+                   own.emplace_back(obj.name(), own_blocks_.size());
+                 });
+  const ByteBuffer message = root ? ByteBuffer{} : pack_results();
+  rank_results_ = comm_->gather(message);
   if (!root) return;
-  for (std::uint32_t r = 1; r < all.size(); ++r) {
-    ByteReader in(all[r], "partitioned run: another rank's results");
+  for (std::size_t i = 0, at = 0; i < own.size(); at = own[i++].second)
+    blocks_.emplace(own[i].first, std::string_view(own_blocks_).substr(at, own[i].second - at));
+  for (std::uint32_t r = 1; r < rank_results_.size(); ++r) {
+    ByteReader in(rank_results_[r], "partitioned run: another rank's results");
     const auto count = in.get<std::uint64_t>();
     std::vector<std::uint64_t> words;
-    std::int64_t shift = 0;
+    std::string path;
     for (std::uint64_t i = 0; i < count; ++i) {
-      const auto place = in.get<std::uint32_t>();
-      const std::string_view path = in.view();
-      const auto kind = in.get<std::uint8_t>();
+      path = in.view();
       const auto n = in.get<std::uint64_t>();
       words.resize(n);
       const unsigned char* at = in.take(n * sizeof(std::uint64_t));
       std::memcpy(words.data(), at, n * sizeof(std::uint64_t));
-      // Near its place in this walk; else one made the first time something happened (which
-      // happened on that rank only, or far from there in this walk: make_stat finds one that
-      // exists); else anywhere in the walk.
-      const Stat* stat = mine.near(path, place, shift);
-      if (!stat) stat = mine.made(path);
-      if (!stat) {
-        stat = make_stat(std::string(path));
-        if (stat) mine.add_made(path, *stat);
-      }
-      if (!stat) stat = mine.far(path, place, shift);
-      if (!stat)
+      const auto it = shared.find(path);
+      if (it == shared.end())
         throw std::runtime_error(
             fmt::format("partitioned run: rank {} has a stat rank 0 does not: {}", r, path));
-      if (kind == 1) {
-        double v;
-        if (words.size() != 1)
-          throw std::runtime_error("partitioned run: a formula's value is cut short");
-        std::memcpy(&v, words.data(), sizeof v);
-        fix_formula(*stat, v);
-      } else {
-        merge_packed(*stat, words.data(), words.data() + words.size());
-      }
+      merge_packed(*it->second, words.data(), words.data() + words.size());
+    }
+    for (auto nb = in.get<std::uint64_t>(); nb > 0; --nb) {
+      const std::string_view name = in.view();
+      blocks_.emplace(name, in.view());  // points into rank_results_
     }
     const auto n = in.get<std::uint64_t>();
     words.resize(n);
@@ -830,24 +739,35 @@ std::int64_t Pod::stat_owner(std::string_view path) const {
   return static_cast<std::int64_t>(sw[i]);
 }
 
-const Stat* Pod::make_stat(const std::string& path) {
-  // pod.gpuN.agent.remote_latency_via_K_switch(es): made by the agent that saw K switches.
-  const std::string gpu = std::string(name()) + ".gpu";
-  if (path.rfind(gpu, 0) == 0) {
-    const std::size_t dot = path.find('.', gpu.size());
-    const std::string rest = dot == std::string::npos ? "" : path.substr(dot + 1);
-    const std::string prefix = "agent.remote_latency_";
-    if (rest.rfind(prefix, 0) != 0) return nullptr;
-    const std::size_t g = std::stoul(path.substr(gpu.size(), dot - gpu.size()));
-    if (g >= gpus_.size()) return nullptr;
-    for (std::size_t k = 0; k < 64; ++k)
-      if (rest == prefix + ComputeAgent::switches_name(k)) {
-        gpus_[g]->agent.latency_via(k);
-        for (const Stat* s : gpus_[g]->agent.stat_group().stats())
-          if (s->name() == "remote_latency_" + ComputeAgent::switches_name(k)) return s;
-      }
-  }
-  return nullptr;
+void Pod::walk_results(const StatFn& shared,
+                       const std::function<void(const sc_core::sc_object&, std::string)>& mine) {
+  const std::int64_t me = comm_->rank();
+  collect_stats(
+      [&](const std::string& path, const Stat& s) {
+        if (stat_owner(path) != -1)
+          throw std::logic_error(fmt::format(
+              "partitioned run: the stat {} lies outside its component's part of the tree", path));
+        shared(path, s);
+      },
+      [&](const sc_core::sc_object& obj) {
+        const std::int64_t owner = stat_owner(obj.name());
+        if (owner < 0) return false;
+        if (owner == me) mine(obj, stats_text_under(obj));
+        return true;
+      });
+}
+
+StatSplice Pod::stat_splice() const {
+  if (!partition_) return {};
+  return [this](const sc_core::sc_object& obj) -> std::optional<std::string_view> {
+    const std::int64_t owner = stat_owner(obj.name());
+    if (owner < 0) return std::nullopt;
+    const auto it = blocks_.find(obj.name());
+    if (it == blocks_.end())
+      throw std::runtime_error(
+          fmt::format("partitioned run: rank {} sent no stats for {}", owner, obj.name()));
+    return it->second;
+  };
 }
 
 std::vector<StepRecord> Pod::step_records() const {

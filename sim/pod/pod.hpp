@@ -7,11 +7,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "fabric/topology.hpp"
 #include "sim/core/invariants.hpp"
 #include "sim/core/time_series.hpp"
+#include "sim/kernel/stats_collector.hpp"
 #include "sim/node/gpu_node.hpp"
 #include "sim/pod/host_net.hpp"
 #include "sim/pod/host_phases.hpp"
@@ -19,6 +21,7 @@
 #include "sim/pod/pod_config.hpp"
 #include "sim/pod/pod_summary.hpp"
 #include "sim/pod/scenario.hpp"
+#include "sim/pod/stats_json.hpp"
 
 namespace podsim {
 
@@ -75,6 +78,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
   const Partition* partition() const { return partition_.get(); }
   // Host seconds this rank spent gathering the ranks' results at the end (part of teardown).
   double gather_seconds() const { return gather_seconds_; }
+  // How rank 0 of a split run writes stats.json (write_stats): each GPU's and switch's stats
+  // as the text the rank that simulated it wrote. Empty for a pod not split.
+  StatSplice stat_splice() const;
   const PodConfig& config() const { return cfg_; }
   GpuNode& gpu(std::size_t i) { return *gpus_[i]; }
   std::size_t gpu_count() const { return gpus_.size(); }
@@ -125,9 +131,10 @@ class Pod final : public sc_core::sc_module, public HasStats {
   void gather_ranks();
   // What this rank simulated, packed for rank 0 (gather_ranks).
   ByteBuffer pack_results();
-  // A stat made the first time something happened (a latency by switches crossed), made here
-  // because another rank's copy of its component has it; null if `path` is no such stat.
-  const Stat* make_stat(const std::string& path);
+  // A split run's walk of its stats: `shared` gets each stat every rank adds to; `mine` the
+  // stats.json text of each GPU and switch this rank simulated; the others' are skipped.
+  void walk_results(const StatFn& shared,
+                    const std::function<void(const sc_core::sc_object&, std::string)>& mine);
   // The rank whose copy of the component a stat belongs to counts (a GPU's, a switch's), or -1
   // for stats every rank adds to (links, the summary).
   std::int64_t stat_owner(std::string_view path) const;
@@ -182,6 +189,11 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::vector<RankFailure> rank_failures_;  // other ranks' failed steps (rank 0)
   std::vector<StepRecord> rank_records_;    // other ranks' (rank 0)
   std::map<std::size_t, std::vector<FaultRecord>> rank_faults_;  // by GPU (rank 0)
+  // Rank 0 of a split run: every rank's results as received, and the stats.json text of each
+  // GPU and switch by object name (rank 0's own in own_blocks_, the others' in rank_results_).
+  std::vector<ByteBuffer> rank_results_;
+  std::string own_blocks_;
+  std::unordered_map<std::string_view, std::string_view> blocks_;
   PodSummary summary_;
 };
 

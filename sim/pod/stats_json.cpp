@@ -59,18 +59,40 @@ class JsonStatVisitor final : public StatVisitor {
   config::PrettyJson& w_;
 };
 
+// One stat as a member: its path, then {"unit", "desc", and what it holds}.
+void write_stat(config::PrettyJson& w, JsonStatVisitor& v, const std::string& path, const Stat& s) {
+  w.key(path);
+  w.begin_object();
+  w.member("unit", s.unit());
+  w.member("desc", s.desc());
+  s.accept(v);
+  w.end_object();
+}
+
 }  // namespace
 
-void write_stats(config::PrettyJson& w) {
+void write_stats(config::PrettyJson& w, const StatSplice& splice) {
   JsonStatVisitor v(w);
-  collect_stats([&](const std::string& path, const Stat& s) {
-    w.key(path);
-    w.begin_object();
-    w.member("unit", s.unit());
-    w.member("desc", s.desc());
-    s.accept(v);
-    w.end_object();
+  const StatFn each = [&](const std::string& path, const Stat& s) { write_stat(w, v, path, s); };
+  if (!splice) {
+    collect_stats(each);
+    return;
+  }
+  collect_stats(each, [&](const sc_core::sc_object& obj) {
+    const std::optional<std::string_view> text = splice(obj);
+    if (text) w.splice_members(*text);
+    return text.has_value();
   });
+}
+
+std::string stats_text_under(const sc_core::sc_object& root) {
+  std::string text;
+  config::PrettyJson w(text);
+  w.continue_object(kStatsDepth);
+  JsonStatVisitor v(w);
+  collect_stats_under(root,
+                      [&](const std::string& path, const Stat& s) { write_stat(w, v, path, s); });
+  return text;
 }
 
 }  // namespace podsim

@@ -110,3 +110,61 @@ TEST_CASE("percentiles, in one pass or one at a time, are the nearest-rank scan'
   std::uint64_t out[2];
   CHECK_THROWS_AS(h.percentiles(down, out, 2), std::invalid_argument);
 }
+
+namespace {
+// What a histogram holds, compared whole.
+struct Held {
+  std::vector<std::uint64_t> counts;  // up to the last bucket with a count
+  std::uint64_t count, min, max;
+  unsigned __int128 sum;
+  bool operator==(const Held&) const = default;
+};
+Held held(const LogHistogram& h) {
+  std::vector<std::uint64_t> c(h.counts().begin(), h.counts().end());
+  while (!c.empty() && c.back() == 0)
+    c.pop_back();
+  return {c, h.count(), h.stored_min(), h.max(), h.stored_sum()};
+}
+}  // namespace
+
+TEST_CASE("a histogram merged from its state holds what merging it whole gives", "[histogram]") {
+  Rng rng(7);
+  LogHistogram a, b;
+  for (int i = 0; i < 500; ++i)
+    a.record(rng.below(4'000'000));
+  for (int i = 0; i < 300; ++i)
+    b.record(1'000 + rng.below(80'000'000));  // above a's range and beyond it
+  const auto c = b.counts();
+  std::size_t first = 0, last = c.size();
+  while (c[first] == 0)
+    ++first;
+  while (c[last - 1] == 0)
+    --last;
+  const std::span<const std::uint64_t> packed = c.subspan(first, last - first);
+
+  LogHistogram whole = a, from_state = a;
+  whole.merge(b);
+  from_state.merge_state(first, c.size(), packed, b.count(), b.stored_min(), b.max(),
+                         b.stored_sum());
+  CHECK(held(from_state) == held(whole));
+  CHECK(from_state.percentile(0.99) == whole.percentile(0.99));
+
+  // Into an empty histogram; and an empty state changes nothing.
+  LogHistogram fresh;
+  fresh.merge_state(first, c.size(), packed, b.count(), b.stored_min(), b.max(), b.stored_sum());
+  CHECK(held(fresh) == held(b));
+  const LogHistogram empty;
+  fresh.merge_state(0, 0, {}, 0, empty.stored_min(), empty.max(), empty.stored_sum());
+  CHECK(held(fresh) == held(b));
+
+  // A state no recording reaches throws and changes nothing.
+  LogHistogram target = a;
+  CHECK_THROWS_AS(target.merge_state(first, c.size(), packed, b.count() + 1, b.stored_min(),
+                                     b.max(), b.stored_sum()),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(target.merge_state(first, first + packed.size() - 1, packed, b.count(),
+                                     b.stored_min(), b.max(), b.stored_sum()),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(target.merge_state(0, 0, {}, 0, 5, 0, 0), std::invalid_argument);
+  CHECK(held(target) == held(a));
+}

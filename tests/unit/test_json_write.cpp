@@ -112,3 +112,94 @@ TEST_CASE("calls out of order are refused, not written as broken JSON", "[json]"
   PrettyJson fresh(text);
   CHECK_THROWS_AS(fresh.key("d"), std::logic_error);
 }
+
+TEST_CASE("members written apart and spliced in give the text written whole", "[json]") {
+  // What a split run does with stats.json: ranks write some members of the "stats" object
+  // (two levels deep) apart; the document's writer splices them in where they belong.
+  auto member = [](PrettyJson& w, const std::string& k, std::uint64_t v) {
+    w.key(k);
+    w.begin_object();
+    w.member("value", v);
+    w.key("list");
+    w.begin_array(true);
+    w.value(v);
+    w.end_array();
+    w.end_object();
+  };
+  std::string whole;
+  {
+    PrettyJson w(whole);
+    w.begin_object();
+    w.key("stats");
+    w.begin_object();
+    for (std::uint64_t i = 0; i < 5; ++i)
+      member(w, "s" + std::to_string(i), i);
+    w.end_object();
+    w.end_object();
+  }
+  auto apart = [&](std::uint64_t from, std::uint64_t to) {
+    std::string text;
+    PrettyJson w(text);
+    w.continue_object(2);
+    for (std::uint64_t i = from; i < to; ++i)
+      member(w, "s" + std::to_string(i), i);
+    return text;
+  };
+  SECTION("spliced first, in the middle and last, and nothing spliced") {
+    std::string text;
+    PrettyJson w(text);
+    w.begin_object();
+    w.key("stats");
+    w.begin_object();
+    w.splice_members(apart(0, 2));  // the object's first members: no comma before them
+    member(w, "s2", 2);
+    w.splice_members(apart(3, 3));
+    w.splice_members(apart(3, 5));
+    w.end_object();
+    w.end_object();
+    CHECK(text == whole);
+  }
+  SECTION("an object of spliced members only") {
+    std::string text;
+    PrettyJson w(text);
+    w.begin_object();
+    w.key("stats");
+    w.begin_object();
+    w.splice_members(apart(0, 5));
+    w.end_object();
+    w.end_object();
+    CHECK(text == whole);
+  }
+  SECTION("text that does not continue an object, or spliced where no member can go") {
+    std::string text;
+    PrettyJson w(text);
+    w.begin_object();
+    CHECK_THROWS_AS(w.splice_members("\"a\": 1"), std::logic_error);
+    w.key("k");
+    CHECK_THROWS_AS(w.splice_members(apart(0, 1)), std::logic_error);  // after a key
+    w.begin_array(false);
+    CHECK_THROWS_AS(w.splice_members(apart(0, 1)), std::logic_error);  // in an array
+    CHECK_THROWS_AS(w.continue_object(2), std::logic_error);           // a writer that began
+  }
+}
+
+TEST_CASE("a document drained in pieces is the document written whole", "[json]") {
+  std::string whole, piece, drained;
+  std::size_t pieces = 0;
+  for (std::string* out : {&whole, &piece}) {
+    PrettyJson w(*out);
+    if (out == &piece)
+      w.drain_every(100, [&](std::string& t) {
+        CHECK(t.size() >= 100);
+        drained += t;
+        t.clear();
+        ++pieces;
+      });
+    w.begin_object();
+    for (int i = 0; i < 200; ++i)
+      w.member("key" + std::to_string(i), static_cast<std::int64_t>(i) * 7919);
+    w.end_object();
+  }
+  CHECK(pieces > 10);
+  CHECK(drained + piece == whole);
+}

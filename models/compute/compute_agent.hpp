@@ -80,9 +80,6 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   const std::vector<std::unique_ptr<Distribution>>& remote_latency_by_switches() const {
     return by_switches_;
   }
-  // The latency of remote accesses whose request crossed `switches` switches (made the first
-  // time one does; a partitioned run's rank 0 also makes it for GPUs another rank simulated).
-  Distribution& latency_via(std::size_t switches);
   static std::string switches_name(std::size_t n) {
     return "via_" + std::to_string(n) + (n == 1 ? "_switch" : "_switches");
   }
@@ -130,6 +127,9 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   }
 
  private:
+  // The latency of remote accesses whose request crossed `switches` switches (made the first
+  // time one does).
+  Distribution& latency_via(std::size_t switches);
   void issue_more();
   void issue_one();
   // Returns the access's ID.

@@ -42,14 +42,14 @@ void OutputFile::fail(const std::filesystem::path& p) {
 }
 
 void OutputFile::write(std::string_view bytes) {
-  if (done_) throw std::logic_error("OutputFile: write after commit");
+  if (done_) throw std::logic_error("OutputFile: write after commit or failure");
   errno = 0;
   f_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!f_) fail(tmp_.empty() ? path_ : tmp_);
 }
 
 void OutputFile::commit() {
-  if (done_) throw std::logic_error("OutputFile: commit twice");
+  if (done_) throw std::logic_error("OutputFile: commit twice, or after a failure");
   errno = 0;
   if (tmp_.empty()) {
     f_.flush();

@@ -12,7 +12,8 @@ namespace podsim {
 // or absent: the pieces go to a temporary file beside `path`, which commit() renames into
 // place; destroyed before commit(), the temporary file is removed. Something other than a
 // regular file at `path` (a symlink, /dev/stdout or /dev/full, a FIFO) is written through,
-// never replaced. Every failure throws std::runtime_error naming the file and the reason.
+// never replaced (what was written before a failure stays written there). Every failure
+// throws std::runtime_error naming the file and the reason; the file takes nothing more.
 class OutputFile {
  public:
   explicit OutputFile(std::filesystem::path path);

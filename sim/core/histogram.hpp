@@ -26,7 +26,6 @@ class LogHistogram {
     if (v > max_) max_ = v;
   }
   void merge(const LogHistogram& other);
-  void clear() { *this = LogHistogram(); }
 
   std::uint64_t count() const { return count_; }
   std::uint64_t min() const { return count_ ? min_ : 0; }

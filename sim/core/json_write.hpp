@@ -24,9 +24,9 @@ class PrettyJson {
  public:
   explicit PrettyJson(std::string& out) : out_(out) {}
 
-  // From now on, before each key, hands the text so far to `drain` once it holds `bytes` or
-  // more; `drain` writes it somewhere and empties it. A long document (stats.json) is then
-  // written in pieces instead of held whole.
+  // From now on, before each key and after each splice, hands the text so far to `drain` once
+  // it holds `bytes` or more; `drain` writes it somewhere and empties it. A long document
+  // (stats.json) is then written in pieces instead of held whole.
   void drain_every(std::size_t bytes, std::function<void(std::string&)> drain) {
     drain_at_ = bytes;
     drain_ = std::move(drain);
@@ -45,6 +45,8 @@ class PrettyJson {
   // object's own writer splices that text in among its members. Nothing needs closing.
   void continue_object(std::size_t depth);
   void splice_members(std::string_view continued);
+  // How many objects and arrays are open (or continued).
+  std::size_t depth() const { return levels_.size(); }
 
   void value(std::uint64_t v);
   void value(std::int64_t v);

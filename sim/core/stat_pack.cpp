@@ -118,15 +118,9 @@ const std::uint64_t* merge_packed(const Stat& s, const std::uint64_t* in,
              fmt::format("{} packed values, a distribution has at least {}", n, kHistHeaderWords));
       const unsigned __int128 sum = static_cast<unsigned __int128>(v[4]) << 64 | v[3];
       try {
-        const std::uint64_t first = v[5], buckets = v[6];
-        const auto packed = v.subspan(kHistHeaderWords);
-        if (buckets > (std::uint64_t{1} << 20) || first > buckets ||
-            packed.size() > buckets - first)
-          throw std::invalid_argument(fmt::format("buckets {} to {} of {}: out of range", first,
-                                                  first + packed.size(), buckets));
-        s.as_mutable<Distribution>()->merge_state(static_cast<std::size_t>(first),
-                                                  static_cast<std::size_t>(buckets), packed, v[0],
-                                                  v[1], v[2], sum);
+        s.as_mutable<Distribution>()->merge_state(
+            static_cast<std::size_t>(v[5]), static_cast<std::size_t>(v[6]),
+            v.subspan(kHistHeaderWords), v[0], v[1], v[2], sum);
       } catch (const std::invalid_argument& e) {
         fail(s, e.what());
       }

@@ -1,8 +1,7 @@
 // A stat's recorded values as 64-bit words, and their sum back into a stat: the reduction of a
-// pod split across MPI ranks, where every rank's stats are added into rank 0's at the end of a
-// run: each rank packs the stats every rank adds to (sim/pod/pod.cpp), and rank 0 merges them
-// into its own. Merging gives exactly what the stat would hold had it recorded the other's
-// values too.
+// pod split across MPI ranks, where at the end of a run each rank packs the stats every rank
+// adds to (sim/pod/pod.cpp: links, the summary) and rank 0 merges them into its own. Merging gives
+// exactly what the stat would hold had it recorded the other's values too.
 //
 // A packed stat is self-describing: a tag word (a fixed pattern and the stat's kind), a length
 // word (how many words follow), then its values:

@@ -112,7 +112,6 @@ class Counter {
   Counter& operator=(const Counter&) = delete;
   void inc(std::uint64_t n = 1) { value_ += n; }
   std::uint64_t value() const { return value_; }
-  void clear() { value_ = 0; }
 
  private:
   std::uint64_t value_ = 0;
@@ -129,7 +128,6 @@ class Series {
   Series(const Series&) = delete;
   Series& operator=(const Series&) = delete;
   void add(std::size_t i, std::uint64_t n) { values_[i] += n; }
-  void clear() { std::fill(values_.begin(), values_.end(), 0); }
   const std::vector<std::uint64_t>& values() const { return values_; }
 
  private:
@@ -166,13 +164,11 @@ class Distribution {
   void record(Time t) { hist_.record(t.as_ps() < 0 ? 0 : static_cast<std::uint64_t>(t.as_ps())); }
   const LogHistogram& histogram() const { return hist_; }
   void merge(const Distribution& other) { hist_.merge(other.hist_); }
-  void merge(const LogHistogram& other) { hist_.merge(other); }
   // Adds a histogram given as its state (LogHistogram::merge_state).
   template <class... A>
   void merge_state(A&&... state) {
     hist_.merge_state(std::forward<A>(state)...);
   }
-  void clear() { hist_.clear(); }
   double divisor() const { return divisor_; }
   // Writers also list the histogram's buckets (for small-valued ones such as occupancies).
   void report_buckets(bool on) { report_buckets_ = on; }
@@ -207,10 +203,6 @@ class Breakdown {
   // given as values (throws std::invalid_argument if the number of sums is not part_count()).
   void merge(std::span<const std::uint64_t> sums, std::uint64_t samples);
   std::span<const std::uint64_t> sums() const { return sums_; }
-  void clear() {
-    std::fill(sums_.begin(), sums_.end(), 0);
-    samples_ = 0;
-  }
 
  private:
   std::vector<std::uint64_t> sums_;

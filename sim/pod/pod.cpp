@@ -585,11 +585,15 @@ void Pod::gather_ranks() {
   std::unordered_map<std::string, const Stat*> shared;
   std::vector<std::pair<const char*, std::size_t>> own;  // name, end of its text in own_blocks_
   if (root)
-    walk_results([&](const std::string& path, const Stat& s) { shared.emplace(path, &s); },
-                 [&](const sc_core::sc_object& obj, std::string text) {
-                   own_blocks_ += text;
-                   own.emplace_back(obj.name(), own_blocks_.size());
-                 });
+    walk_results(
+        [&](const std::string& path, const Stat& s) {
+          if (!shared.emplace(path, &s).second)
+            throw std::logic_error("partitioned run: two stats at " + path);
+        },
+        [&](const sc_core::sc_object& obj, std::string text) {
+          own_blocks_ += text;
+          own.emplace_back(obj.name(), own_blocks_.size());
+        });
   const ByteBuffer message = root ? ByteBuffer{} : pack_results();
   rank_results_ = comm_->gather(message);
   if (!root) return;
@@ -614,7 +618,11 @@ void Pod::gather_ranks() {
     }
     for (auto nb = in.get<std::uint64_t>(); nb > 0; --nb) {
       const std::string_view name = in.view();
-      blocks_.emplace(name, in.view());  // points into rank_results_
+      const std::string_view text = in.view();  // both point into rank_results_
+      if (stat_owner(name) != r || !blocks_.emplace(name, text).second)
+        throw std::runtime_error(fmt::format(
+            "partitioned run: rank {} sent stats for {}, which it did not simulate or sent twice",
+            r, name));
     }
     const auto n = in.get<std::uint64_t>();
     words.resize(n);

@@ -210,9 +210,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   // A build that fails otherwise (out of memory, even where SystemC crashes on it) leaves no
   // earlier run's outputs behind to pass for this one's.
   std::vector<std::string> earlier;
-  if (writer)
+  if (writer) {
     for (const char* f : kRunOutputs)
       earlier.push_back((fs::path(opt.out_dir) / f).string());
+    // stats.json is written over seconds, through its temporary file (OutputFile).
+    earlier.push_back((fs::path(opt.out_dir) / "stats.json.tmp").string());
+  }
   remove_on_crash(earlier);
   try {
     built = std::make_unique<Pod>("pod", cfg, nullptr, ranks);
@@ -249,8 +252,10 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     } else {
       // What an earlier run left goes first: a directory without run.json is a run that did
       // not finish (a killed process, a failed rank), never an old result passing as new.
-      for (const char* f : kRunOutputs)
+      for (const char* f : kRunOutputs) {
         fs::remove(out_dir / f, ec);
+        fs::remove(out_dir / (std::string(f) + ".tmp"), ec);  // a killed run's, half-written
+      }
       fs::remove(out_dir / "report.html", ec);  // drawn from the earlier run's results
     }
   }

@@ -1,5 +1,7 @@
 #include "sim/pod/stats_json.hpp"
 
+#include <stdexcept>
+
 #include "sim/core/stats.hpp"
 #include "sim/kernel/stats_collector.hpp"
 
@@ -78,6 +80,9 @@ void write_stats(config::PrettyJson& w, const StatSplice& splice) {
     collect_stats(each);
     return;
   }
+  if (w.depth() != kStatsDepth)
+    throw std::logic_error("write_stats: text made at depth " + std::to_string(kStatsDepth) +
+                           " spliced at depth " + std::to_string(w.depth()));
   collect_stats(each, [&](const sc_core::sc_object& obj) {
     const std::optional<std::string_view> text = splice(obj);
     if (text) w.splice_members(*text);

@@ -506,3 +506,23 @@ TEST_CASE("a run removes the report drawn from an earlier run in its directory",
   CHECK(again.exit_code == 1);
   CHECK_FALSE(fs::exists(fs::path(first.out_dir) / "report.html"));
 }
+
+TEST_CASE("a run removes the half-written stats.json a killed run left", "[outputs]") {
+  // stats.json is written through stats.json.tmp over the seconds it takes (OutputFile): a run
+  // killed meanwhile leaves that file, which the next run in the directory removes as it
+  // starts, whether or not it gets as far as writing stats.json itself (this one fails at
+  // config.json, which it cannot replace: a directory with something in it is there).
+  auto first = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=5"});
+  REQUIRE(first.exit_code == 0);
+  const fs::path dir(first.out_dir), tmp = dir / "stats.json.tmp";
+  std::ofstream(tmp) << "{\"half";
+  fs::remove(dir / "config.json");
+  fs::create_directories(dir / "config.json" / "in_the_way");
+  auto again = run_podsim(
+      {"run", "--quiet", "--set", "workload.traffic.accesses=5", "--out", first.out_dir}, false);
+  CHECK(again.exit_code == 1);
+  CHECK_THAT(again.err, Catch::Contains("config.json") &&
+                            Catch::Contains("none of the run's outputs were kept"));
+  CHECK_FALSE(fs::exists(tmp));
+  CHECK_FALSE(fs::exists(dir / "stats.json"));
+}

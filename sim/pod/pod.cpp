@@ -432,6 +432,9 @@ std::map<std::string, std::uint64_t> Pod::state_digests() const {
 // ---- a partitioned run's end ---------------------------------------------------------------
 
 namespace {
+// What each record of a rank's results at the end of a split run is.
+constexpr std::uint8_t kSharedStat = 0, kComponentText = 1;
+
 // Nothing recorded in it: merging it would change nothing.
 bool recorded_nothing(const Stat& s) {
   switch (s.kind()) {
@@ -458,14 +461,13 @@ bool recorded_nothing(const Stat& s) {
 ByteBuffer Pod::pack_results() {
   ByteBuffer message;
   ByteWriter out(message);
-  // The stats every rank adds to (links, whose ends count what each sends; the summary of each
-  // rank's GPUs), by path; then the stats of the GPUs and switches this rank simulated, as the
-  // text rank 0 writes into stats.json for them (a direct setup, say, ran on every rank: only
-  // this rank's copies count).
+  // In the order of the walk: the stats every rank adds to (links, whose ends count what each
+  // sends; the summary of each rank's GPUs), by path; and the stats of each GPU and switch this
+  // rank simulated, as the text rank 0 writes into stats.json for them (a direct setup, say,
+  // ran on every rank: only this rank's copies count). Written straight into the message.
   {
     std::vector<std::uint64_t> words;
     std::uint64_t count = 0;
-    std::vector<std::pair<const char*, std::string>> blocks;
     message.reserve(std::size_t{64} << 20);
     const std::size_t count_at = message.size();
     out.put(count);  // filled in below
@@ -475,21 +477,20 @@ ByteBuffer Pod::pack_results() {
           if (s.kind() == Stat::Kind::Formula || recorded_nothing(s)) return;
           words.clear();
           pack_stat(s, words);
+          out.put(kSharedStat);
           out.str(path);
           out.put(static_cast<std::uint64_t>(words.size()));
           const auto* p = reinterpret_cast<const unsigned char*>(words.data());
           out.raw(p, words.size() * sizeof(std::uint64_t));
           ++count;
         },
-        [&](const sc_core::sc_object& obj, std::string text) {
-          blocks.emplace_back(obj.name(), std::move(text));
+        [&](const sc_core::sc_object& obj, std::string_view text) {
+          out.put(kComponentText);
+          out.str(obj.name());
+          out.str(text);
+          ++count;
         });
     std::memcpy(message.data() + count_at, &count, sizeof count);
-    out.put(static_cast<std::uint64_t>(blocks.size()));
-    for (const auto& [name, text] : blocks) {
-      out.str(name);
-      out.str(text);
-    }
   }
   {
     std::vector<std::uint64_t> words;
@@ -583,28 +584,34 @@ void Pod::gather_ranks() {
   // others' into.
   const bool root = comm_->rank() == 0;
   std::unordered_map<std::string, const Stat*> shared;
-  std::vector<std::pair<const char*, std::size_t>> own;  // name, end of its text in own_blocks_
   if (root)
     walk_results(
         [&](const std::string& path, const Stat& s) {
           if (!shared.emplace(path, &s).second)
             throw std::logic_error("partitioned run: two stats at " + path);
         },
-        [&](const sc_core::sc_object& obj, std::string text) {
-          own_blocks_ += text;
-          own.emplace_back(obj.name(), own_blocks_.size());
+        [&](const sc_core::sc_object& obj, std::string_view text) {
+          blocks_.emplace(obj.name(), own_blocks_.emplace_back(text));
         });
   const ByteBuffer message = root ? ByteBuffer{} : pack_results();
   rank_results_ = comm_->gather(message);
   if (!root) return;
-  for (std::size_t i = 0, at = 0; i < own.size(); at = own[i++].second)
-    blocks_.emplace(own[i].first, std::string_view(own_blocks_).substr(at, own[i].second - at));
   for (std::uint32_t r = 1; r < rank_results_.size(); ++r) {
     ByteReader in(rank_results_[r], "partitioned run: another rank's results");
     const auto count = in.get<std::uint64_t>();
     std::vector<std::uint64_t> words;
     std::string path;
     for (std::uint64_t i = 0; i < count; ++i) {
+      if (in.get<std::uint8_t>() == kComponentText) {
+        const std::string_view name = in.view();
+        const std::string_view text = in.view();  // both point into rank_results_
+        if (stat_owner(name) != r || !blocks_.emplace(name, text).second)
+          throw std::runtime_error(fmt::format(
+              "partitioned run: rank {} sent stats for {}, which it did not simulate or sent "
+              "twice",
+              r, name));
+        continue;
+      }
       path = in.view();
       const auto n = in.get<std::uint64_t>();
       words.resize(n);
@@ -615,14 +622,6 @@ void Pod::gather_ranks() {
         throw std::runtime_error(
             fmt::format("partitioned run: rank {} has a stat rank 0 does not: {}", r, path));
       merge_packed(*it->second, words.data(), words.data() + words.size());
-    }
-    for (auto nb = in.get<std::uint64_t>(); nb > 0; --nb) {
-      const std::string_view name = in.view();
-      const std::string_view text = in.view();  // both point into rank_results_
-      if (stat_owner(name) != r || !blocks_.emplace(name, text).second)
-        throw std::runtime_error(fmt::format(
-            "partitioned run: rank {} sent stats for {}, which it did not simulate or sent twice",
-            r, name));
     }
     const auto n = in.get<std::uint64_t>();
     words.resize(n);
@@ -747,9 +746,11 @@ std::int64_t Pod::stat_owner(std::string_view path) const {
   return static_cast<std::int64_t>(sw[i]);
 }
 
-void Pod::walk_results(const StatFn& shared,
-                       const std::function<void(const sc_core::sc_object&, std::string)>& mine) {
+void Pod::walk_results(
+    const StatFn& shared,
+    const std::function<void(const sc_core::sc_object&, std::string_view)>& mine) {
   const std::int64_t me = comm_->rank();
+  std::string text;  // one component's at a time
   collect_stats(
       [&](const std::string& path, const Stat& s) {
         if (stat_owner(path) != -1)
@@ -760,7 +761,11 @@ void Pod::walk_results(const StatFn& shared,
       [&](const sc_core::sc_object& obj) {
         const std::int64_t owner = stat_owner(obj.name());
         if (owner < 0) return false;
-        if (owner == me) mine(obj, stats_text_under(obj));
+        if (owner == me) {
+          text.clear();
+          stats_text_under(obj, text);
+          mine(obj, text);
+        }
         return true;
       });
 }

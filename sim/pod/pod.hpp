@@ -2,6 +2,7 @@
 // invariant checks, and the pod-wide summary stats (merged from every GPU when the run ends).
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -134,7 +135,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // A split run's walk of its stats: `shared` gets each stat every rank adds to; `mine` the
   // stats.json text of each GPU and switch this rank simulated; the others' are skipped.
   void walk_results(const StatFn& shared,
-                    const std::function<void(const sc_core::sc_object&, std::string)>& mine);
+                    const std::function<void(const sc_core::sc_object&, std::string_view)>& mine);
   // The rank whose copy of the component a stat belongs to counts (a GPU's, a switch's), or -1
   // for stats every rank adds to (links, the summary).
   std::int64_t stat_owner(std::string_view path) const;
@@ -192,7 +193,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // Rank 0 of a split run: every rank's results as received, and the stats.json text of each
   // GPU and switch by object name (rank 0's own in own_blocks_, the others' in rank_results_).
   std::vector<ByteBuffer> rank_results_;
-  std::string own_blocks_;
+  std::deque<std::string> own_blocks_;  // each GPU's and switch's: stays where it was put
   std::unordered_map<std::string_view, std::string_view> blocks_;
   PodSummary summary_;
 };

@@ -90,14 +90,12 @@ void write_stats(config::PrettyJson& w, const StatSplice& splice) {
   });
 }
 
-std::string stats_text_under(const sc_core::sc_object& root) {
-  std::string text;
+void stats_text_under(const sc_core::sc_object& root, std::string& text) {
   config::PrettyJson w(text);
   w.continue_object(kStatsDepth);
   JsonStatVisitor v(w);
   collect_stats_under(root,
                       [&](const std::string& path, const Stat& s) { write_stat(w, v, path, s); });
-  return text;
 }
 
 }  // namespace podsim

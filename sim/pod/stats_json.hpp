@@ -28,9 +28,9 @@ using StatSplice = std::function<std::optional<std::string_view>(const sc_core::
 // `splice`, the objects it answers for are written as the text it gives.
 void write_stats(config::PrettyJson& w, const StatSplice& splice = {});
 
-// The stats of `root` and of everything below it as write_stats writes them, as members
-// continuing the "stats" object (PrettyJson::continue_object at kStatsDepth): what a split
-// run's rank writes for rank 0 to splice in.
-std::string stats_text_under(const sc_core::sc_object& root);
+// Appends to `text` the stats of `root` and of everything below it as write_stats writes
+// them, as members continuing the "stats" object (PrettyJson::continue_object at
+// kStatsDepth): what a split run's rank writes for rank 0 to splice in.
+void stats_text_under(const sc_core::sc_object& root, std::string& text);
 
 }  // namespace podsim

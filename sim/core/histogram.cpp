@@ -24,19 +24,28 @@ std::uint64_t LogHistogram::bucket_upper(std::size_t i) {
   return bucket_lower(i) + ((1ull << shift) - 1);
 }
 
-void LogHistogram::grow(std::size_t i) {
-  // An octave (a power of two: kSub buckets) at a time; a latency histogram settles soon.
-  std::size_t n = std::max<std::size_t>(counts_.size(), 2 * kSub);
-  while (n <= i)
-    n += kSub;
-  counts_.resize(n, 0);
+void LogHistogram::widen(std::size_t lo, std::size_t hi) {
+  // A power of two (kSub buckets) at a time, aligned, so a histogram settles after a few.
+  if (!counts_.empty()) {
+    if (lo >= base_ && hi <= base_ + counts_.size()) return;
+    lo = std::min(lo, base_);
+    hi = std::max(hi, base_ + counts_.size());
+  }
+  lo &= ~(kSub - 1);
+  hi = (hi + kSub - 1) & ~(kSub - 1);
+  std::vector<std::uint64_t> wider(hi - lo, 0);
+  if (!counts_.empty())
+    std::copy(counts_.begin(), counts_.end(),
+              wider.begin() + static_cast<std::ptrdiff_t>(base_ - lo));
+  counts_ = std::move(wider);
+  base_ = lo;
 }
 
 void LogHistogram::merge(const LogHistogram& o) {
   if (o.count_ == 0) return;
-  if (counts_.size() < o.counts_.size()) counts_.resize(o.counts_.size(), 0);
-  for (std::size_t i = 0; i < o.counts_.size(); ++i)
-    counts_[i] += o.counts_[i];
+  widen(o.base_, o.base_ + o.counts_.size());
+  for (std::size_t k = 0; k < o.counts_.size(); ++k)
+    counts_[o.base_ + k - base_] += o.counts_[k];
   count_ += o.count_;
   sum_ += o.sum_;
   min_ = std::min(min_, o.min_);
@@ -82,9 +91,9 @@ void LogHistogram::merge_state(std::size_t first, std::size_t buckets,
   using u128 = unsigned __int128;
   if (sum < static_cast<u128>(min) * count || sum > static_cast<u128>(max) * count)
     fail("a sum outside [count * min, count * max]");
-  if (counts_.size() < buckets) counts_.resize(buckets, 0);
+  widen(lo, hi + 1);  // what holds counts: from min's bucket to max's
   for (std::size_t k = 0; k < packed.size(); ++k)
-    counts_[first + k] += packed[k];
+    if (packed[k] != 0) counts_[first + k - base_] += packed[k];
   count_ += count;
   sum_ += sum;
   min_ = std::min(min_, min);
@@ -98,7 +107,7 @@ std::uint64_t LogHistogram::percentile(double q) const {
 }
 
 void LogHistogram::percentiles(const double* q, std::uint64_t* out, std::size_t n) const {
-  std::size_t i = 0;  // the bucket reached
+  std::size_t i = 0;  // the bucket reached, from base_
   std::uint64_t seen = count_ ? counts_[0] : 0;
   for (std::size_t k = 0; k < n; ++k) {
     if (k && q[k] < q[k - 1])
@@ -116,7 +125,8 @@ void LogHistogram::percentiles(const double* q, std::uint64_t* out, std::size_t 
       out[k] = max_;
       continue;
     }
-    const std::uint64_t mid = bucket_lower(i) + (bucket_upper(i) - bucket_lower(i)) / 2;
+    const std::uint64_t mid =
+        bucket_lower(base_ + i) + (bucket_upper(base_ + i) - bucket_lower(base_ + i)) / 2;
     out[k] = std::clamp(mid, min(), max_);
   }
 }

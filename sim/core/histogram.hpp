@@ -1,8 +1,9 @@
 // A log-linear histogram of non-negative integers (HDR-style): exact below 256, then 128
 // buckets per power of two, so any recorded value is known to within 0.8%. The counts are a
-// dense array that grows only as far as the largest value seen (a histogram of small queue
-// depths stays small); recording is an index computation and an increment, with no pointer to
-// chase but the array's. Percentiles are nearest-rank over the buckets; the sum is exact.
+// dense array over the buckets from the lowest value seen to the highest, in whole powers of
+// two (a latency histogram of 0.7-1.9 us in ps holds about 256 buckets, not the 1,900 from
+// zero); recording is an index computation and an increment, with no pointer to chase but
+// the array's. Percentiles are nearest-rank over the buckets; the sum is exact.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +19,8 @@ class LogHistogram {
   void record(std::uint64_t v, std::uint64_t times = 1) {
     if (times == 0) return;
     const std::size_t i = index_of(v);
-    if (i >= counts_.size()) grow(i);
-    counts_[i] += times;
+    if (i - base_ >= counts_.size()) widen(i, i + 1);  // below base_ wraps around: also widens
+    counts_[i - base_] += times;
     count_ += times;
     sum_ += static_cast<unsigned __int128>(v) * times;
     if (v < min_) min_ = v;
@@ -40,14 +41,19 @@ class LogHistogram {
   // percentile(q[i]) into out[i] for n ascending q, in one pass over the buckets.
   void percentiles(const double* q, std::uint64_t* out, std::size_t n) const;
 
-  // Buckets, for writers: the value range [lower, upper] of bucket i and its count.
-  std::size_t bucket_count() const { return counts_.size(); }
+  // Buckets, for writers: those held are first_bucket() to bucket_count() - 1 (every other
+  // bucket holds nothing); the value range [lower, upper] of bucket i and its count.
+  std::size_t first_bucket() const { return base_; }
+  std::size_t bucket_count() const { return base_ + counts_.size(); }
   static std::uint64_t bucket_lower(std::size_t i);
   static std::uint64_t bucket_upper(std::size_t i);
-  std::uint64_t bucket_value(std::size_t i) const { return counts_[i]; }
+  std::uint64_t bucket_value(std::size_t i) const {
+    return i - base_ < counts_.size() ? counts_[i - base_] : 0;
+  }
 
   // The whole state, to move a histogram between processes (sim/core/stat_pack.hpp): the
-  // counts per bucket, and min and sum as stored (min is UINT64_MAX while count() is 0).
+  // counts of the buckets held (from first_bucket()), and min and sum as stored (min is
+  // UINT64_MAX while count() is 0).
   std::span<const std::uint64_t> counts() const { return counts_; }
   std::uint64_t stored_min() const { return min_; }
   unsigned __int128 stored_sum() const { return sum_; }
@@ -68,8 +74,10 @@ class LogHistogram {
   }
 
  private:
-  void grow(std::size_t i);
-  std::vector<std::uint64_t> counts_;
+  // Holds buckets [lo, hi) too, and whole powers of two around them.
+  void widen(std::size_t lo, std::size_t hi);
+  std::vector<std::uint64_t> counts_;  // buckets base_ onwards
+  std::size_t base_ = 0;
   std::uint64_t count_ = 0;
   std::uint64_t min_ = UINT64_MAX;
   std::uint64_t max_ = 0;

@@ -59,15 +59,15 @@ void pack_stat(const Stat& s, std::vector<std::uint64_t>& out) {
       out.push_back(static_cast<std::uint64_t>(sum));
       out.push_back(static_cast<std::uint64_t>(sum >> 64));
       // Only the buckets from the first to the last that hold samples: a histogram of times
-      // has thousands of buckets, nearly all empty.
+      // has thousands of buckets, nearly all empty (those it holds start at first_bucket()).
       const auto c = h.counts();
       std::size_t first = 0, last = c.size();
       while (first < last && c[first] == 0)
         ++first;
       while (last > first && c[last - 1] == 0)
         --last;
-      out.push_back(first);
-      out.push_back(c.size());
+      out.push_back(h.first_bucket() + first);
+      out.push_back(h.bucket_count());
       out.insert(out.end(), c.begin() + static_cast<std::ptrdiff_t>(first),
                  c.begin() + static_cast<std::ptrdiff_t>(last));
       break;

@@ -37,7 +37,7 @@ class JsonStatVisitor final : public StatVisitor {
     if (s.report_buckets()) {
       w_.key("histogram");  // [lowest value, highest value, count] of each used bucket
       w_.begin_array(false);
-      for (std::size_t i = 0; i < h.bucket_count(); ++i)
+      for (std::size_t i = h.first_bucket(); i < h.bucket_count(); ++i)
         if (h.bucket_value(i) > 0) {
           w_.begin_array(true);
           w_.value(r(h.bucket_lower(i)));

@@ -27,7 +27,7 @@ std::string latency_histogram_csv(const LatencyPaths& paths) {
   std::string out = "path,lower_ns,upper_ns,count\n";
   for (const auto& [name, d] : paths) {
     const LogHistogram& h = d->histogram();
-    for (std::size_t i = 0; i < h.bucket_count(); ++i)
+    for (std::size_t i = h.first_bucket(); i < h.bucket_count(); ++i)
       if (const std::uint64_t c = h.bucket_value(i))
         out += fmt::format("{},{},{},{}\n", name,
                            num(d->reported(static_cast<double>(LogHistogram::bucket_lower(i)))),

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "sim/core/sanitizers.hpp"
 #include "tests/support/run_podsim.hpp"
 
 using podsim::test::PodsimRun;
@@ -508,6 +509,12 @@ TEST_CASE("a run removes the report drawn from an earlier run in its directory",
 }
 
 TEST_CASE("a run removes the half-written stats.json a killed run left", "[outputs]") {
+  if (PODSIM_ASAN) {
+    WARN(
+        "not under AddressSanitizer: the failed write's exception, thrown after SystemC has "
+        "switched stacks, makes it report false stack errors (google/sanitizers#189)");
+    return;
+  }
   // stats.json is written through stats.json.tmp over the seconds it takes (OutputFile): a run
   // killed meanwhile leaves that file, which the next run in the directory removes as it
   // starts, whether or not it gets as far as writing stats.json itself (this one fails at

@@ -5,8 +5,8 @@
 namespace podsim {
 namespace {
 
-void walk(const sc_core::sc_object& obj, const StatFn& fn, const StatSkip* skip) {
-  if (skip && (*skip)(obj)) return;
+void walk(const sc_core::sc_object& obj, const StatFn& fn, const StatSkip& skip) {
+  if (skip && skip(obj)) return;
   if (const auto* hs = dynamic_cast<const HasStats*>(&obj)) {
     const StatGroup& g = hs->stat_group();
     std::string prefix = obj.name();
@@ -19,18 +19,13 @@ void walk(const sc_core::sc_object& obj, const StatFn& fn, const StatSkip* skip)
 
 }  // namespace
 
-void collect_stats(const StatFn& fn) {
-  for (const sc_core::sc_object* top : sc_core::sc_get_top_level_objects())
-    walk(*top, fn, nullptr);
-}
-
 void collect_stats(const StatFn& fn, const StatSkip& skip) {
   for (const sc_core::sc_object* top : sc_core::sc_get_top_level_objects())
-    walk(*top, fn, &skip);
+    walk(*top, fn, skip);
 }
 
 void collect_stats_under(const sc_core::sc_object& root, const StatFn& fn) {
-  walk(root, fn, nullptr);
+  walk(root, fn, {});
 }
 
 }  // namespace podsim

@@ -18,9 +18,9 @@ using StatFn = std::function<void(const std::string& path, const Stat& s)>;
 // everything below it (whatever the callback did with them instead).
 using StatSkip = std::function<bool(const sc_core::sc_object& obj)>;
 
-// Every stat of the whole tree, depth first: an object's own stats, then its children's.
-void collect_stats(const StatFn& fn);
-void collect_stats(const StatFn& fn, const StatSkip& skip);
+// Every stat of the whole tree, depth first: an object's own stats, then its children's
+// (not entering the objects `skip`, when given, says to keep out of).
+void collect_stats(const StatFn& fn, const StatSkip& skip = {});
 // The stats of `root` and of everything below it, in the order collect_stats meets them.
 void collect_stats_under(const sc_core::sc_object& root, const StatFn& fn);
 

@@ -126,17 +126,22 @@ TEST_CASE("members written apart and spliced in give the text written whole", "[
     w.end_array();
     w.end_object();
   };
-  std::string whole;
-  {
-    PrettyJson w(whole);
+  // A document {"stats": {...}} whose members `fill` writes.
+  auto document = [](auto&& fill) {
+    std::string text;
+    PrettyJson w(text);
     w.begin_object();
     w.key("stats");
     w.begin_object();
+    fill(w);
+    w.end_object();
+    w.end_object();
+    return text;
+  };
+  const std::string whole = document([&](PrettyJson& w) {
     for (std::uint64_t i = 0; i < 5; ++i)
       member(w, "s" + std::to_string(i), i);
-    w.end_object();
-    w.end_object();
-  }
+  });
   auto apart = [&](std::uint64_t from, std::uint64_t to) {
     std::string text;
     PrettyJson w(text);
@@ -146,29 +151,15 @@ TEST_CASE("members written apart and spliced in give the text written whole", "[
     return text;
   };
   SECTION("spliced first, in the middle and last, and nothing spliced") {
-    std::string text;
-    PrettyJson w(text);
-    w.begin_object();
-    w.key("stats");
-    w.begin_object();
-    w.splice_members(apart(0, 2));  // the object's first members: no comma before them
-    member(w, "s2", 2);
-    w.splice_members(apart(3, 3));
-    w.splice_members(apart(3, 5));
-    w.end_object();
-    w.end_object();
-    CHECK(text == whole);
+    CHECK(document([&](PrettyJson& w) {
+            w.splice_members(apart(0, 2));  // the object's first members: no comma before them
+            member(w, "s2", 2);
+            w.splice_members(apart(3, 3));
+            w.splice_members(apart(3, 5));
+          }) == whole);
   }
   SECTION("an object of spliced members only") {
-    std::string text;
-    PrettyJson w(text);
-    w.begin_object();
-    w.key("stats");
-    w.begin_object();
-    w.splice_members(apart(0, 5));
-    w.end_object();
-    w.end_object();
-    CHECK(text == whole);
+    CHECK(document([&](PrettyJson& w) { w.splice_members(apart(0, 5)); }) == whole);
   }
   SECTION("text that does not continue an object, or spliced where no member can go") {
     std::string text;

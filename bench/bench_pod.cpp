@@ -19,6 +19,7 @@ const bool kNoBanner = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0) == 0;
 extern "C" int sc_main(int argc, char* argv[]);
 
 int sc_main(int argc, char* argv[]) {
+  podsim::restart_with_huge_heap(argv);  // first: it starts the process again
   const std::string gpus = argc > 1 ? argv[1] : "8";
   const std::string accesses = argc > 2 ? argv[2] : "200000";
   const std::string outstanding = argc > 3 ? argv[3] : "32";

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sim/core/crash_guard.hpp"
+#include "sim/core/huge_pages.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/units.hpp"
 #include "sim/pod/pod_config_io.hpp"
@@ -503,6 +504,9 @@ int dispatch(int argc, char* argv[]) {
 
 int sc_main(int argc, char* argv[]) {
   using podsim::tools::MpiWorld;
+  // First (it starts the process again): a run's heap on huge pages. Other commands start
+  // their runs as processes with the tunable already set (sim/tools/process_pool.cpp).
+  if (argc > 1 && std::string_view(argv[1]) == "run") podsim::restart_with_huge_heap(argv);
   podsim::install_crash_guard();
   MpiWorld::init(&argc, &argv);
   // Under mpirun, rank 0 speaks for all (the others would print every message again); a rank's

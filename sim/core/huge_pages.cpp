@@ -1,15 +1,22 @@
 #include "sim/core/huge_pages.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "sim/core/sanitizers.hpp"
+
 #if defined(__linux__)
+#include <gnu/libc-version.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25  // Linux 6.1 (glibc 2.36's headers predate it)
 #endif
@@ -61,6 +68,61 @@ bool enabled() {
 
 HugePageReport use_huge_pages_unless_disabled() {
   return enabled() ? use_huge_pages() : HugePageReport{};
+}
+
+namespace {
+constexpr const char* kHeapTunable = "glibc.malloc.hugetlb=1";
+bool contains(const char* s, const char* part) {
+  return s && std::string_view(s).find(part) != std::string_view::npos;
+}
+}  // namespace
+
+bool heap_on_huge_pages() {
+  return contains(std::getenv("GLIBC_TUNABLES"), kHeapTunable);
+}
+
+std::optional<std::string> huge_heap_tunables() {
+#if defined(__linux__) && !PODSIM_ASAN
+  if (!enabled() || std::getenv("PODSIM_RESTARTED")) return std::nullopt;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (contains(tunables, "glibc.malloc.hugetlb")) return std::nullopt;        // the user chose
+  if (contains(std::getenv("LD_PRELOAD"), "vgpreload")) return std::nullopt;  // valgrind
+  {
+    // "always": the heap is on huge pages already; "never": it cannot be.
+    std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string mode;
+    std::getline(thp, mode);
+    if (mode.find("[madvise]") == std::string::npos) return std::nullopt;
+  }
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) != 2 ||
+      (major == 2 && minor < 35) || major < 2)
+    return std::nullopt;
+  const std::string old = tunables ? tunables : "";
+  return old.empty() ? std::string(kHeapTunable) : old + ":" + kHeapTunable;
+#else
+  return std::nullopt;
+#endif
+}
+
+void restart_with_huge_heap(char* argv[]) {
+#if defined(__linux__)
+  const std::optional<std::string> tunables = huge_heap_tunables();
+  if (!tunables) return;
+  const char* was = std::getenv("GLIBC_TUNABLES");
+  const std::optional<std::string> old = was ? std::optional<std::string>(was) : std::nullopt;
+  if (::setenv("GLIBC_TUNABLES", tunables->c_str(), 1) != 0) return;
+  ::setenv("PODSIM_RESTARTED", "1", 1);  // never twice, whatever glibc does with the tunable
+  ::execv("/proc/self/exe", argv);
+  // Still here: run as started.
+  if (old)
+    ::setenv("GLIBC_TUNABLES", old->c_str(), 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
+  ::unsetenv("PODSIM_RESTARTED");
+#else
+  (void)argv;
+#endif
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
+#include <string>
 
 namespace podsim {
 
@@ -22,6 +24,21 @@ struct HugePageReport {
 HugePageReport use_huge_pages();
 // The same, unless the environment says PODSIM_HUGE_PAGES=0 (for comparing host speed).
 HugePageReport use_huge_pages_unless_disabled();
+
+// The GLIBC_TUNABLES a podsim process should start with for glibc's malloc to put its heap on
+// transparent huge pages as it grows (glibc.malloc.hugetlb=1 added to what is set), so that
+// building and running a pod touches fresh memory 2 MiB at a time instead of 4 KiB; nothing
+// where that would change nothing or cannot be done: PODSIM_HUGE_PAGES=0, the tunable already
+// set (the user chose), the kernel giving huge pages unasked or never (not its "madvise"
+// mode), glibc older than 2.35, under valgrind (its tools would lose the process) or
+// AddressSanitizer (its own allocator). The tunable is read only as a process starts.
+std::optional<std::string> huge_heap_tunables();
+// Starts this program again (exec, the same process) with huge_heap_tunables(), if any; a
+// failed exec goes on as started. Call it first in main, before anything depends on the
+// process's state. Never changes a result.
+void restart_with_huge_heap(char* argv[]);
+// Whether this process's malloc puts its heap on huge pages (the tunable above is set).
+bool heap_on_huge_pages();
 
 // Blocks of at least 2 MiB on huge pages (mapped on their own, 2 MiB-aligned); smaller ones
 // from the heap. For containers that grow large while a simulation runs.

@@ -386,8 +386,11 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     host["access_seconds"] = h.access_seconds();
     host["teardown_seconds"] = h.teardown_seconds();
     host["peak_rss_bytes"] = 0;  // measured last, below, once every other output is written
+    host["page_faults"] = 0;     // the same
     // How much of the process was on huge pages as the first access phase began.
     host["huge_page_bytes"] = h.huge_pages().on_huge;
+    // Whether malloc put the heap on huge pages as it grew (restart_with_huge_heap).
+    host["heap_on_huge_pages"] = heap_on_huge_pages();
     run["host"] = std::move(host);
     const KernelCounters all = pod.events().counters();
     const KernelCounters& in = h.in_access_phases();
@@ -594,6 +597,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     struct rusage usage {};
     ::getrusage(RUSAGE_SELF, &usage);
     run["host"].as_object()["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+    // And its page faults: each a first touch of fresh memory (4 KiB, or 2 MiB on huge pages).
+    run["host"].as_object()["page_faults"] =
+        static_cast<std::uint64_t>(usage.ru_minflt) + static_cast<std::uint64_t>(usage.ru_majflt);
     put(out_dir / "run.json", config::to_pretty_json(run));
     remove_on_crash({});  // complete: nothing to take back from here on
   } catch (const std::bad_alloc&) {

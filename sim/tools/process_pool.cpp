@@ -1,5 +1,7 @@
 #include "sim/tools/process_pool.hpp"
 
+#include "sim/core/huge_pages.hpp"
+
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -10,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -21,12 +24,19 @@ namespace podsim::tools {
 namespace {
 
 // A child is a podsim of its own, one rank: it does not inherit the variables an MPI launcher
-// gives this process (it would take itself for one of the launcher's ranks).
+// gives this process (it would take itself for one of the launcher's ranks). It starts with
+// its heap on huge pages where that helps (huge_heap_tunables), instead of starting again.
 std::vector<char*> child_environment() {
+  static const std::optional<std::string> tunables = [] {
+    const auto t = huge_heap_tunables();
+    return t ? std::optional<std::string>("GLIBC_TUNABLES=" + *t) : std::nullopt;
+  }();
   std::vector<char*> env;
+  if (tunables) env.push_back(const_cast<char*>(tunables->c_str()));
   for (char** e = environ; *e; ++e) {
     const std::string_view v(*e);
     if (v.rfind("OMPI_", 0) == 0 || v.rfind("PMIX_", 0) == 0 || v.rfind("PMI_", 0) == 0) continue;
+    if (tunables && v.rfind("GLIBC_TUNABLES=", 0) == 0) continue;  // in `tunables` already
     env.push_back(*e);
   }
   env.push_back(nullptr);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sim/core/config_io.hpp"
+#include "sim/core/huge_pages.hpp"
 #include "sim/pod/pod.hpp"
 #include "sim/pod/pod_config_io.hpp"
 

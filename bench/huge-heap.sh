@@ -42,8 +42,8 @@ for way in ("huge", "small"):
         v = [r[key] for r in runs]
         return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
     label = "huge pages" if way == "huge" else "small pages"
-    if way == "huge" and not all(r["heap_on_huge_pages"] for r in runs):
-        label = "huge pages asked, not given (see restart_with_huge_heap)"
+    if way == "huge" and not all(r["huge_heap_asked"] for r in runs):
+        label = "huge pages not asked here (see huge_heap_tunables)"
     faults = statistics.median(r["page_faults"] for r in runs)
     rss = statistics.median(r["peak_rss_bytes"] for r in runs) / 2**20
     print(f"| {name} | {label} | {cell('setup_seconds')} | {cell('access_seconds')} | {faults:.0f} | {rss:.0f} |")

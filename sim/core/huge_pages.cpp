@@ -15,7 +15,9 @@
 
 #if defined(__linux__)
 #include <gnu/libc-version.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25  // Linux 6.1 (glibc 2.36's headers predate it)
@@ -71,48 +73,75 @@ HugePageReport use_huge_pages_unless_disabled() {
 }
 
 namespace {
-constexpr const char* kHeapTunable = "glibc.malloc.hugetlb=1";
-bool contains(const char* s, const char* part) {
-  return s && std::string_view(s).find(part) != std::string_view::npos;
+constexpr std::string_view kHugetlb = "glibc.malloc.hugetlb=";
+bool g_restarted = false;
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+std::string first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
 }
 }  // namespace
 
-bool heap_on_huge_pages() {
-  return contains(std::getenv("GLIBC_TUNABLES"), kHeapTunable);
+HeapFacts host_heap_facts() {
+  HeapFacts f;
+  f.huge_pages = env("PODSIM_HUGE_PAGES");
+  if (const char* t = std::getenv("GLIBC_TUNABLES")) f.glibc_tunables = t;
+  f.ld_preload = env("LD_PRELOAD");
+  f.sanitized = PODSIM_ASAN;
+#if defined(__linux__)
+  f.thp_mode = first_line("/sys/kernel/mm/transparent_hugepage/enabled");
+  try {
+    f.thp_bytes = std::stoull(first_line("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"));
+  } catch (const std::exception&) {
+    f.thp_bytes = 0;
+  }
+  if (std::sscanf(gnu_get_libc_version(), "%u.%u", &f.glibc_major, &f.glibc_minor) != 2)
+    f.glibc_major = f.glibc_minor = 0;
+  f.by_loader = ::getauxval(AT_BASE) == 0;  // no interpreter loaded the program: it is ld.so
+  {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+      if (line.rfind("TracerPid:", 0) == 0) f.traced = std::stol(line.substr(10)) != 0;
+  }
+  f.thp_off = ::prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1;
+#endif
+  return f;
+}
+
+std::optional<std::string> huge_heap_tunables(const HeapFacts& f) {
+  const std::string tunables = f.glibc_tunables.value_or("");
+  if (f.sanitized || f.huge_pages == "0" || tunables.find(kHugetlb) != std::string::npos ||
+      !f.ld_preload.empty() || f.by_loader || f.traced || f.thp_off || f.thp_bytes != kHugePage ||
+      f.glibc_major < 2 || (f.glibc_major == 2 && f.glibc_minor < 35))
+    return std::nullopt;
+  if (f.thp_mode.find("[madvise]") == std::string::npos && f.huge_pages != "1") return std::nullopt;
+  const std::string tunable = std::string(kHugetlb) + "1";
+  return tunables.empty() ? tunable : tunables + ":" + tunable;
 }
 
 std::optional<std::string> huge_heap_tunables() {
-#if defined(__linux__) && !PODSIM_ASAN
-  if (!enabled() || std::getenv("PODSIM_RESTARTED")) return std::nullopt;
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (contains(tunables, "glibc.malloc.hugetlb")) return std::nullopt;        // the user chose
-  if (contains(std::getenv("LD_PRELOAD"), "vgpreload")) return std::nullopt;  // valgrind
-  {
-    // "always": the heap is on huge pages already; "never": it cannot be.
-    std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-    std::string mode;
-    std::getline(thp, mode);
-    if (mode.find("[madvise]") == std::string::npos) return std::nullopt;
-  }
-  unsigned major = 0, minor = 0;
-  if (std::sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) != 2 ||
-      (major == 2 && minor < 35) || major < 2)
-    return std::nullopt;
-  const std::string old = tunables ? tunables : "";
-  return old.empty() ? std::string(kHeapTunable) : old + ":" + kHeapTunable;
-#else
-  return std::nullopt;
-#endif
+  return huge_heap_tunables(host_heap_facts());
 }
 
 void restart_with_huge_heap(char* argv[]) {
+  if (std::getenv("PODSIM_RESTARTED")) {  // this is the restarted process: never twice
+    g_restarted = true;
+    ::unsetenv("PODSIM_RESTARTED");
+    return;
+  }
 #if defined(__linux__)
   const std::optional<std::string> tunables = huge_heap_tunables();
   if (!tunables) return;
   const char* was = std::getenv("GLIBC_TUNABLES");
   const std::optional<std::string> old = was ? std::optional<std::string>(was) : std::nullopt;
   if (::setenv("GLIBC_TUNABLES", tunables->c_str(), 1) != 0) return;
-  ::setenv("PODSIM_RESTARTED", "1", 1);  // never twice, whatever glibc does with the tunable
+  ::setenv("PODSIM_RESTARTED", "1", 1);
   ::execv("/proc/self/exe", argv);
   // Still here: run as started.
   if (old)
@@ -123,6 +152,17 @@ void restart_with_huge_heap(char* argv[]) {
 #else
   (void)argv;
 #endif
+}
+
+bool restarted_for_huge_heap() {
+  return g_restarted;
+}
+
+bool huge_heap_asked() {
+  const std::string t = env("GLIBC_TUNABLES");
+  const auto at = t.rfind(kHugetlb);
+  return at != std::string::npos && t.compare(at + kHugetlb.size(), 1, "1") == 0 &&
+         (at + kHugetlb.size() + 1 == t.size() || t[at + kHugetlb.size() + 1] == ':');
 }
 
 namespace {

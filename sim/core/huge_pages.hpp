@@ -25,20 +25,44 @@ HugePageReport use_huge_pages();
 // The same, unless the environment says PODSIM_HUGE_PAGES=0 (for comparing host speed).
 HugePageReport use_huge_pages_unless_disabled();
 
-// The GLIBC_TUNABLES a podsim process should start with for glibc's malloc to put its heap on
-// transparent huge pages as it grows (glibc.malloc.hugetlb=1 added to what is set), so that
-// building and running a pod touches fresh memory 2 MiB at a time instead of 4 KiB; nothing
-// where that would change nothing or cannot be done: PODSIM_HUGE_PAGES=0, the tunable already
-// set (the user chose), the kernel giving huge pages unasked or never (not its "madvise"
-// mode), glibc older than 2.35, under valgrind (its tools would lose the process) or
-// AddressSanitizer (its own allocator). The tunable is read only as a process starts.
-std::optional<std::string> huge_heap_tunables();
-// Starts this program again (exec, the same process) with huge_heap_tunables(), if any; a
-// failed exec goes on as started. Call it first in main, before anything depends on the
+// A run's heap on huge pages from its start: glibc's malloc puts its heap on transparent huge
+// pages as it grows when GLIBC_TUNABLES says glibc.malloc.hugetlb=1 (glibc 2.35 and later, and
+// only where the kernel gives huge pages to memory that asks: its "madvise" mode), so building
+// and running a pod touches fresh memory 2 MiB at a time instead of 4 KiB. The tunable is read
+// only as a process starts: `podsim run` starts itself again with it, and the commands that
+// start runs as processes give it to them.
+//
+// What decides it: the process's environment and host (host_heap_facts), or a test's.
+struct HeapFacts {
+  std::string huge_pages;                     // PODSIM_HUGE_PAGES: "0" off, "1" even unasked
+  std::optional<std::string> glibc_tunables;  // GLIBC_TUNABLES, if set
+  std::string ld_preload;                     // LD_PRELOAD: valgrind, another allocator, a tool
+  std::string thp_mode;                       // /sys/kernel/mm/transparent_hugepage/enabled
+  std::uint64_t thp_bytes = 0;                // .../hpage_pmd_size: a huge page's bytes
+  unsigned glibc_major = 0, glibc_minor = 0;
+  bool by_loader = false;  // started as `ld.so podsim ...`: /proc/self/exe is the loader
+  bool traced = false;     // a debugger or tracer is attached
+  bool thp_off = false;    // prctl(PR_GET_THP_DISABLE): no huge pages for this process
+  bool sanitized = false;  // AddressSanitizer's allocator, not glibc's
+};
+HeapFacts host_heap_facts();
+// The GLIBC_TUNABLES to start with (glibc.malloc.hugetlb=1 added to what is set), or nothing
+// where it would change nothing or cannot be done: PODSIM_HUGE_PAGES=0, the tunable already
+// set (the user chose), anything preloaded, started by the loader, traced, huge pages turned
+// off for the process or not 2 MiB, glibc older than 2.35, a sanitizer build, or the kernel not
+// in its "madvise" mode (glibc uses the tunable only then; PODSIM_HUGE_PAGES=1 asks anyway,
+// for tests and comparisons).
+std::optional<std::string> huge_heap_tunables(const HeapFacts& facts);
+std::optional<std::string> huge_heap_tunables();  // this process's (host_heap_facts)
+// Starts this program again (exec: the same process, with huge_heap_tunables()), if that says
+// to; a failed exec goes on as started. Call it first in main, before anything depends on the
 // process's state. Never changes a result.
 void restart_with_huge_heap(char* argv[]);
-// Whether this process's malloc puts its heap on huge pages (the tunable above is set).
-bool heap_on_huge_pages();
+// This process was started again by restart_with_huge_heap.
+bool restarted_for_huge_heap();
+// GLIBC_TUNABLES asks glibc's malloc for huge pages (its last glibc.malloc.hugetlb setting is 1).
+// What the kernel gave shows in the run's page faults.
+bool huge_heap_asked();
 
 // Blocks of at least 2 MiB on huge pages (mapped on their own, 2 MiB-aligned); smaller ones
 // from the heap. For containers that grow large while a simulation runs.

@@ -101,7 +101,18 @@ constexpr const char* kRunOutputs[] = {"run.json",
                                        "model.csv"};
 }  // namespace
 
+namespace {
+std::uint64_t page_faults_so_far() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::uint64_t>(usage.ru_minflt) + static_cast<std::uint64_t>(usage.ru_majflt);
+}
+}  // namespace
+
 int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
+  // The run's page faults are counted from here (not the program's start, nor a first image's
+  // before restart_with_huge_heap).
+  const std::uint64_t faults_at_start = page_faults_so_far();
   // 1. The config: everything is checked before anything is built or written.
   PodConfig cfg;
   try {
@@ -389,8 +400,10 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     host["page_faults"] = 0;     // the same
     // How much of the process was on huge pages as the first access phase began.
     host["huge_page_bytes"] = h.huge_pages().on_huge;
-    // Whether malloc put the heap on huge pages as it grew (restart_with_huge_heap).
-    host["heap_on_huge_pages"] = heap_on_huge_pages();
+    // Whether malloc was asked to put the heap on huge pages as it grew, and whether the run
+    // was started again for it (restart_with_huge_heap); page_faults shows what it got.
+    host["huge_heap_asked"] = huge_heap_asked();
+    host["restarted_for_huge_heap"] = restarted_for_huge_heap();
     run["host"] = std::move(host);
     const KernelCounters all = pod.events().counters();
     const KernelCounters& in = h.in_access_phases();
@@ -597,9 +610,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     struct rusage usage {};
     ::getrusage(RUSAGE_SELF, &usage);
     run["host"].as_object()["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
-    // And its page faults: each a first touch of fresh memory (4 KiB, or 2 MiB on huge pages).
-    run["host"].as_object()["page_faults"] =
-        static_cast<std::uint64_t>(usage.ru_minflt) + static_cast<std::uint64_t>(usage.ru_majflt);
+    // And the run's page faults, from reading its config to here: first touches of fresh
+    // memory (4 KiB each, or 2 MiB on huge pages) and of the program's own pages.
+    run["host"].as_object()["page_faults"] = page_faults_so_far() - faults_at_start;
     put(out_dir / "run.json", config::to_pretty_json(run));
     remove_on_crash({});  // complete: nothing to take back from here on
   } catch (const std::bad_alloc&) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,4 +55,80 @@ TEST_CASE("huge-page blocks hold what is written, are aligned and are reused", "
   for (std::uint64_t i = 0; i < 1'000'000; ++i)
     v.push_back(i * 3);
   CHECK(v[999'999] == 2'999'997);
+}
+
+TEST_CASE("a run's heap is asked onto huge pages only where that changes something", "[memory]") {
+  HeapFacts f;  // a host where it does: the kernel gives huge pages to memory that asks
+  f.thp_mode = "always [madvise] never";
+  f.thp_bytes = kHugePage;
+  f.glibc_major = 2;
+  f.glibc_minor = 36;
+  REQUIRE(huge_heap_tunables(f) == std::optional<std::string>("glibc.malloc.hugetlb=1"));
+  SECTION("other tunables are kept") {
+    f.glibc_tunables = "glibc.malloc.arena_max=2";
+    CHECK(huge_heap_tunables(f) ==
+          std::optional<std::string>("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"));
+  }
+  SECTION("the user's own setting stands") {
+    f.glibc_tunables = "glibc.malloc.hugetlb=0";
+    CHECK_FALSE(huge_heap_tunables(f));
+  }
+  SECTION("PODSIM_HUGE_PAGES=0 turns it off; =1 asks even where the kernel would not heed it") {
+    f.huge_pages = "0";
+    CHECK_FALSE(huge_heap_tunables(f));
+    f.huge_pages = "1";
+    f.thp_mode = "[always] madvise never";
+    CHECK(huge_heap_tunables(f));
+  }
+  SECTION("the kernel's other modes: glibc uses the tunable only in madvise mode") {
+    for (const char* mode : {"[always] madvise never", "always madvise [never]", ""}) {
+      f.thp_mode = mode;
+      CHECK_FALSE(huge_heap_tunables(f));
+    }
+  }
+  SECTION("glibc before 2.35 has no such tunable") {
+    f.glibc_minor = 34;
+    CHECK_FALSE(huge_heap_tunables(f));
+    f.glibc_major = 3;
+    f.glibc_minor = 0;
+    CHECK(huge_heap_tunables(f));
+  }
+  SECTION("valgrind, another allocator or a tool preloaded; a debugger; the loader") {
+    f.ld_preload = "/usr/libexec/valgrind/vgpreload_core-amd64-linux.so";
+    CHECK_FALSE(huge_heap_tunables(f));
+    f.ld_preload = "";
+    f.traced = true;
+    CHECK_FALSE(huge_heap_tunables(f));
+    f.traced = false;
+    f.by_loader = true;
+    CHECK_FALSE(huge_heap_tunables(f));
+  }
+  SECTION("huge pages off for the process, not 2 MiB, or a sanitizer's allocator") {
+    f.thp_off = true;
+    CHECK_FALSE(huge_heap_tunables(f));
+    f.thp_off = false;
+    f.thp_bytes = std::uint64_t{512} << 20;  // arm64 with 64 KiB pages
+    CHECK_FALSE(huge_heap_tunables(f));
+    f.thp_bytes = kHugePage;
+    f.sanitized = true;
+    CHECK_FALSE(huge_heap_tunables(f));
+  }
+}
+
+TEST_CASE("huge_heap_asked reads glibc's last hugetlb setting", "[memory]") {
+  const char* was = std::getenv("GLIBC_TUNABLES");
+  const std::string saved = was ? was : "";
+  auto asked = [](const char* t) {
+    ::setenv("GLIBC_TUNABLES", t, 1);
+    return huge_heap_asked();
+  };
+  CHECK(asked("glibc.malloc.hugetlb=1"));
+  CHECK(asked("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"));
+  CHECK_FALSE(asked("glibc.malloc.hugetlb=1:glibc.malloc.hugetlb=0"));
+  CHECK_FALSE(asked("glibc.malloc.hugetlb=2"));
+  CHECK_FALSE(asked("glibc.malloc.hugetlb=10"));
+  CHECK_FALSE(asked("glibc.malloc.arena_max=2"));
+  ::unsetenv("GLIBC_TUNABLES");
+  CHECK_FALSE(huge_heap_asked());
+  if (was) ::setenv("GLIBC_TUNABLES", saved.c_str(), 1);
 }

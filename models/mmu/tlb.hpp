@@ -44,10 +44,9 @@ class Tlb {
         ++rank_bits_;
     rank_mask_ = (1ull << rank_bits_) - 1;
     key_bits_ = 64 - rank_bits_ - kKeyShift;
-    tags_.resize(entries);
-    for (std::size_t i = 0; i < tags_.size(); ++i)  // every set's ranks: 0, 1, ..., ways - 1
-      tags_[i] = rank_bits_ ? i % ways_ : 0;
-    values_.resize(entries);
+    // The lines are allocated by the first insert: a TLB never filled (a GPU another rank
+    // simulates, or one nothing reaches) holds no host memory. Until then every line is empty
+    // and each set's ranks are 0, 1, ..., ways - 1, as allocate() leaves them.
   }
 
   // Looks up the entry covering `page` (of any fragment size, the largest first); refreshes
@@ -82,6 +81,8 @@ class Tlb {
   // the least recently used way; FIFO: the least recently filled).
   void insert(std::uint32_t space, std::uint64_t page, std::uint8_t fragment, const Value& v) {
     if (sets_ == 0) return;
+    if (tags_.empty()) [[unlikely]]
+      allocate();
     const std::uint64_t key = page >> fragment;
     const std::uint64_t t = tag(space, fragment, key);
     const std::size_t base = set_of(key, fragment) * ways_;
@@ -143,8 +144,17 @@ class Tlb {
   // value; `f(tag_word, const Value*)` gets null for an empty line.
   template <class F>
   void for_each_line(F&& f) const {
+    if (tags_.empty()) {  // never filled: as allocate() would leave it
+      for (std::size_t i = 0; i < std::size_t{sets_} * ways_; ++i)
+        f(initial_tag(i), nullptr);
+      return;
+    }
     for (std::size_t i = 0; i < tags_.size(); ++i)
       f(tags_[i], valid(tags_[i]) ? &values_[i] : nullptr);
+  }
+  // Host bytes the lines hold (none until the first insert).
+  std::size_t host_bytes() const {
+    return tags_.capacity() * sizeof(std::uint64_t) + values_.capacity() * sizeof(Value);
   }
 
   std::uint32_t sets() const { return sets_; }
@@ -163,6 +173,14 @@ class Tlb {
   // (4 bits: 0 to 9), address space (4 bits: a VMID, 0 to 15), key (the rest: at 4,096 ways,
   // 43 bits, a 55-bit address's page). An empty line keeps its rank.
   static constexpr unsigned kKeyShift = 9;
+  // An empty line `i`'s word before anything was filled: its rank in its set.
+  std::uint64_t initial_tag(std::size_t i) const { return rank_bits_ ? i % ways_ : 0; }
+  void allocate() {
+    tags_.resize(std::size_t{sets_} * ways_);
+    for (std::size_t i = 0; i < tags_.size(); ++i)
+      tags_[i] = initial_tag(i);
+    values_.resize(tags_.size());
+  }
   std::uint64_t tag(std::uint32_t space, std::uint8_t f, std::uint64_t key) const {
     if (space > 0xF || key >> key_bits_ || f > kMaxFragment)
       throw std::out_of_range("TLB: address space, page number or fragment out of range");

@@ -45,7 +45,9 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
              else
                scenario_->apply(n);
            }),
-      pool_(static_cast<std::size_t>(cfg.pod.gpus) * (cfg.workload.traffic.outstanding + 8)),
+      // Packets for the accesses this rank's GPUs keep in flight (the pool grows if need be).
+      pool_((static_cast<std::size_t>(cfg.pod.gpus) + (ranks ? ranks->ranks() : 1) - 1) /
+            (ranks ? ranks->ranks() : 1) * (cfg.workload.traffic.outstanding + 8)),
       summary_(cfg.fabric.planes, cfg.sim.sample_interval) {
   host_.count(events_);
   if (ranks && ranks->ranks() > 1) {

@@ -29,6 +29,36 @@ TEST_CASE("a TLB hits what it holds and misses what it does not", "[tlb]") {
   CHECK_FALSE(hit(none, 0, 5));
 }
 
+TEST_CASE("a TLB holds no host memory until its first fill, and looks the same before", "[tlb]") {
+  for (auto policy : {Replacement::Lru, Replacement::Fifo, Replacement::Random}) {
+    Tlb<int> tlb(64, 8, policy);
+    CHECK(tlb.host_bytes() == 0);
+    // Lookups and invalidations of a TLB never filled miss and change nothing.
+    CHECK_FALSE(hit(tlb, 0, 5));
+    tlb.invalidate_all();
+    tlb.invalidate_space(0);
+    tlb.invalidate_range(0, 0, 100);
+    CHECK(tlb.host_bytes() == 0);
+    // Its lines read as a filled-then-emptied TLB's: empty, each set's ranks in order.
+    auto lines = [](const Tlb<int>& t) {
+      std::vector<std::uint64_t> words;
+      t.for_each_line([&](std::uint64_t w, const int* v) {
+        words.push_back(w);
+        CHECK(v == nullptr);
+      });
+      return words;
+    };
+    const std::vector<std::uint64_t> before = lines(tlb);
+    CHECK(before.size() == 64);
+    tlb.insert(0, 5, 0, 50);
+    CHECK(tlb.host_bytes() >= 64 * (sizeof(std::uint64_t) + sizeof(int)));
+    CHECK(*tlb.lookup(0, 5).value == 50);
+    tlb.invalidate_all();
+    CHECK_FALSE(hit(tlb, 0, 5));
+    CHECK(lines(tlb) == before);  // the first fill took way 0, already its set's most recent
+  }
+}
+
 TEST_CASE("a fragment entry covers its 2^f pages", "[tlb]") {
   Tlb<int> tlb(16, 4);
   tlb.insert(0, 35, kFragment64K, 7);  // pages 32..47

@@ -32,6 +32,11 @@ driver::VpodInfo vpod_of(const PodConfig& cfg, std::uint32_t gpu) {
     v.members[g] = true;
   return v;
 }
+// A rank's share of `n` (rounded up), `ranks` may be null (one rank).
+std::size_t share(std::size_t n, const RankComm* ranks) {
+  const std::size_t r = ranks ? ranks->ranks() : 1;
+  return (n + r - 1) / r;
+}
 }  // namespace
 
 Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, RankComm* ranks)
@@ -46,8 +51,7 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
                scenario_->apply(n);
            }),
       // Packets for the accesses this rank's GPUs keep in flight (the pool grows if need be).
-      pool_((static_cast<std::size_t>(cfg.pod.gpus) + (ranks ? ranks->ranks() : 1) - 1) /
-            (ranks ? ranks->ranks() : 1) * (cfg.workload.traffic.outstanding + 8)),
+      pool_(share(cfg.pod.gpus, ranks) * (cfg.workload.traffic.outstanding + 8)),
       summary_(cfg.fabric.planes, cfg.sim.sample_interval) {
   host_.count(events_);
   if (ranks && ranks->ranks() > 1) {

@@ -99,13 +99,14 @@ constexpr const char* kRunOutputs[] = {"run.json",
                                        "collectives.csv",
                                        "collectives.json",
                                        "model.csv"};
-}  // namespace
 
-namespace {
+std::uint64_t page_faults(const struct rusage& usage) {
+  return static_cast<std::uint64_t>(usage.ru_minflt) + static_cast<std::uint64_t>(usage.ru_majflt);
+}
 std::uint64_t page_faults_so_far() {
   struct rusage usage {};
   ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::uint64_t>(usage.ru_minflt) + static_cast<std::uint64_t>(usage.ru_majflt);
+  return page_faults(usage);
 }
 }  // namespace
 
@@ -612,7 +613,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     run["host"].as_object()["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
     // And the run's page faults, from reading its config to here: first touches of fresh
     // memory (4 KiB each, or 2 MiB on huge pages) and of the program's own pages.
-    run["host"].as_object()["page_faults"] = page_faults_so_far() - faults_at_start;
+    run["host"].as_object()["page_faults"] = page_faults(usage) - faults_at_start;
     put(out_dir / "run.json", config::to_pretty_json(run));
     remove_on_crash({});  // complete: nothing to take back from here on
   } catch (const std::bad_alloc&) {

@@ -25,8 +25,6 @@ FirmwareMailbox::FirmwareMailbox(sc_core::sc_module_name name, const MailboxConf
       self_(self),
       mode_(mode),
       pool_(pool),
-      tx_(kMaxAccels),
-      rx_(kMaxAccels),
       arrivals_(events, queue_name(*this, "arrivals"),
                 [this](tlm::tlm_generic_payload* gp) { arrive(gp); }),
       landings_(events, queue_name(*this, "landings"), [this](const Part& p) { handle(p); }),
@@ -43,13 +41,13 @@ void FirmwareMailbox::end_of_elaboration() {
 }
 
 FirmwareMailbox::RingState& FirmwareMailbox::ring_state(PeerRings& v, AccelId peer, unsigned ring) {
-  if (!v[peer]) v[peer] = std::make_unique<std::array<RingState, kRings>>();
-  return (*v[peer])[ring];
+  return v[peer][ring];  // a node: references stay valid as other peers are added
 }
 
 std::uint32_t FirmwareMailbox::in_flight(AccelId dst, unsigned ring) const {
-  if (!tx_[dst]) return 0;
-  const RingState& r = (*tx_[dst])[ring];
+  auto it = tx_.find(dst);
+  if (it == tx_.end()) return 0;
+  const RingState& r = it->second[ring];
   return r.next_seq - r.acked;
 }
 
@@ -254,10 +252,9 @@ void FirmwareMailbox::load() {
   // What landed while it was halted it takes once it is up.
   firmware_.push(ready_at_, [this, epoch = epoch_] {
     if (down_ || halted_ || epoch != epoch_) return;
-    for (std::size_t peer = 0; peer < rx_.size(); ++peer)
-      if (rx_[peer])
-        for (unsigned ring = 0; ring < kRings; ++ring)
-          take(static_cast<AccelId>(peer), ring, (*rx_[peer])[ring]);
+    for (auto& [peer, rings] : rx_)
+      for (unsigned ring = 0; ring < kRings; ++ring)
+        take(peer, ring, rings[ring]);
   });
 }
 
@@ -322,10 +319,8 @@ void FirmwareMailbox::restart_rings() {
   // commands carry UPDATE_WB, and senders' rings are taken up as found.
   ++epoch_;
   restarted_ = true;
-  for (auto& peer : tx_)
-    peer.reset();
-  for (auto& peer : rx_)
-    peer.reset();
+  tx_.clear();
+  rx_.clear();
 }
 
 void FirmwareMailbox::reset() {
@@ -341,10 +336,9 @@ void FirmwareMailbox::reset() {
 
 void FirmwareMailbox::digest(Digest& d) const {
   for (const PeerRings* side : {&tx_, &rx_}) {
-    for (std::size_t peer = 0; peer < side->size(); ++peer) {
-      if (!(*side)[peer]) continue;
+    for (const auto& [peer, rings] : *side) {
       for (unsigned ring = 0; ring < kRings; ++ring) {
-        const RingState& r = (*(*side)[peer])[ring];
+        const RingState& r = rings[ring];
         if (!r.started) continue;
         std::uint64_t pending = 0;
         for (bool f : r.filled)

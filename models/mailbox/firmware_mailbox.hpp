@@ -27,6 +27,7 @@
 
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -162,8 +163,9 @@ class FirmwareMailbox final : public sc_core::sc_module, public HasStats {
   void take(AccelId from, unsigned ring, RingState& r);
   void emit(AccelId dst, MailboxWrite kind, unsigned ring, std::uint32_t seq, const FwCommand* cmd,
             std::uint32_t status, std::uint32_t gen, std::uint32_t plane, Time delay = Time{});
-  // Per peer, made when the peer is first talked to (a 1,024-GPU pod talks to few peers each).
-  using PeerRings = std::vector<std::unique_ptr<std::array<RingState, kRings>>>;
+  // Per peer, made when the peer is first talked to: a 1,024-GPU pod talks to few peers each,
+  // and a slot for every possible peer cost 16 MB across the pod. Ordered by peer.
+  using PeerRings = std::map<AccelId, std::array<RingState, kRings>>;
   RingState& ring_state(PeerRings& v, AccelId peer, unsigned ring);
   void start_receiving(RingState& r, std::uint32_t gen);
   void restart_rings();

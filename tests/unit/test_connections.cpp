@@ -92,3 +92,31 @@ TEST_CASE("a device reset clears every connection, and the digest lists only liv
   CHECK(cleared.value() == fresh.value());
   CHECK(before.value() != fresh.value());
 }
+
+TEST_CASE("the table holds only peers talked to, and a peer never seen reads not ready",
+          "[driver][connections]") {
+  Connections c(1024);
+  CHECK(c.state(1000) == ConnState::NotReady);  // reading creates nothing
+  CHECK(c.generation(1000) == 0);
+  CHECK_FALSE(c.established_at(1000, 0));
+  c.drop(7);  // nothing to drop, nothing made
+  c.time_out(7);
+  c.give_up(7);
+  CHECK_FALSE(c.reset(7, ConnState::NotReady, 0));
+  CHECK(c.peers_known() == 0);
+  WaitQueue& q = c.changed(900);
+  for (AccelId p = 0; p < 64; ++p)
+    c.establish(p);  // more peers: the first one's wait queue stays where it was
+  CHECK(&c.changed(900) == &q);
+  CHECK(c.peers_known() == 65);
+  Digest d;
+  c.digest(d);
+  Connections full(1024);
+  for (AccelId p = 0; p < 64; ++p)
+    full.establish(p);
+  Digest e;
+  full.digest(e);
+  CHECK(d.value() == e.value());  // peer 900, never past NOT_READY at 0, is not in the digest
+  c.clear();
+  CHECK(c.peers_known() == 0);  // nobody waits: every entry goes
+}

@@ -26,7 +26,7 @@ DriverShell::DriverShell(sc_core::sc_module_name name, const DriverConfig& cfg, 
             if (!pending_.erase(c.id)) return;  // cancelled
             c.fn();
           },
-          256),
+          16),
       driver_(cfg, self, std::move(vpod), mode, Rng::for_component(seed, std::string(this->name())),
               *this) {
   stats_.add_child(driver_.stats());

@@ -65,41 +65,51 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
 // and as the GPU resets (before anything a process asks for while it is down), which the
 // config check makes large enough; the driver's activation maps it in the NPA VM (map_rings).
 void GpuNode::reserve_ring_pages() {
-  ring_keys_.clear();
+  ring_key_count_ = 0;
+  for_each_ring_key([this](std::uint64_t) { ++ring_key_count_; });
+  auto frames = vram.allocator().allocate(ring_vram_pages(mode_, pod_gpus_));
+  if (!frames)
+    throw std::runtime_error(std::string(name()) + ": VRAM too small for the rings' " +
+                             std::to_string(ring_key_count_) + " receive pages");
+  ring_frames_ = std::move(*frames);
+}
+
+// The rings' pages in the NPA VM, in the order their frames were taken: made afresh each time
+// rather than kept (2,048 keys per GPU, 16 MB across a 1,024-GPU pod).
+template <class F>
+void GpuNode::for_each_ring_key(F f) const {
   const bool ident = mode_ == NpaAddrMode::SourceIdentification;
   if (ident && b2_) {
     // B2: by the sender's position in the vPod's active list, the interrupt ring first.
     for (std::size_t pos = 0; pos < peers_.size(); ++pos)
       if (peers_[pos] != id_)
         for (std::uint64_t t = 0; t < 3; ++t)
-          ring_keys_.push_back(static_cast<std::uint64_t>(pos) << kNpaWindowPageBits | t);
-  } else {
-    for (AccelId p = 0; p < pod_gpus_; ++p) {
-      if (ident && p == id_) continue;  // no ring to ourselves
-      if (ident) {
-        for (RingPage t : {RingPage::TlbRing, RingPage::IntRing, RingPage::Pointers})
-          ring_keys_.push_back(ring_page_key(mode_, id_, p, t));
-      } else {  // our own two pages hold the pointers
-        ring_keys_.push_back(ring_page_key(mode_, id_, p, RingPage::TlbRing));
-        ring_keys_.push_back(ring_page_key(mode_, id_, p, RingPage::IntRing));
-      }
+          f(static_cast<std::uint64_t>(pos) << kNpaWindowPageBits | t);
+    return;
+  }
+  for (AccelId p = 0; p < pod_gpus_; ++p) {
+    if (ident && p == id_) continue;  // no ring to ourselves
+    if (ident) {
+      for (RingPage t : {RingPage::TlbRing, RingPage::IntRing, RingPage::Pointers})
+        f(ring_page_key(mode_, id_, p, t));
+    } else {  // our own two pages hold the pointers
+      f(ring_page_key(mode_, id_, p, RingPage::TlbRing));
+      f(ring_page_key(mode_, id_, p, RingPage::IntRing));
     }
   }
-  auto frames = vram.allocator().allocate(ring_vram_pages(mode_, pod_gpus_));
-  if (!frames)
-    throw std::runtime_error(std::string(name()) + ": VRAM too small for the rings' " +
-                             std::to_string(ring_keys_.size()) + " receive pages");
-  ring_frames_ = std::move(*frames);
 }
 
 std::uint64_t GpuNode::map_rings(bool up, bool flush) {
-  for (std::size_t i = 0; i < ring_keys_.size(); ++i)
+  std::size_t i = 0;
+  for_each_ring_key([&](std::uint64_t key) {
     if (up)
-      npa_mmu.map_page(ring_keys_[i], ring_frames_[i], 0);
+      npa_mmu.map_page(key, ring_frames_[i], 0);
     else
-      npa_mmu.unmap_page(ring_keys_[i]);
+      npa_mmu.unmap_page(key);
+    ++i;
+  });
   if (!up && flush) npa_mmu.flush_tlb();
-  return ring_keys_.size();
+  return ring_key_count_;
 }
 
 void GpuNode::unconfigure() {

@@ -5,9 +5,10 @@
 // messages, this keeps the states and their rules (tests/unit/test_connections.cpp).
 #pragma once
 
-#include <cassert>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "driver_model/coro.hpp"
@@ -137,7 +138,9 @@ class Connections {
     return it == c_.end() ? nullptr : &it->second;
   }
   Connection& slot(AccelId p) {
-    assert(p < peers_);
+    if (p >= peers_)
+      throw std::out_of_range("connection to accelerator " + std::to_string(p) +
+                              " beyond the table's " + std::to_string(peers_));
     return c_[p];  // a node: references (waiters) stay valid as others are added
   }
   std::size_t peers_;

@@ -120,3 +120,11 @@ TEST_CASE("the table holds only peers talked to, and a peer never seen reads not
   c.clear();
   CHECK(c.peers_known() == 0);  // nobody waits: every entry goes
 }
+
+TEST_CASE("a connection to an accelerator beyond the table is an error, not a write past it",
+          "[driver][connections]") {
+  Connections c(4);
+  CHECK_THROWS_AS(c.establish(4), std::out_of_range);
+  CHECK(c.state(4) == ConnState::NotReady);
+  CHECK(c.peers_known() == 0);
+}

@@ -28,7 +28,6 @@
 #include <array>
 #include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <vector>
 

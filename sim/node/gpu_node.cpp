@@ -65,12 +65,10 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
 // and as the GPU resets (before anything a process asks for while it is down), which the
 // config check makes large enough; the driver's activation maps it in the NPA VM (map_rings).
 void GpuNode::reserve_ring_pages() {
-  ring_key_count_ = 0;
-  for_each_ring_key([this](std::uint64_t) { ++ring_key_count_; });
   auto frames = vram.allocator().allocate(ring_vram_pages(mode_, pod_gpus_));
   if (!frames)
     throw std::runtime_error(std::string(name()) + ": VRAM too small for the rings' " +
-                             std::to_string(ring_key_count_) + " receive pages");
+                             std::to_string(ring_pages()) + " receive pages");
   ring_frames_ = std::move(*frames);
 }
 
@@ -109,7 +107,13 @@ std::uint64_t GpuNode::map_rings(bool up, bool flush) {
     ++i;
   });
   if (!up && flush) npa_mmu.flush_tlb();
-  return ring_key_count_;
+  return i;
+}
+
+std::size_t GpuNode::ring_pages() const {
+  std::size_t n = 0;
+  for_each_ring_key([&n](std::uint64_t) { ++n; });
+  return n;
 }
 
 void GpuNode::unconfigure() {

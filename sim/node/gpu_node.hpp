@@ -45,7 +45,7 @@ class GpuNode final : public sc_core::sc_module {
   const sc_core::sc_event& back_up() const { return up_ev_; }
   // The rings' receive pages the GPU maps in its NPA VM when active
   // (models/npa_mmu/npa_layout.hpp).
-  std::size_t ring_pages() const { return ring_key_count_; }
+  std::size_t ring_pages() const;
   // As a freshly loaded driver on a device not yet activated: UNCONFIGURED, NPA translation
   // off, the rings unmapped, the firmware halted (a pod that simulates its bring-up).
   void unconfigure();
@@ -82,7 +82,6 @@ class GpuNode final : public sc_core::sc_module {
   bool b2_;                     // the snapshot's B2 put back (source identification only)
   std::vector<AccelId> peers_;  // the vPod's members (us included): B2's active list
   std::uint32_t pod_gpus_;      // every possible sender has its receive pages
-  std::size_t ring_key_count_ = 0;
   std::vector<std::uint64_t> ring_frames_;  // the ring pages' VRAM frames, in key order
   sc_core::sc_event up_ev_;
 };

@@ -126,10 +126,6 @@ void Egress::commit(std::size_t tc, Time now) {
   const Queued q = queues_[tc].front();
   queues_[tc].pop_front();
   --queued_;
-  // The next packet of this class goes out once this one is serialised: its lines are on their
-  // way into the cache meanwhile (it has waited in the queue long enough to have left it under
-  // load; a hint, it changes nothing).
-  if (!queues_[tc].empty()) prefetch_packet(queues_[tc].front().gp);
   waiting_since_ = now;
   queued_bytes_[tc] -= q.tl;
   credits_[tc] -= static_cast<std::int64_t>(q.tl);

@@ -147,7 +147,11 @@ void Dispatcher::freeze() {
     n.rank = rank_of[n.rank];
   for (Node& n : run_)
     n.rank = rank_of[n.rank];
-  std::sort(run_.begin(), run_.end(), [this](const Node& x, const Node& y) { return later(x, y); });
+  for (Node& n : soon_)
+    n.rank = rank_of[n.rank];
+  const auto later_than = [this](const Node& x, const Node& y) { return later(x, y); };
+  std::sort(run_.begin(), run_.end(), later_than);
+  std::make_heap(soon_.begin(), soon_.end(), later_than);
 }
 
 std::vector<std::string> Dispatcher::queue_order() const {
@@ -160,13 +164,6 @@ std::vector<std::string> Dispatcher::queue_order() const {
 namespace {
 constexpr auto kOverflowLater = [](const auto& a, const auto& b) { return a.due > b.due; };
 }  // namespace
-
-void Dispatcher::run_insert(const Node& n) {
-  // run_ is sorted last-served first: everything served after n stays in front of it.
-  const auto at =
-      std::partition_point(run_.begin(), run_.end(), [&](const Node& x) { return !before(x, n); });
-  run_.insert(at, n);
-}
 
 std::uint32_t Dispatcher::new_chunk() {
   if (free_chunks_.empty()) {
@@ -181,7 +178,9 @@ std::uint32_t Dispatcher::new_chunk() {
 void Dispatcher::file(const Node& n) {
   const std::int64_t b = bucket_of(n.due);
   if (b <= current_) {
-    run_insert(n);
+    soon_.push_back(n);
+    std::push_heap(soon_.begin(), soon_.end(),
+                   [this](const Node& x, const Node& y) { return later(x, y); });
   } else if (b < current_ + static_cast<std::int64_t>(kBuckets)) {
     const std::size_t pos = static_cast<std::size_t>(b) & (kBuckets - 1);
     std::uint32_t head = buckets_[pos];
@@ -325,7 +324,12 @@ void Dispatcher::sort_large_run() {
 }
 
 Time Dispatcher::next_due() const {
-  if (!run_.empty()) return Time::ps(run_.back().due);
+  if (!run_.empty() || !soon_.empty()) {
+    std::int64_t due = INT64_MAX;
+    if (!run_.empty()) due = run_.back().due;
+    if (!soon_.empty()) due = std::min(due, soon_.front().due);
+    return Time::ps(due);
+  }
   const std::int64_t b = next_bucket();
   if (b >= 0) {
     std::int64_t due = INT64_MAX;
@@ -366,8 +370,10 @@ void Dispatcher::run() {
   kernel_detail::kernel_touched = false;
   Time limit = bound(k);
   while (true) {
-    if (run_.empty() && !load_next(limit)) break;
-    const Node top = run_.back();
+    if (run_.empty() && soon_.empty() && !load_next(limit)) break;
+    // The earlier of the run's next and soon_'s (items pushed into this bucket while served).
+    const bool soon = !soon_.empty() && (run_.empty() || before(soon_.front(), run_.back()));
+    const Node top = soon ? soon_.front() : run_.back();
     if (top.due > limit.as_ps()) break;
     // What the items a little further on will touch, on its way into the cache while this
     // one is served (a big pod's state is far bigger than the host's caches).
@@ -375,7 +381,13 @@ void Dispatcher::run() {
       const Node& n = run_[run_.size() - 1 - kFetchAhead];
       if (const QueueBase::Prefetch fn = prefetch_[n.rank]) fn(slots_[n.slot].item.b);
     }
-    run_.pop_back();
+    if (soon) {
+      std::pop_heap(soon_.begin(), soon_.end(),
+                    [this](const Node& x, const Node& y) { return later(x, y); });
+      soon_.pop_back();
+    } else {
+      run_.pop_back();
+    }
     --pending_;
     const QueueBase::ItemBytes item = slots_[top.slot].item;
     free_slots_.push_back(top.slot);

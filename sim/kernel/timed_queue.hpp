@@ -148,8 +148,11 @@ class Dispatcher final : public sc_core::sc_module {
   // one pool, with a bit saying it is not empty; the items themselves wait in slots), and a
   // heap for items due beyond the window (moved into the calendar as the window reaches them). The
   // bucket being served is taken out whole and sorted into the contract's order (the run), its
-  // items' slots fetched ahead; items pushed into it while it is served join the run in their
-  // place. A push or a pop costs a few dozen instructions, whatever the number of items waiting.
+  // items' slots fetched ahead; items pushed into it while it is served wait in a heap beside
+  // the run (`soon_`), and the earlier of the two fronts is served next: the same order as one
+  // sorted run, without moving the run for every such push (a big pod's buckets hold hundreds
+  // of items). A push or a pop costs a few dozen instructions, whatever the number of items
+  // waiting.
   static constexpr unsigned kBucketShift = 10;                   // 1.024 ns
   static constexpr std::size_t kBuckets = std::size_t{1} << 14;  // a window of 16.8 us
   struct Node {
@@ -171,13 +174,13 @@ class Dispatcher final : public sc_core::sc_module {
     if (x.key != y.key) return x.key < y.key;
     return x.seq < y.seq;
   }
-  // The run's order: the next item last.
+  // The run's order: the next item last (as a heap's comparison: the heap's front is served
+  // first).
   bool later(const Node& a, const Node& b) const { return before(b, a); }
   // [first, last) of a run into its order (for a handful of items).
   void insertion_sort(Node* first, Node* last) const;
   static std::int64_t bucket_of(std::int64_t due) { return due >> kBucketShift; }
-  void file(const Node& n);  // into the run, the calendar or the overflow heap
-  void run_insert(const Node& n);
+  void file(const Node& n);  // into soon_, the calendar or the overflow heap
   // The next non-empty bucket of the calendar after the current one (-1: none).
   std::int64_t next_bucket() const;
   // Loads the next non-empty bucket (calendar or overflow), if it is not past `limit`, into
@@ -199,6 +202,7 @@ class Dispatcher final : public sc_core::sc_module {
   std::vector<std::uint64_t> bits_;  // per position: not empty
   std::int64_t current_ = 0;         // the bucket being (or last) served
   std::vector<Node> run_;            // its items, the next at the back
+  std::vector<Node> soon_;           // pushed into it while served: a heap by later()
   // sort_large_run's scratch: items per bin of the bucket, the sorted run.
   std::vector<std::uint32_t> due_counts_ =
       std::vector<std::uint32_t>(std::size_t{1} << kBucketShift);

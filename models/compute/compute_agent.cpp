@@ -50,11 +50,9 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
   regions_ = std::move(regions);
   local_.clear();
   remote_.clear();
-  slots_.clear();
-  for (std::size_t i = 0; i < regions_.size(); ++i) {
-    (regions_[i].local ? local_ : remote_).push_back(i);
-    slots_.push_back(regions_[i].bytes / traffic.access_size.count());
-  }
+  for (const AccessRegion& r : regions_)
+    (r.local ? local_ : remote_)
+        .push_back(Pick{r.va, r.bytes / traffic.access_size.count(), r.bytes});
   stream_ = {};
   replaying_ = replay.has_value();
   replay_ = replay ? std::move(*replay) : std::vector<TraceEntry>{};
@@ -205,17 +203,17 @@ void ComputeAgent::issue_more() {
 }
 
 std::uint64_t ComputeAgent::pick_address() {
-  // Accesses are of access_size (what slots_ counts per region).
+  // Accesses are of access_size (what Pick::slots counts).
   const std::uint64_t size = traffic_.access_size.count();
   // Local or remote, by local_fraction (when both kinds of region exist).
-  const std::vector<std::size_t>* pool = &remote_;
+  const std::vector<Pick>* pool = &remote_;
   if (local_.size() && (remote_.empty() || rng_.uniform() < traffic_.local_fraction))
     pool = &local_;
   if (traffic_.pattern == Pattern::Stream) {
     // Through the pool's regions in turn, one access after the other (local and remote
     // accesses each keep their own place).
     Stream& s = stream_[pool == &local_ ? 1 : 0];
-    const AccessRegion& r = regions_[(*pool)[s.region % pool->size()]];
+    const Pick& r = (*pool)[s.region % pool->size()];
     const std::uint64_t va = r.va + s.offset;
     s.offset += size;
     if (s.offset + size > r.bytes) {
@@ -226,12 +224,12 @@ std::uint64_t ComputeAgent::pick_address() {
   }
   std::size_t idx;
   if (traffic_.pattern == Pattern::Hotspot && pool->size() > 1) {
-    idx = rng_.uniform() < traffic_.hotspot_fraction ? (*pool)[0]
-                                                     : (*pool)[1 + rng_.below(pool->size() - 1)];
+    idx = rng_.uniform() < traffic_.hotspot_fraction ? 0 : 1 + rng_.below(pool->size() - 1);
   } else {
-    idx = (*pool)[rng_.below(pool->size())];
+    idx = rng_.below(pool->size());
   }
-  return regions_[idx].va + rng_.below(slots_[idx]) * size;
+  const Pick& r = (*pool)[idx];
+  return r.va + rng_.below(r.slots) * size;
 }
 
 void ComputeAgent::issue_one() {

@@ -170,9 +170,15 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   Timeline* timeline_ = nullptr;
   std::vector<TraceEntry>* record_ = nullptr;
   Rng rng_;
-  std::vector<std::size_t> local_, remote_;  // indices into regions_
+  // A region as picking an address reads it: one place per pick (in a GPU importing from 71
+  // peers, three arrays indexed by the region chosen were three cache misses an access).
+  struct Pick {
+    std::uint64_t va;
+    std::uint64_t slots;  // accesses of access_size it holds
+    std::uint64_t bytes;
+  };
+  std::vector<Pick> local_, remote_;  // regions_ by kind, in order
   std::vector<AccessRegion> regions_;
-  std::vector<std::uint64_t> slots_;  // by region: accesses of access_size it holds
   TrafficConfig traffic_;
   Counter remote_reads_{stats_, "remote_reads", "count", "completed remote loads"};
   Counter remote_writes_{stats_, "remote_writes", "count", "completed remote stores"};

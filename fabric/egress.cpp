@@ -9,16 +9,12 @@ namespace podsim {
 Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig& link,
                Time tx_delay, Bytes queue_capacity, Dispatcher& events,
                const std::string& wake_name, Rng rng)
-    : name_(name),
-      port_(port),
-      costs_(port),
-      tx_delay_(tx_delay),
+    : stats_(name),
+      arbitration_(port.arbitration),
       capacity_(queue_capacity.count()),
-      rng_(rng),
       flit_error_(flit_error_probability(link, port)),
+      tx_delay_(tx_delay),
       replay_penalty_(replay_penalty(link, port)),
-      wake_(events, wake_name, [this] { pump(); }),
-      stats_(name),
       utilisation_(stats_, "utilisation", "ratio",
                    "fraction of simulated time the link was sending (replays included)",
                    [this] {
@@ -37,7 +33,12 @@ Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig
                 "workload.traffic.warmup) reaching the queue to the last one sent",
                 "measured_utilisation",
                 "fraction of the time the link spent sending while it carried measured "
-                "traffic: measured_busy_ps over measured_window_ps") {
+                "traffic: measured_busy_ps over measured_window_ps"),
+      wake_(events, wake_name, [this] { pump(); }),
+      costs_(port),
+      rng_(rng),
+      name_(name),
+      port_(port) {
   credits_.fill(INT64_MAX / 4);  // until told the receiver's buffer
   occupancy_.report_buckets(true);
 }
@@ -99,7 +100,7 @@ void Egress::pump() {
     // Class 0 (control) always first; round robin then starts at the data class whose turn
     // it is.
     std::size_t tc = k;
-    if (k > 0 && port_.arbitration == Arbitration::RoundRobin)
+    if (k > 0 && arbitration_ == Arbitration::RoundRobin)
       tc = 1 + (next_data_class_ - 1 + (k - 1)) % (kTrafficClasses - 1);
     if (queues_[tc].empty()) continue;
     if (credits_[tc] < static_cast<std::int64_t>(queues_[tc].front().tl)) {

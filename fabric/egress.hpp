@@ -103,34 +103,29 @@ class Egress {
   void absorb_credits(Time now);
   void commit(std::size_t tc, Time now);
 
-  std::string name_;
-  PortConfig port_;
-  WireCosts costs_;
-  Time tx_delay_;
-  std::uint64_t capacity_;
-  Rng rng_;
+  // The stats register with stats_, so it comes first; then what sending a packet touches,
+  // together (in a big pod an egress has left the host's caches by the time its next packet
+  // comes, and every line of it touched is a miss); what only setup and reports read last.
+  StatGroup stats_;
   Link* link_ = nullptr;
   Link::Side side_ = Link::A;
-  std::function<void()> on_space_;
-  const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* also_class_delay_ = nullptr;
+  Arbitration arbitration_;
+  std::size_t next_data_class_ = 1;  // round robin: the data class whose turn it is
+  std::uint64_t capacity_;
   double flit_error_;
+  Time tx_delay_;
   Time replay_penalty_;
-
-  std::array<Fifo<Queued>, kTrafficClasses> queues_;
-  std::uint64_t queued_ = 0;  // packets, all classes
-  std::array<std::uint64_t, kTrafficClasses> queued_bytes_{};
-  std::array<std::int64_t, kTrafficClasses> credits_{};
-  std::array<std::uint64_t, kTrafficClasses> class_wire_bytes_{};
-  Fifo<CreditReturn> pending_credits_;  // in arrival-time order
   Time free_at_;
   Time busy_;
   Time stalled_since_ = Time::max();
-  Time waiting_since_;               // the last send, or the arrival that ended an empty spell
-  std::uint64_t tl_sent_ = 0;        // for DL flit boundaries
-  std::size_t next_data_class_ = 1;  // round robin: the data class whose turn it is
-  Timer wake_;
-
-  StatGroup stats_;
+  Time waiting_since_;         // the last send, or the arrival that ended an empty spell
+  std::uint64_t tl_sent_ = 0;  // for DL flit boundaries
+  std::uint64_t queued_ = 0;   // packets, all classes
+  std::array<std::uint64_t, kTrafficClasses> queued_bytes_{};
+  std::array<std::int64_t, kTrafficClasses> credits_{};
+  std::array<std::uint64_t, kTrafficClasses> class_wire_bytes_{};
+  std::array<Fifo<Queued>, kTrafficClasses> queues_;
+  Fifo<CreditReturn> pending_credits_;  // in arrival-time order
   Counter packets_{stats_, "packets", "count", "packets sent"};
   Counter tl_bytes_{stats_, "tl_bytes", "bytes", "transaction-layer bytes sent"};
   Counter wire_bytes_{stats_, "wire_bytes", "bytes",
@@ -150,6 +145,13 @@ class Egress {
   Formula utilisation_;
   Formula efficiency_;
   MeasuredBusy measured_;
+  Timer wake_;
+  std::function<void()> on_space_;
+  const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* also_class_delay_ = nullptr;
+  WireCosts costs_;
+  Rng rng_;
+  std::string name_;
+  PortConfig port_;
 };
 
 }  // namespace podsim

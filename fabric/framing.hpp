@@ -74,8 +74,8 @@ class WireCosts {
   std::uint64_t header_, granule_;
   bool pow2_;
   unsigned shift_;
-  PortConfig port_;
   std::vector<Cost> costs_;  // by TL size / granule
+  PortConfig port_;          // (after what every packet reads: for sizes beyond the table)
 };
 
 // Data bytes per wire byte for packets carrying `payload` data bytes each.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace podsim {
 
@@ -40,6 +41,9 @@ void VramDataStore::read(std::uint64_t pa, unsigned char* out, std::size_t n) co
 }
 
 void VramDataStore::write(std::uint64_t pa, const unsigned char* in, std::size_t n) {
+  // Once pages are kept (erase_page): the lines first held by this write, noted per page as
+  // the write leaves it (a store rarely spans more than one page).
+  std::uint64_t page = UINT64_MAX, fresh_lines = 0;
   while (n > 0) {
     const std::uint64_t key = pa >> kLineShift, off = pa & (kLine - 1);
     const std::size_t chunk = std::min<std::size_t>(n, kLine - off);
@@ -47,27 +51,46 @@ void VramDataStore::write(std::uint64_t pa, const unsigned char* in, std::size_t
     if (fresh) {
       it->second = new_line();
       if (chunk != kLine) line(it->second).fill(0);
+      if (by_page_) {
+        if (key >> (kPageShift - kLineShift) != page) {
+          if (fresh_lines != 0) pages_[page] |= fresh_lines;
+          page = key >> (kPageShift - kLineShift);
+          fresh_lines = 0;
+        }
+        fresh_lines |= std::uint64_t{1} << (key & 63);
+      }
     }
     std::memcpy(line(it->second).data() + off, in, chunk);
     in += chunk;
     pa += chunk;
     n -= chunk;
   }
+  if (fresh_lines != 0) pages_[page] |= fresh_lines;
 }
 
 void VramDataStore::erase_page(std::uint64_t page) {
-  if (index_.empty()) return;
+  if (!by_page_) {
+    if (index_.empty()) return;
+    for (const auto& held : index_)
+      pages_[held.first >> (kPageShift - kLineShift)] |= std::uint64_t{1} << (held.first & 63);
+    by_page_ = true;
+  }
+  const auto p = pages_.find(page);
+  if (p == pages_.end()) return;
   const std::uint64_t first = page << (kPageShift - kLineShift);
-  for (std::uint64_t k = first; k < first + (kPageSize >> kLineShift); ++k) {
-    auto it = index_.find(k);
-    if (it == index_.end()) continue;
+  for (std::uint64_t held = p->second; held != 0; held &= held - 1) {
+    const auto it = index_.find(first + static_cast<unsigned>(__builtin_ctzll(held)));
+    if (it == index_.end()) throw std::logic_error("VramDataStore: a page's line is not held");
     free_.push_back(it->second);
     index_.erase(it);
   }
+  pages_.erase(p);
 }
 
 void VramDataStore::clear() {
   index_.clear();
+  pages_.clear();
+  by_page_ = false;
   release();
   free_.clear();
   used_ = 0;

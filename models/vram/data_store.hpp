@@ -44,6 +44,18 @@ class VramDataStore {
                                 std::equal_to<std::uint64_t>,
                                 HugePageAllocator<std::pair<const std::uint64_t, std::uint32_t>>>;
   Index index_;  // line address -> slot
+  // Per 4 KiB page holding any line: which of its 64 lines (bit i: line i of the page), so
+  // that forgetting a page visits the lines it holds, not all 64 (a freed buffer is cleared
+  // page by page: pod-1024's teardown clears 262,144 pages holding a line or two each). Made
+  // at the first erase_page that has lines to look for and kept from then on, so that stores
+  // before it (a run's access phase, mostly) pay nothing for it.
+  static_assert(kPageSize >> kLineShift == 64, "a page's lines fit one 64-bit mask");
+  using PageLines =
+      boost::unordered_flat_map<std::uint64_t, std::uint64_t, boost::hash<std::uint64_t>,
+                                std::equal_to<std::uint64_t>,
+                                HugePageAllocator<std::pair<const std::uint64_t, std::uint64_t>>>;
+  PageLines pages_;
+  bool by_page_ = false;  // pages_ is made and kept
   static constexpr std::size_t kChunkBytes = sizeof(Line) << kChunkShift;
   std::vector<Line*> chunks_;  // by chunk number: its first line
   void release();

@@ -41,11 +41,13 @@ std::size_t ExportNode::importer_count() const {
   return n;
 }
 
-bool ExportNode::any_pending() const {
-  bool any = false;
-  for (bool b : pending_)
-    any = any || b;
-  return any;
+void ExportNode::set_pending(AccelId i, bool on) {
+  if (pending_[i] == on) return;
+  pending_[i] = on;
+  if (on)
+    ++pending_count_;
+  else
+    --pending_count_;
 }
 
 // ---- lookups -----------------------------------------------------------------------------------
@@ -133,16 +135,16 @@ void ExportTable::drop_stale(ExportNode& n, AccelId i) {
 
 void ExportTable::expect_release(ExportNode& n, AccelId i) {
   if (!n.cleaning_) broken(n, "a release expected before cleanup");
-  n.pending_[i] = true;
+  n.set_pending(i, true);
 }
 
 void ExportTable::cancel_release(ExportNode& n, AccelId i) {
-  n.pending_[i] = false;
+  n.set_pending(i, false);
 }
 
 bool ExportTable::release(ExportNode& n, AccelId i) {
   const bool was = n.pending_[i];
-  n.pending_[i] = false;
+  n.set_pending(i, false);
   return was;
 }
 
@@ -200,7 +202,7 @@ std::vector<NpaRange> ExportTable::take_ranges(ExportNode& n, const std::vector<
 std::optional<ExportTable::Dropped> ExportTable::drop_importer(ExportNode& n, AccelId peer) {
   if (!n.importers_[peer]) return std::nullopt;
   n.importers_[peer] = false;
-  n.pending_[peer] = false;
+  n.set_pending(peer, false);
   Dropped d;
   d.mine = !n.cleaning_;
   if (!d.mine) return d;
@@ -233,12 +235,16 @@ void ExportTable::check() const {
       broken(n, revoked ? "in handle_invalid_xa but not revoked" : "in exp_xa but revoked");
     if (!revoked && (n.cleaning_ || n.refs_ == 0))
       broken(n, "exported but in cleanup or without the table's reference");
+    std::size_t pending = 0;
     for (std::size_t i = 0; i < accels_; ++i) {
+      pending += n.pending_[i] ? 1 : 0;
       if (n.importers_[i] && n.gen_[i] == 0)
         broken(n, fmt::format("importer {} without a generation", i));
       if (n.pending_[i] && (!n.cleaning_ || n.gen_[i] == 0))
         broken(n, fmt::format("release expected from {}, before cleanup or never an importer", i));
     }
+    if (pending != n.pending_count_)
+      broken(n, fmt::format("{} releases expected, counted as {}", pending, n.pending_count_));
     // A range without its importer: only while a request (or cleanup) holds the node.
     const bool held = n.cleaning_ || n.refs_ > (n.revoked_ ? 0u : 1u);
     if (mode_ == NpaAddrMode::SourceIdentification) {

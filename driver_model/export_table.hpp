@@ -49,7 +49,7 @@ class ExportNode {
   std::uint32_t generation(AccelId i) const { return gen_[i]; }
   // Revoke: NPA_RELEASE still expected from `i`.
   bool pending(AccelId i) const { return pending_[i]; }
-  bool any_pending() const;
+  bool any_pending() const { return pending_count_ != 0; }
   // Source-aliasing: the one range (window page). Source-identification: one per importer.
   const std::optional<std::uint64_t>& shared_npa() const { return shared_npa_; }
   const std::map<AccelId, std::uint64_t>& ident_npa() const { return ident_npa_; }
@@ -76,6 +76,8 @@ class ExportNode {
   std::optional<std::uint64_t> shared_npa_;
   std::map<AccelId, std::uint64_t> ident_npa_;
   std::vector<bool> pending_;
+  std::uint32_t pending_count_ = 0;  // bits set in pending_
+  void set_pending(AccelId i, bool on);
   WaitQueue released_;
   Time revoke_started_;
   bool revoked_ = false;

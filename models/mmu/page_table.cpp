@@ -109,6 +109,17 @@ void PageTable::map(std::uint64_t page, const Pte& pte) {
   insert_run(at, page, Run{1, pte});
 }
 
+void PageTable::map_contiguous(std::uint64_t first, std::uint64_t count, const Pte& base) {
+  if (count == 0) return;
+  unmap(first, count);
+  pages_ += count;
+  const auto at = static_cast<std::size_t>(std::lower_bound(first_.begin(), first_.end(), first) -
+                                           first_.begin());
+  insert_run(at, first, Run{count, base});
+  join_next(at);
+  if (at > 0) join_next(at - 1);
+}
+
 void PageTable::unmap(std::uint64_t page) {
   std::size_t i = run_of(page);
   if (i == kNone) return;

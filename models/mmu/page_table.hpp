@@ -26,6 +26,9 @@ class PageTable {
   // runs costs one shift of them, not one a page.
   template <class Fn>
   void map(std::uint64_t first, std::uint64_t count, Fn&& pte_of);
+  // Pages [first, first + count) mapped to frames base.frame, base.frame + 1, ..., each PTE
+  // otherwise `base` (what was there is replaced): one run put in, whatever the count.
+  void map_contiguous(std::uint64_t first, std::uint64_t count, const Pte& base);
   void unmap(std::uint64_t page);
   // Pages [first, first + count) unmapped: the runs inside erased together.
   void unmap(std::uint64_t first, std::uint64_t count);

@@ -155,6 +155,17 @@ void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t 
   table_.map(key, pte);
 }
 
+void NpaMmu::map_contiguous(std::uint64_t first_key, std::uint64_t pages, std::uint64_t first_frame,
+                            std::uint64_t tag) {
+  Pte pte;
+  pte.target = PteTarget::Vram;
+  pte.writable = true;
+  pte.frame = first_frame;
+  pte.tag = tag;
+  pte.fragment = 0;
+  table_.map_contiguous(first_key, pages, pte);
+}
+
 void NpaMmu::map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
                  std::uint64_t tag, std::uint8_t max_fragment) {
   Pte proto;

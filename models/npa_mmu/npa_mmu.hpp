@@ -47,6 +47,10 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   // one pass.
   void map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages, std::uint64_t tag,
            std::uint8_t max_fragment = kMaxFragment);
+  // Keys [first_key, first_key + pages) to VRAM pages first_frame, first_frame + 1, ...: as
+  // map_page on each, in one step.
+  void map_contiguous(std::uint64_t first_key, std::uint64_t pages, std::uint64_t first_frame,
+                      std::uint64_t tag);
   void set_retry(std::uint64_t key, bool retry);
   void set_retry(std::uint64_t first_key, std::uint64_t pages, bool retry);
   void unmap_page(std::uint64_t key);

@@ -166,16 +166,36 @@ void VramPageAllocator::pin(std::span<const std::uint64_t> pages) {
 
 void VramPageAllocator::unpin(std::span<const std::uint64_t> pages) {
   // Every page checked before any is unpinned (a page given twice must be pinned twice).
+  // Pages in a row, each given once (a buffer's), are checked together: one walk over the
+  // pins they lie in rather than a search a page.
   std::vector<std::uint64_t> sorted(pages.begin(), pages.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (std::size_t i = 0; i < sorted.size();) {
-    std::size_t j = i;
-    while (j < sorted.size() && sorted[j] == sorted[i])
-      ++j;
-    const auto it = pins_->map.find(sorted[i]);
-    if (it == pins_->map.end() || it->second < j - i)
-      throw std::logic_error("VRAM page " + std::to_string(sorted[i]) + " not pinned");
-    i = j;
+  if (!std::is_sorted(sorted.begin(), sorted.end())) std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  auto once = [&](std::size_t k) {
+    return (k == 0 || sorted[k - 1] != sorted[k]) && (k + 1 == n || sorted[k + 1] != sorted[k]);
+  };
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i + 1;
+    if (once(i))
+      while (j < n && sorted[j] == sorted[j - 1] + 1 && once(j))
+        ++j;
+    const std::uint64_t first = sorted[i], end = sorted[j - 1] + 1;
+    if (j - i > 1 && pins_->pinned_in(first, end) == end - first) {
+      i = j;
+      continue;
+    }
+    // One page (given once or more), or a row with a page not pinned: page by page.
+    std::size_t k = i;
+    while (k < j) {
+      std::size_t m = k;
+      while (m < n && sorted[m] == sorted[k])
+        ++m;
+      const auto it = pins_->map.find(sorted[k]);
+      if (it == pins_->map.end() || it->second < m - k)
+        throw std::logic_error("VRAM page " + std::to_string(sorted[k]) + " not pinned");
+      k = m;
+    }
+    i = k;
   }
   Pins::runs(pages, [&](std::uint64_t first, std::uint64_t end) {
     pins_->map -= std::make_pair(Pins::Interval(first, end), std::uint32_t{1});

@@ -72,8 +72,9 @@ class GpuNode final : public sc_core::sc_module {
   }
 
   void reserve_ring_pages();
+  // f(first key, keys) for each run of ring pages, in frame order.
   template <class F>
-  void for_each_ring_key(F f) const;                    // f(key) for each ring page, in frame order
+  void for_each_ring_run(F f) const;
   std::uint64_t map_rings(bool up, bool flush = true);  // the PTEs written
 
   SocketTap* tap_;

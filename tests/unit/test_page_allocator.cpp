@@ -126,3 +126,28 @@ TEST_CASE("pin counts are kept per run of pages, exactly as per page", "[vram]")
   CHECK_FALSE(a.is_pinned((*x)[0]));
   a.free(*x);
 }
+
+TEST_CASE("unpinning pages in a row checks every page, and a page given twice needs two pins",
+          "[vram]") {
+  VramPageAllocator a(1u << 12, VramPageAllocator::Policy::FirstFit);
+  auto x = a.allocate(64);
+  REQUIRE(x);
+  for (std::size_t i = 1; i < x->size(); ++i)
+    REQUIRE((*x)[i] == (*x)[i - 1] + 1);  // in a row (first fit on empty VRAM)
+  const std::vector<std::uint64_t> row(x->begin() + 8, x->begin() + 40);
+  a.pin(row);
+  // A row reaching one page past its pins: refused, naming that page, nothing unpinned.
+  const std::vector<std::uint64_t> longer(x->begin() + 8, x->begin() + 41);
+  CHECK_THROWS_WITH(a.unpin(longer),
+                    Catch::Contains("VRAM page " + std::to_string((*x)[40]) + " not pinned"));
+  // One page of the row given again, pinned once: refused, naming it.
+  std::vector<std::uint64_t> again = row;
+  again.push_back(row[5]);
+  CHECK_THROWS_WITH(a.unpin(again),
+                    Catch::Contains("VRAM page " + std::to_string(row[5]) + " not pinned"));
+  CHECK(a.pinned_pages() == row.size());
+  a.pin(std::vector<std::uint64_t>{row[5]});
+  a.unpin(again);
+  CHECK(a.pinned_pages() == 0);
+  a.free(*x);
+}

@@ -147,8 +147,10 @@ TEST_CASE("Page table: random maps, remaps, unmaps and updates agree with a map 
   require_equal(t, ref, kPages);
 }
 
-TEST_CASE("Page table: range maps, range unmaps and range updates agree with a map of pages",
-          "[mmu][page_table]") {
+TEST_CASE(
+    "Page table: range maps (contiguous ones too), range unmaps and range updates agree with a "
+    "map of pages",
+    "[mmu][page_table]") {
   constexpr std::uint64_t kPages = 400;
   Rng rng(7);
   PageTable t;
@@ -156,7 +158,18 @@ TEST_CASE("Page table: range maps, range unmaps and range updates agree with a m
   for (int round = 0; round < 3000; ++round) {
     const std::uint64_t page = rng.below(kPages);
     const std::uint64_t count = rng.below(40);  // 0 too
-    switch (rng.below(5)) {
+    switch (rng.below(6)) {
+      case 5: {  // a range to frames counting up, in one step, over whatever was there
+        const std::uint64_t n = std::min(count, kPages - page);
+        const Pte base = pte(rng.below(90'000), rng.below(8) == 0 ? 8 : 7);
+        t.map_contiguous(page, n, base);
+        for (std::uint64_t k = 0; k < n; ++k) {
+          Pte p = base;
+          p.frame += k;
+          ref[page + k] = p;
+        }
+        break;
+      }
       case 4: {  // a range mapped at once over whatever was there, frames in stretches
         const std::uint64_t n = std::min(count, kPages - page);
         std::vector<Pte> ptes;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <stdexcept>
 
@@ -125,17 +127,41 @@ void PrettyJson::null() {
   out_ += "null";
 }
 
+namespace {
+
+// Whether any of the 8 bytes of `w` may need escaping (below 0x20, a quote or a backslash):
+// never false when one does; sometimes true when none does (then the bytes are looked at one
+// by one). The byte tests of "Bit Twiddling Hacks" (hasless, haszero).
+bool may_escape(std::uint64_t w) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  const std::uint64_t quote = w ^ (kOnes * '"'), slash = w ^ (kOnes * '\\');
+  return (((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash)) &
+         kHighs;
+}
+
+}  // namespace
+
 // As Boost.JSON's serializer escapes: the quote, the backslash and control characters
-// (\b \t \n \f \r, the others as \u00xx); every other byte as it is.
+// (\b \t \n \f \r, the others as \u00xx); every other byte as it is. Eight bytes at a time
+// while none needs it (stats.json's keys and descriptions: 35 MB on a 1,024-GPU pod).
 void PrettyJson::quoted(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out_ += '"';
   std::size_t run = 0;  // start of the bytes not yet copied
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
+  std::size_t i = 0;
+  while (i < s.size()) {
+    if (s.size() - i >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      if (!may_escape(w)) {
+        i += 8;
+        continue;
+      }
+    }
+    const auto c = static_cast<unsigned char>(s[i++]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out_.append(s.data() + run, i - run);
-    run = i + 1;
+    out_.append(s.data() + run, i - 1 - run);
+    run = i;
     switch (c) {
       case '"': out_ += "\\\""; break;
       case '\\': out_ += "\\\\"; break;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "sim/core/json_write.hpp"
+#include "sim/core/rng.hpp"
 
 using podsim::config::PrettyJson;
 using podsim::config::to_pretty_json;
@@ -89,6 +90,26 @@ TEST_CASE("strings and keys are escaped exactly as Boost.JSON escapes them", "[j
   w.end_object();
   const std::string quoted = boost::json::serialize(boost::json::value(every));
   CHECK(text == "{\n  " + quoted + ": " + quoted + "\n}");
+}
+
+TEST_CASE("strings of any length with escapes anywhere are escaped as Boost.JSON does", "[json]") {
+  // The writer scans eight bytes at a time: escapes at every offset within and across the
+  // eight, bytes beside them that look alike to a word-wide test (0x20, 0x21, 0x5b-0x5d,
+  // 0x7f-0xff), and tails of every length.
+  static constexpr unsigned char kBytes[] = {'a',  'Z',  ' ',  '!',  '"',  '#',  '[',
+                                             '\\', ']',  0x00, 0x01, 0x08, 0x0a, 0x1f,
+                                             0x7f, 0x80, 0xa2, 0xdc, 0xff};
+  podsim::Rng rng(3);
+  for (int round = 0; round < 5000; ++round) {
+    std::string s(rng.below(40), 'x');
+    for (char& c : s)
+      c = rng.below(3) == 0 ? static_cast<char>(kBytes[rng.below(sizeof kBytes)]) : 'q';
+    std::string text;
+    PrettyJson w(text);
+    w.value(s);
+    INFO("round " << round);
+    REQUIRE(text == boost::json::serialize(boost::json::value(s)));
+  }
 }
 
 TEST_CASE("calls out of order are refused, not written as broken JSON", "[json]") {

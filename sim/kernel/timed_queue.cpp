@@ -1,9 +1,10 @@
 #include "sim/kernel/timed_queue.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <numeric>
 #include <stdexcept>
+
+#include "sim/core/natural_order.hpp"
 
 namespace podsim {
 
@@ -16,37 +17,6 @@ bool kernel_touched = false;
 namespace {
 std::uint64_t g_notifications = 0;  // SystemC event notifications (the process's)
 
-// Natural order: digit runs compare as numbers ("gpu2" before "gpu10").
-bool natural_less(const std::string& a, const std::string& b) {
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const bool da = std::isdigit(static_cast<unsigned char>(a[i])) != 0;
-    const bool db = std::isdigit(static_cast<unsigned char>(b[j])) != 0;
-    if (da && db) {
-      std::size_t ei = i, ej = j;
-      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei])))
-        ++ei;
-      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej])))
-        ++ej;
-      // Without leading zeros, the longer run is the larger number.
-      std::size_t zi = i, zj = j;
-      while (zi + 1 < ei && a[zi] == '0')
-        ++zi;
-      while (zj + 1 < ej && b[zj] == '0')
-        ++zj;
-      if (ei - zi != ej - zj) return ei - zi < ej - zj;
-      if (const int c = a.compare(zi, ei - zi, b, zj, ej - zj); c != 0) return c < 0;
-      if (ei - i != ej - j) return ei - i < ej - j;  // same number: fewer zeros first
-      i = ei;
-      j = ej;
-    } else {
-      if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
-      ++i;
-      ++j;
-    }
-  }
-  return a.size() - i < b.size() - j;
-}
 }  // namespace
 
 void notify_event(sc_core::sc_event& ev, Time delay) {
@@ -116,11 +86,16 @@ void Dispatcher::freeze() {
   frozen_ = true;
   // Live queues by name; queues destroyed before the start keep an empty place after them
   // (items they left are dropped when due, never served by another queue).
+  // Sorted by natural_key (sim/core/natural_order.hpp): natural_less's order, by bytes.
+  std::vector<std::string> keys(queues_.size());
+  for (std::size_t i = 0; i < queues_.size(); ++i)
+    keys[i] = natural_key(names_[i]);
   std::vector<std::size_t> order(queues_.size());  // creation indices, in rank order
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     if ((queues_[a] == nullptr) != (queues_[b] == nullptr)) return queues_[a] != nullptr;
-    return natural_less(names_[a], names_[b]);
+    if (const int c = keys[a].compare(keys[b]); c != 0) return c < 0;
+    return a < b;  // two gone queues of one name: by creation
   });
   std::vector<QueueBase*> queues;
   std::vector<QueueBase::Prefetch> prefetch;

@@ -1,5 +1,6 @@
 #include "sim/core/json_write.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <boost/json.hpp>
 #include <cmath>
@@ -99,18 +100,22 @@ void PrettyJson::splice_members(std::string_view continued) {
   if (out_.size() >= drain_at_) drain_(out_);
 }
 
+// Numbers as fmt's "{}" writes them, without parsing "{}" for each (stats.json holds about a
+// million on the 1,024-GPU pod).
 void PrettyJson::value(std::uint64_t v) {
   before_value();
-  fmt::format_to(std::back_inserter(out_), "{}", v);
+  const fmt::format_int text(v);
+  out_.append(text.data(), text.size());
 }
 void PrettyJson::value(std::int64_t v) {
   before_value();
-  fmt::format_to(std::back_inserter(out_), "{}", v);
+  const fmt::format_int text(v);
+  out_.append(text.data(), text.size());
 }
 void PrettyJson::value(double v) {
   before_value();
   if (std::isfinite(v))
-    fmt::format_to(std::back_inserter(out_), "{}", v);
+    fmt::format_to(std::back_inserter(out_), FMT_COMPILE("{}"), v);
   else
     out_ += "null";
 }

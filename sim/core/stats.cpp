@@ -79,8 +79,17 @@ void Breakdown::merge(std::span<const std::uint64_t> sums, std::uint64_t samples
 
 void StatGroup::for_each(const std::string& prefix,
                          const std::function<void(const std::string&, const Stat&)>& fn) const {
-  for (const Stat* s : stats_)
-    fn(prefix.empty() ? s->name() : prefix + "." + s->name(), *s);
+  std::string path;  // one buffer for the group's paths
+  for (const Stat* s : stats_) {
+    if (prefix.empty()) {
+      fn(s->name(), *s);
+      continue;
+    }
+    path.assign(prefix);
+    path += '.';
+    path += s->name();
+    fn(path, *s);
+  }
   for (const StatGroup* g : children_) {
     std::string p =
         g->name().empty() ? prefix : (prefix.empty() ? g->name() : prefix + "." + g->name());

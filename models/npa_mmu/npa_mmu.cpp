@@ -144,35 +144,32 @@ void NpaMmu::report_ungranted(const Access& a, const Pte& pte, Time at) {
                                         self_, a.src, pte.tag, a.npa, a.src));
 }
 
-void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
-                      std::uint8_t fragment) {
+namespace {
+// What the NPA VM maps a key to: a writable VRAM page.
+Pte vram_pte(std::uint64_t frame, std::uint64_t tag, std::uint8_t fragment) {
   Pte pte;
   pte.target = PteTarget::Vram;
   pte.writable = true;
-  pte.frame = vram_page;
+  pte.frame = frame;
   pte.tag = tag;
   pte.fragment = fragment;
-  table_.map(key, pte);
+  return pte;
+}
+}  // namespace
+
+void NpaMmu::map_page(std::uint64_t key, std::uint64_t vram_page, std::uint64_t tag,
+                      std::uint8_t fragment) {
+  table_.map(key, vram_pte(vram_page, tag, fragment));
 }
 
 void NpaMmu::map_contiguous(std::uint64_t first_key, std::uint64_t pages, std::uint64_t first_frame,
                             std::uint64_t tag) {
-  Pte pte;
-  pte.target = PteTarget::Vram;
-  pte.writable = true;
-  pte.frame = first_frame;
-  pte.tag = tag;
-  pte.fragment = 0;
-  table_.map_contiguous(first_key, pages, pte);
+  table_.map_contiguous(first_key, pages, vram_pte(first_frame, tag, 0));
 }
 
 void NpaMmu::map(std::uint64_t first_key, std::span<const std::uint64_t> vram_pages,
                  std::uint64_t tag, std::uint8_t max_fragment) {
-  Pte proto;
-  proto.fragment = max_fragment;
-  proto.target = PteTarget::Vram;
-  proto.writable = true;
-  proto.tag = tag;
+  const Pte proto = vram_pte(0, tag, max_fragment);  // frames from FragmentedPtes
   auto frame = [vram_pages](std::uint64_t i) { return vram_pages[i]; };
   table_.map(first_key, vram_pages.size(),
              FragmentedPtes(proto, first_key, vram_pages.size(), frame));

@@ -47,11 +47,11 @@ inline bool natural_less(std::string_view a, std::string_view b) {
 // A key whose plain byte order is natural_less's: sorting many names by their keys compares
 // bytes (memcmp) instead of walking digit runs in every comparison. Each digit run becomes
 // '0' (which compares with any other byte as any digit does), its length without leading
-// zeros (two bytes), those digits, and its whole length (two bytes: fewer zeros first).
-// Digit runs of up to 65,535 digits.
+// zeros (four bytes, most significant first), those digits, and its whole length (four bytes:
+// fewer zeros first).
 inline std::string natural_key(std::string_view s) {
   std::string key;
-  key.reserve(s.size() + 8);
+  key.reserve(s.size() + 16);
   for (std::size_t i = 0; i < s.size();) {
     if (!is_digit(s[i])) {
       key += s[i++];
@@ -63,14 +63,14 @@ inline std::string natural_key(std::string_view s) {
     std::size_t z = i;
     while (z + 1 < e && s[z] == '0')
       ++z;
-    auto two = [&key](std::size_t n) {
-      key += static_cast<char>(static_cast<unsigned char>(n >> 8));
-      key += static_cast<char>(static_cast<unsigned char>(n & 0xFF));
+    auto length = [&key](std::size_t n) {
+      for (int shift = 24; shift >= 0; shift -= 8)
+        key += static_cast<char>(static_cast<unsigned char>(n >> shift));
     };
     key += '0';
-    two(e - z);
+    length(e - z);
     key.append(s.substr(z, e - z));
-    two(e - i);
+    length(e - i);
     i = e;
   }
   return key;

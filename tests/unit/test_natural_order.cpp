@@ -24,6 +24,14 @@ TEST_CASE("natural order: digit runs as numbers, fewer leading zeros first", "[n
     }
 }
 
+TEST_CASE("natural keys order digit runs longer than 65,535 digits", "[natural]") {
+  const std::string a(65'535, '1'), b = "0" + a, c(65'536, '1');
+  CHECK(natural_less(a, b));
+  CHECK(natural_key(a) < natural_key(b));
+  CHECK(natural_less(b, c));
+  CHECK(natural_key(b) < natural_key(c));
+}
+
 TEST_CASE("natural keys sort random names exactly as natural_less does", "[natural]") {
   // Names from a few letters, dots, bytes on both sides of the digits ('/' and ':'), and
   // digit runs with leading zeros, long runs and runs at either end.

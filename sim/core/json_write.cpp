@@ -74,9 +74,12 @@ void PrettyJson::key(std::string_view k) {
     misuse("a key outside an object, or after a key without its value");
   if (out_.size() >= drain_at_) drain_(out_);
   Level& l = levels_.back();
-  out_ += l.empty ? "\n" : ",\n";
+  // The comma after the member before, the line break and the indent, in one step.
+  const std::size_t at = out_.size(), indent = levels_.size() * 2, comma = l.empty ? 0 : 1;
+  out_.resize(at + comma + 1 + indent, ' ');
+  if (comma) out_[at] = ',';
+  out_[at + comma] = '\n';
   l.empty = false;
-  pad(levels_.size());
   quoted(k);
   out_ += ": ";
   after_key_ = true;
@@ -151,6 +154,28 @@ bool may_escape(std::uint64_t w) {
 // while none needs it (stats.json's keys and descriptions: 35 MB on a 1,024-GPU pod).
 void PrettyJson::quoted(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
+  // Most strings (stats' paths, units, descriptions) need nothing escaped: found so first,
+  // they go in with their quotes in one step.
+  std::size_t clean = 0;
+  for (; s.size() - clean >= 8; clean += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + clean, 8);
+    if (may_escape(w)) break;
+  }
+  while (clean < s.size()) {
+    const auto c = static_cast<unsigned char>(s[clean]);
+    if (c < 0x20 || c == '"' || c == '\\') break;
+    ++clean;
+  }
+  if (clean == s.size()) {
+    const std::size_t at = out_.size();
+    out_.resize(at + s.size() + 2);
+    char* p = out_.data() + at;
+    p[0] = '"';
+    if (!s.empty()) std::memcpy(p + 1, s.data(), s.size());
+    p[s.size() + 1] = '"';
+    return;
+  }
   out_ += '"';
   std::size_t run = 0;  // start of the bytes not yet copied
   std::size_t i = 0;

@@ -52,12 +52,12 @@ void VramDataStore::write(std::uint64_t pa, const unsigned char* in, std::size_t
       it->second = new_line();
       if (chunk != kLine) line(it->second).fill(0);
       if (by_page_) {
-        if (key >> (kPageShift - kLineShift) != page) {
+        if (page_of(key) != page) {
           if (fresh_lines != 0) pages_[page] |= fresh_lines;
-          page = key >> (kPageShift - kLineShift);
+          page = page_of(key);
           fresh_lines = 0;
         }
-        fresh_lines |= std::uint64_t{1} << (key & 63);
+        fresh_lines |= bit_in_page(key);
       }
     }
     std::memcpy(line(it->second).data() + off, in, chunk);
@@ -72,7 +72,7 @@ void VramDataStore::erase_page(std::uint64_t page) {
   if (!by_page_) {
     if (index_.empty()) return;
     for (const auto& held : index_)
-      pages_[held.first >> (kPageShift - kLineShift)] |= std::uint64_t{1} << (held.first & 63);
+      pages_[page_of(held.first)] |= bit_in_page(held.first);
     by_page_ = true;
   }
   const auto p = pages_.find(page);

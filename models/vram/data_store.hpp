@@ -56,6 +56,10 @@ class VramDataStore {
                                 HugePageAllocator<std::pair<const std::uint64_t, std::uint64_t>>>;
   PageLines pages_;
   bool by_page_ = false;  // pages_ is made and kept
+  static std::uint64_t page_of(std::uint64_t line) { return line >> (kPageShift - kLineShift); }
+  static std::uint64_t bit_in_page(std::uint64_t line) {
+    return std::uint64_t{1} << (line & ((kPageSize >> kLineShift) - 1));
+  }
   static constexpr std::size_t kChunkBytes = sizeof(Line) << kChunkShift;
   std::vector<Line*> chunks_;  // by chunk number: its first line
   void release();

@@ -10,12 +10,16 @@
 
 namespace podsim {
 
+namespace natural_detail {
 inline bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
+}  // namespace natural_detail
 
-// a before b, in natural order.
+// a before b, in natural order: the order's definition, which natural_key reproduces (the
+// unit tests hold the one to the other).
 inline bool natural_less(std::string_view a, std::string_view b) {
+  using natural_detail::is_digit;
   std::size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
     if (is_digit(a[i]) && is_digit(b[j])) {
@@ -50,6 +54,7 @@ inline bool natural_less(std::string_view a, std::string_view b) {
 // zeros (four bytes, most significant first), those digits, and its whole length (four bytes:
 // fewer zeros first).
 inline std::string natural_key(std::string_view s) {
+  using natural_detail::is_digit;
   std::string key;
   key.reserve(s.size() + 16);
   for (std::size_t i = 0; i < s.size();) {

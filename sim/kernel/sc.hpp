@@ -1,7 +1,9 @@
 // The SystemC glue every module uses: time conversion and process spawning without macros.
 #pragma once
 
+#include <new>
 #include <systemc>
+#include <type_traits>
 #include <utility>
 
 #include "sim/core/units.hpp"
@@ -9,8 +11,18 @@
 namespace podsim {
 
 // podsim runs SystemC with a 1 ps resolution (the default), so sc_time values are ps counts.
+// Made in place: sc_time::from_value is a call into the library that also marks the time
+// resolution fixed, every time (about 20 instructions; a remote access converts seven
+// delays). The Dispatcher's constructor marks it once, before anything is timed. An sc_time
+// is standard-layout with its count as its only member, so a pointer to it is a pointer to
+// the count.
 inline sc_core::sc_time to_sc(Time t) {
-  return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(t.as_ps()));
+  using Value = sc_core::sc_time::value_type;
+  static_assert(std::is_standard_layout_v<sc_core::sc_time> &&
+                sizeof(sc_core::sc_time) == sizeof(Value));
+  sc_core::sc_time s;
+  *std::launder(reinterpret_cast<Value*>(&s)) = static_cast<Value>(t.as_ps());
+  return s;
 }
 inline Time from_sc(const sc_core::sc_time& t) {
   return Time::ps(static_cast<std::int64_t>(t.value()));

@@ -50,6 +50,9 @@ void QueueBase::outlived() {
 
 Dispatcher::Dispatcher(sc_core::sc_module_name name)
     : sc_module(name), buckets_(kBuckets, kNoChunk), bits_(kBuckets / 64, 0) {
+  // What sc_time::from_value does for a non-zero time, and to_sc (sc.hpp) leaves out: the
+  // time resolution is fixed from here on (sc_set_time_resolution would now be refused).
+  (void)sc_core::sc_time::from_value(1);
   spawn_method("dispatch", ev_, [this] { run(); });
 }
 

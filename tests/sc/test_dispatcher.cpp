@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -248,5 +249,47 @@ TEST_CASE("a crowd of items due at the same picosecond is served in the contract
   for (std::size_t i = 0; i < refs.size(); ++i) {
     INFO("item " << i);
     REQUIRE(served[i] == std::make_pair(refs[i].queue, refs[i].id));
+  }
+}
+
+TEST_CASE(
+    "crowds pushed already in the contract's order, in its reverse or shuffled are served in "
+    "its order",
+    "[kernel][dispatcher]") {
+  // A bucket is sorted from the reverse of its push order, and a crowd found already in order
+  // is not sorted again: each way in, for crowds from a handful to thousands, over queues and
+  // keys that tie. Each crowd is due at its own time, all within the calendar's window.
+  Dispatcher events("events");
+  std::vector<std::pair<int, std::uint32_t>> served;
+  std::vector<std::unique_ptr<TimedQueue<Item>>> queues;
+  for (int q = 0; q < 8; ++q)
+    queues.push_back(std::make_unique<TimedQueue<Item>>(
+        events, "crowd.q" + std::to_string(q),
+        [&served, q](Item& it) { served.emplace_back(q, it.id); }));
+  std::vector<Ref> pushes;
+  std::uint32_t id = 0;
+  std::int64_t due = 2500;
+  for (const int size : {5, 17, 40, 300, 5000})
+    for (const std::string how : {"in order", "reversed", "shuffled"}) {
+      // The crowd in the contract's order: by queue, then key (two items share each key, and
+      // go by push order).
+      std::vector<Ref> crowd;
+      for (int i = 0; i < size; ++i)
+        crowd.push_back(Ref{due, i * 8 / size, static_cast<std::uint64_t>(i / 2), 0, id++});
+      if (how == "reversed") std::reverse(crowd.begin(), crowd.end());
+      if (how == "shuffled") std::shuffle(crowd.begin(), crowd.end(), std::mt19937(size));
+      for (Ref& r : crowd) {
+        r.seq = pushes.size();
+        queues[static_cast<std::size_t>(r.queue)]->push(Time::ps(r.due), Item{r.id}, r.key);
+        pushes.push_back(r);
+      }
+      due += 500000;  // the next crowd 500 ns later
+    }
+  events.run_for(Time::us(10));
+  std::sort(pushes.begin(), pushes.end());
+  REQUIRE(served.size() == pushes.size());
+  for (std::size_t i = 0; i < pushes.size(); ++i) {
+    INFO("item " << i << " (due at " << pushes[i].due << " ps)");
+    REQUIRE(served[i] == std::make_pair(pushes[i].queue, pushes[i].id));
   }
 }

@@ -275,7 +275,7 @@ void Dispatcher::sort_large_run() {
   const unsigned shift = kBucketShift - bits;
   const std::size_t bins = std::size_t{1} << bits;
   auto bin = [&](const Node& x) { return static_cast<std::size_t>(x.due - base) >> shift; };
-  std::fill(due_counts_.begin(), due_counts_.begin() + static_cast<std::ptrdiff_t>(bins), 0u);
+  // due_counts_ is all zeros here: it starts so, and the last loop below leaves it so.
   for (const Node& x : run_)
     ++due_counts_[bin(x)];
   // The run is served from its back: the latest bin first in the vector.
@@ -294,6 +294,11 @@ void Dispatcher::sort_large_run() {
   std::uint32_t from = 0;
   for (std::size_t b = bins; b-- > 0;) {
     const std::uint32_t to = due_counts_[b];
+    due_counts_[b] = 0;
+    if (to - from < 2) {  // empty, or one item
+      from = to;
+      continue;
+    }
     if (to - from > 16) {
       // A crowd (many items due together) often arrives in order (pushed in the order the
       // items before them were served): then one pass says so.

@@ -225,15 +225,34 @@ TEST_CASE("a queue used after its dispatcher is gone throws and is left as it wa
   CHECK_THROWS(q.name());
 }
 
+namespace {
+// `n` queues crowd.q0 ... that record what they serve as (queue, item) in `served`.
+std::vector<std::unique_ptr<TimedQueue<Item>>> crowd_queues(
+    Dispatcher& events, int n, std::vector<std::pair<int, std::uint32_t>>& served) {
+  std::vector<std::unique_ptr<TimedQueue<Item>>> queues;
+  for (int q = 0; q < n; ++q)
+    queues.push_back(std::make_unique<TimedQueue<Item>>(
+        events, "crowd.q" + std::to_string(q),
+        [&served, q](Item& it) { served.emplace_back(q, it.id); }));
+  return queues;
+}
+// What `served` holds is every item pushed (`refs`), in the contract's order.
+void check_served_in_order(const std::vector<std::pair<int, std::uint32_t>>& served,
+                           std::vector<Ref> refs) {
+  std::sort(refs.begin(), refs.end());  // by (due, queue, key, push order)
+  REQUIRE(served.size() == refs.size());
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    INFO("item " << i << " (due at " << refs[i].due << " ps)");
+    REQUIRE(served[i] == std::make_pair(refs[i].queue, refs[i].id));
+  }
+}
+}  // namespace
+
 TEST_CASE("a crowd of items due at the same picosecond is served in the contract's order",
           "[kernel][dispatcher]") {
   Dispatcher events("events");
   std::vector<std::pair<int, std::uint32_t>> served;  // (queue, item)
-  std::vector<std::unique_ptr<TimedQueue<Item>>> queues;
-  for (int q = 0; q < 100; ++q)
-    queues.push_back(std::make_unique<TimedQueue<Item>>(
-        events, "crowd.q" + std::to_string(q),
-        [&served, q](Item& it) { served.emplace_back(q, it.id); }));
+  const auto queues = crowd_queues(events, 100, served);
   std::vector<Ref> refs;
   std::uint32_t id = 0;
   for (int round = 0; round < 200; ++round)  // 20,000 items, round robin over the queues
@@ -244,12 +263,7 @@ TEST_CASE("a crowd of items due at the same picosecond is served in the contract
       ++id;
     }
   events.run_for(Time::us(1));
-  std::sort(refs.begin(), refs.end());  // by (due, queue, key, push order)
-  REQUIRE(served.size() == refs.size());
-  for (std::size_t i = 0; i < refs.size(); ++i) {
-    INFO("item " << i);
-    REQUIRE(served[i] == std::make_pair(refs[i].queue, refs[i].id));
-  }
+  check_served_in_order(served, refs);
 }
 
 TEST_CASE(
@@ -260,12 +274,8 @@ TEST_CASE(
   // is not sorted again: each way in, for crowds from a handful to thousands, over queues and
   // keys that tie. Each crowd is due at its own time, all within the calendar's window.
   Dispatcher events("events");
-  std::vector<std::pair<int, std::uint32_t>> served;
-  std::vector<std::unique_ptr<TimedQueue<Item>>> queues;
-  for (int q = 0; q < 8; ++q)
-    queues.push_back(std::make_unique<TimedQueue<Item>>(
-        events, "crowd.q" + std::to_string(q),
-        [&served, q](Item& it) { served.emplace_back(q, it.id); }));
+  std::vector<std::pair<int, std::uint32_t>> served;  // (queue, item)
+  const auto queues = crowd_queues(events, 8, served);
   std::vector<Ref> pushes;
   std::uint32_t id = 0;
   std::int64_t due = 2500;
@@ -286,10 +296,5 @@ TEST_CASE(
       due += 500000;  // the next crowd 500 ns later
     }
   events.run_for(Time::us(10));
-  std::sort(pushes.begin(), pushes.end());
-  REQUIRE(served.size() == pushes.size());
-  for (std::size_t i = 0; i < pushes.size(); ++i) {
-    INFO("item " << i << " (due at " << pushes[i].due << " ps)");
-    REQUIRE(served[i] == std::make_pair(pushes[i].queue, pushes[i].id));
-  }
+  check_served_in_order(served, pushes);
 }

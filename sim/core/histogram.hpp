@@ -76,12 +76,15 @@ class LogHistogram {
  private:
   // Holds buckets [lo, hi) too, and whole powers of two around them.
   void widen(std::size_t lo, std::size_t hi);
-  std::vector<std::uint64_t> counts_;  // buckets base_ onwards
-  std::size_t base_ = 0;
+  // What record() writes first, in 64 bytes: the sum, count, min, max, base_ and the buckets'
+  // begin and end (the vector's capacity, which it does not read, last): a Distribution
+  // aligns it to a cache line, so that a sample touches that line and its bucket's.
+  unsigned __int128 sum_ = 0;
   std::uint64_t count_ = 0;
   std::uint64_t min_ = UINT64_MAX;
   std::uint64_t max_ = 0;
-  unsigned __int128 sum_ = 0;
+  std::size_t base_ = 0;
+  std::vector<std::uint64_t> counts_;  // buckets base_ onwards
 };
 
 }  // namespace podsim

@@ -53,6 +53,11 @@ Dispatcher::Dispatcher(sc_core::sc_module_name name)
   // What sc_time::from_value does for a non-zero time, and to_sc (sc.hpp) leaves out: the
   // time resolution is fixed from here on (sc_set_time_resolution would now be refused).
   (void)sc_core::sc_time::from_value(1);
+  // And to_sc's write lands on the count that sc_time reports (its static_assert cannot name
+  // the private member it writes).
+  if (to_sc(Time::ps(1234567)).value() != 1234567 ||
+      to_sc(Time::ps(1234567)) != sc_core::sc_time::from_value(1234567))
+    throw std::logic_error("to_sc (sim/kernel/sc.hpp) does not match this SystemC's sc_time");
   spawn_method("dispatch", ev_, [this] { run(); });
 }
 
@@ -275,6 +280,7 @@ void Dispatcher::sort_large_run() {
   const unsigned shift = kBucketShift - bits;
   const std::size_t bins = std::size_t{1} << bits;
   auto bin = [&](const Node& x) { return static_cast<std::size_t>(x.due - base) >> shift; };
+  sorted_.resize(n);  // before the counts: nothing below throws until they are zero again
   // due_counts_ is all zeros here: it starts so, and the last loop below leaves it so.
   for (const Node& x : run_)
     ++due_counts_[bin(x)];
@@ -285,7 +291,6 @@ void Dispatcher::sort_large_run() {
     due_counts_[b] = at;
     at += c;
   }
-  sorted_.resize(n);
   for (const Node& x : run_)
     sorted_[due_counts_[bin(x)]++] = x;
   // Now due_counts_[b] is where bin b ends; it starts where the bin before it in the vector

@@ -295,6 +295,27 @@ TEST_CASE(
       }
       due += 500000;  // the next crowd 500 ns later
     }
+  // A bucket of 37 items (sorted as a big one, in 64 bins of 16 ps): a crowd of 17 at its
+  // first picosecond (one bin, just over what is insertion-sorted in a bin), and 20 items
+  // spread over the rest of its nanosecond, two per bin 5 ps apart; pushed in order, reversed
+  // and shuffled.
+  for (const std::string how : {"in order", "reversed", "shuffled"}) {
+    due = (due / 1024 + 1) * 1024;  // a bucket's first picosecond
+    std::vector<Ref> bucket;
+    for (int i = 0; i < 17; ++i)
+      bucket.push_back(Ref{due, i % 8, static_cast<std::uint64_t>(i), 0, id++});
+    for (int i = 0; i < 20; ++i)
+      bucket.push_back(Ref{due + 16 + i / 2 * 64 + i % 2 * 5, i % 3, 0, 0, id++});
+    std::sort(bucket.begin(), bucket.end());
+    if (how == "reversed") std::reverse(bucket.begin(), bucket.end());
+    if (how == "shuffled") std::shuffle(bucket.begin(), bucket.end(), std::mt19937(37));
+    for (Ref& r : bucket) {
+      r.seq = pushes.size();
+      queues[static_cast<std::size_t>(r.queue)]->push(Time::ps(r.due), Item{r.id}, r.key);
+      pushes.push_back(r);
+    }
+    due += 500000;
+  }
   events.run_for(Time::us(10));
   check_served_in_order(served, pushes);
 }

@@ -277,6 +277,17 @@ TEST_CASE(
   std::vector<std::pair<int, std::uint32_t>> served;  // (queue, item)
   const auto queues = crowd_queues(events, 8, served);
   std::vector<Ref> pushes;
+  // Pushes `items` (given in the contract's order) as `how` says: as they are, reversed or
+  // shuffled.
+  auto push_as = [&](const std::string& how, std::vector<Ref> items, unsigned seed) {
+    if (how == "reversed") std::reverse(items.begin(), items.end());
+    if (how == "shuffled") std::shuffle(items.begin(), items.end(), std::mt19937(seed));
+    for (Ref& r : items) {
+      r.seq = pushes.size();
+      queues[static_cast<std::size_t>(r.queue)]->push(Time::ps(r.due), Item{r.id}, r.key);
+      pushes.push_back(r);
+    }
+  };
   std::uint32_t id = 0;
   std::int64_t due = 2500;
   for (const int size : {5, 17, 40, 300, 5000})
@@ -286,13 +297,7 @@ TEST_CASE(
       std::vector<Ref> crowd;
       for (int i = 0; i < size; ++i)
         crowd.push_back(Ref{due, i * 8 / size, static_cast<std::uint64_t>(i / 2), 0, id++});
-      if (how == "reversed") std::reverse(crowd.begin(), crowd.end());
-      if (how == "shuffled") std::shuffle(crowd.begin(), crowd.end(), std::mt19937(size));
-      for (Ref& r : crowd) {
-        r.seq = pushes.size();
-        queues[static_cast<std::size_t>(r.queue)]->push(Time::ps(r.due), Item{r.id}, r.key);
-        pushes.push_back(r);
-      }
+      push_as(how, crowd, static_cast<unsigned>(size));
       due += 500000;  // the next crowd 500 ns later
     }
   // A bucket of 37 items (sorted as a big one, in 64 bins of 16 ps): a crowd of 17 at its
@@ -307,13 +312,7 @@ TEST_CASE(
     for (int i = 0; i < 20; ++i)
       bucket.push_back(Ref{due + 16 + i / 2 * 64 + i % 2 * 5, i % 3, 0, 0, id++});
     std::sort(bucket.begin(), bucket.end());
-    if (how == "reversed") std::reverse(bucket.begin(), bucket.end());
-    if (how == "shuffled") std::shuffle(bucket.begin(), bucket.end(), std::mt19937(37));
-    for (Ref& r : bucket) {
-      r.seq = pushes.size();
-      queues[static_cast<std::size_t>(r.queue)]->push(Time::ps(r.due), Item{r.id}, r.key);
-      pushes.push_back(r);
-    }
+    push_as(how, bucket, 37);
     due += 500000;
   }
   events.run_for(Time::us(10));

@@ -15,10 +15,13 @@ UalinkPort::UalinkPort(sc_core::sc_module_name name, const PortConfig& cfg, cons
               Rng::for_component(seed, std::string(this->name()) + ".tx")),
       tx_queue_(events, queue_name(*this, "tx_queue"),
                 [this](tlm::tlm_generic_payload* gp) { transmit(gp); }),
-      npa_mmu_lane_([this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
-        answer_remote(gp, d);
-      }),
-      mailbox_lane_([](tlm::tlm_generic_payload& gp, const sc_core::sc_time&) { gp.release(); }) {
+      to_gpuvm_([this] { return from_gpuvm.operator->(); }),
+      npa_mmu_lane_([this] { return to_npa_mmu.operator->(); },
+                    [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
+                      answer_remote(gp, d);
+                    }),
+      mailbox_lane_([this] { return to_mailbox[0]; },
+                    [](tlm::tlm_generic_payload& gp, const sc_core::sc_time&) { gp.release(); }) {
   stats_.add_child(egress_.stats());
   tx_queue_.fetch_ahead<&prefetch_packet_item>();
   from_gpuvm.register_nb_transport_fw(this, &UalinkPort::outgoing);
@@ -147,20 +150,20 @@ void UalinkPort::receive_as(tlm::tlm_generic_payload& gp, Time head, bool down) 
   switch (a.kind) {
     case PacketKind::Request:  // a posted store's transaction ends when the NPA MMU takes it
       if (a.mailbox == MailboxWrite::Doorbell) [[unlikely]] {  // for the firmware, not memory
-        mailbox_lane_.send(to_mailbox[0], gp, delay);
+        mailbox_lane_.send(gp, delay);
         break;
       }
-      npa_mmu_lane_.send(to_npa_mmu.operator->(), gp, delay);
+      npa_mmu_lane_.send(gp, delay);
       break;
     case PacketKind::Response:
       if (a.posted) {  // the error a down GPU sent for a posted store: nobody waits for it
         gp.release();
         break;
       }
-      to_gpuvm_.respond(from_gpuvm.operator->(), gp, delay);
+      to_gpuvm_.respond(gp, delay);
       break;
     case PacketKind::Control:  // its transaction ends when the mailbox takes it
-      mailbox_lane_.send(to_mailbox[0], gp, delay);
+      mailbox_lane_.send(gp, delay);
       break;
   }
 }

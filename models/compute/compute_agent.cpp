@@ -36,9 +36,10 @@ ComputeAgent::ComputeAgent(sc_core::sc_module_name name, const ComputeConfig& cf
       issue_timer_(events, queue_name(*this, "issue"), [this] { issue_more(); }),
       completions_(events, queue_name(*this, "completions"),
                    [this](tlm::tlm_generic_payload* gp) { complete(gp); }),
-      requests_([this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
-        completions_.push(sim_now() + from_sc(d), &gp, order_key(gp));
-      }) {
+      requests_([this] { return to_gpuvm.operator->(); },
+                [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
+                  completions_.push(sim_now() + from_sc(d), &gp, order_key(gp));
+                }) {
   completions_.fetch_ahead<&prefetch_packet_item>();
   to_gpuvm.register_nb_transport_bw(this, &ComputeAgent::bw);
 }
@@ -303,7 +304,7 @@ std::uint64_t ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t s
 
 // A posted store is complete when GpuVm takes it: the lane drops our reference then.
 void ComputeAgent::send(tlm::tlm_generic_payload& gp, Time delay) {
-  requests_.send(to_gpuvm.operator->(), gp, to_sc(delay));
+  requests_.send(gp, to_sc(delay));
 }
 
 tlm::tlm_sync_enum ComputeAgent::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,

@@ -15,10 +15,13 @@ GpuVm::GpuVm(sc_core::sc_module_name name, const GpuVmConfig& cfg, AccelId self,
       mmu_(cfg, Rng::for_component(seed, std::string(this->name()))),
       arrivals_(events, queue_name(*this, "arrivals"),
                 [this](tlm::tlm_generic_payload* gp) { translate(gp); }),
+      to_agent_([this] { return from_agent.operator->(); }),
       to_vram_lane_(
+          [this] { return to_vram.operator->(); },
           [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); }) {
   for (std::uint32_t p = 0; p < planes_; ++p)
     to_port_lanes_.emplace_back(
+        [this, p] { return to_ports[static_cast<int>(p)]; },
         [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); });
   arrivals_.fetch_ahead<&prefetch_packet_item>();
   from_agent.register_nb_transport_fw(this, &GpuVm::fw);
@@ -59,7 +62,7 @@ void GpuVm::answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
     gp.release();
     return;
   }
-  to_agent_.respond(from_agent.operator->(), gp, d);
+  to_agent_.respond(gp, d);
 }
 
 std::uint32_t GpuVm::plane_of(std::uint64_t npa) const {
@@ -102,7 +105,7 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
     a.pa = (t.pte->frame << kPageShift) | offset;
     a.dst = self_;
     gp->set_address(a.pa);
-    to_vram_lane_.send(to_vram.operator->(), *gp, d);
+    to_vram_lane_.send(*gp, d);
   } else {
     remote_.inc();
     a.npa = (t.pte->frame << kPageShift) | offset;
@@ -111,7 +114,7 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
     a.route_to = a.dst;
     a.plane = plane_of(a.npa);
     gp->set_address(a.npa);
-    to_port_lanes_[a.plane].send(to_ports[static_cast<int>(a.plane)], *gp, d);
+    to_port_lanes_[a.plane].send(*gp, d);
   }
 }
 

@@ -37,6 +37,7 @@ FirmwareMailbox::FirmwareMailbox(sc_core::sc_module_name name, const MailboxConf
 void FirmwareMailbox::end_of_elaboration() {
   for (unsigned i = 0; i < to_ports.size(); ++i)
     to_port_lanes_.emplace_back(
+        [this, i] { return to_ports[static_cast<int>(i)]; },
         [](tlm::tlm_generic_payload& gp, const sc_core::sc_time&) { gp.release(); });
 }
 
@@ -130,7 +131,7 @@ void FirmwareMailbox::emit(AccelId dst, MailboxWrite kind, unsigned ring, std::u
   gp.set_command(tlm::TLM_WRITE_COMMAND);
   gp.set_address(a.npa);
   gp.set_data_length(a.size);
-  to_port_lanes_[a.plane].send(to_ports[static_cast<int>(a.plane)], gp, to_sc(delay));
+  to_port_lanes_[a.plane].send(gp, to_sc(delay));
 }
 
 FirmwareMailbox::Part FirmwareMailbox::part_of(const Access& a) {

@@ -19,6 +19,7 @@ NpaMmu::NpaMmu(sc_core::sc_module_name name, const NpaMmuConfig& cfg, NpaAddrMod
       arrivals_(events, queue_name(*this, "arrivals"),
                 [this](tlm::tlm_generic_payload* gp) { translate(gp); }),
       to_vram_lane_(
+          [this] { return to_vram.operator->(); },
           [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) { answer(gp, d); }) {
   arrivals_.fetch_ahead<&prefetch_packet_item>();
   from_ports.register_nb_transport_fw(this, &NpaMmu::fw);
@@ -34,7 +35,8 @@ std::uint64_t NpaMmu::key_of(std::uint64_t npa, AccelId requester) const {
 }
 
 void NpaMmu::end_of_elaboration() {
-  to_ports_.resize(from_ports.size());
+  for (unsigned i = 0; i < from_ports.size(); ++i)
+    to_ports_.emplace_back([this, i] { return from_ports[static_cast<int>(i)]; });
 }
 
 tlm::tlm_sync_enum NpaMmu::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
@@ -60,7 +62,7 @@ void NpaMmu::answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
     gp.release();
     return;
   }
-  to_ports_[static_cast<std::size_t>(plane)].respond(from_ports[plane], gp, d);
+  to_ports_[static_cast<std::size_t>(plane)].respond(gp, d);
 }
 
 bool NpaMmu::resolve(Access& a, tlm::tlm_generic_payload& gp, Time at, Time& done) {
@@ -105,7 +107,7 @@ void NpaMmu::translate(tlm::tlm_generic_payload* gp) {
     answer(*gp, d);
     return;
   }
-  to_vram_lane_.send(to_vram.operator->(), *gp, d);
+  to_vram_lane_.send(*gp, d);
 }
 
 void NpaMmu::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {

@@ -68,7 +68,8 @@ Vram::Vram(sc_core::sc_module_name name, const VramConfig& cfg, Dispatcher& even
 }
 
 void Vram::end_of_elaboration() {
-  responses_.resize(in.size());
+  for (unsigned i = 0; i < in.size(); ++i)
+    responses_.emplace_back([this, i] { return in[static_cast<int>(i)]; });
 }
 
 tlm::tlm_sync_enum Vram::fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
@@ -117,8 +118,7 @@ void Vram::serve(const Arrival& arr) {
     return;
   }
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
-  responses_[static_cast<std::size_t>(arr.socket)].respond(in[arr.socket], gp,
-                                                           to_sc(done + access_latency_ - now));
+  responses_[static_cast<std::size_t>(arr.socket)].respond(gp, to_sc(done + access_latency_ - now));
 }
 
 void Vram::apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32_t size) {

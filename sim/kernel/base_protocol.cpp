@@ -50,7 +50,7 @@ void RequestLane::returned(tlm::tlm_generic_payload& gp, tlm::tlm_sync_enum r, t
         // A response on the return path: the initiator ends it with END_RESP.
         tlm::tlm_phase end = tlm::END_RESP;
         sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
-        const auto e = fw_->nb_transport_fw(gp, end, zero);
+        const auto e = peer_->nb_transport_fw(gp, end, zero);
         if (e != tlm::TLM_COMPLETED)
           protocol_error(fmt::format("target answered END_RESP with {}", sync_name(e)));
       }

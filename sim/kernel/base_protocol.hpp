@@ -60,18 +60,32 @@ inline tlm::tlm_sync_enum accept_request(TimedQueue<tlm::tlm_generic_payload*>& 
   return accept_request(queue, gp, ph, delay, &gp);
 }
 
-// What both lanes share: the one transaction in the phase an exclusion rule guards (`open_`),
-// and the ones held behind it, in order, with the time each was due.
+// What both lanes share: the interface they call (`peer_`: asked of `find_peer` at the first
+// call, when the sockets are bound, and kept), the one transaction in the phase an exclusion
+// rule guards (`open_`), and the ones held behind it, in order, with the time each was due.
+// What every call reads comes first, in 24 bytes: in a big pod a lane has left the host's
+// caches by the time its next transaction comes, and asking the socket for the interface at
+// every call read its port's and bindings' lines too.
+template <class If>
 class ExclusiveLane {
  public:
-  std::size_t held() const { return held_.size(); }
+  using FindPeer = std::function<If*()>;
+  std::size_t held() const { return held_count_; }
 
  protected:
+  explicit ExclusiveLane(FindPeer find_peer) : find_peer_(std::move(find_peer)) {}
+  If* peer() {
+    if (peer_ == nullptr) [[unlikely]]
+      peer_ = find_peer_();
+    return peer_;
+  }
+
   // Holds `gp` (true) if another is open or already waiting; false: send it now.
   bool hold_if_busy(tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
-    if (!open_ && held_.empty()) [[likely]]
+    if (!open_ && held_count_ == 0) [[likely]]
       return false;
     held_.push_back({&gp, sim_now() + from_sc(delay)});
+    ++held_count_;
     return true;
   }
   // The open one ended: `issue(gp, delay)` what waited, in order, until one stays open.
@@ -81,31 +95,36 @@ class ExclusiveLane {
     while (!open_ && !held_.empty()) {
       const Held h = held_.front();
       held_.pop_front();
+      --held_count_;
       issue(*h.gp, to_sc(std::max(h.due, sim_now()) - sim_now()));
     }
   }
 
-  tlm::tlm_generic_payload* open_ = nullptr;
+  If* peer_ = nullptr;
+  tlm::tlm_generic_payload* open_ = nullptr;  // sent to peer_, waiting for the phase that ends it
 
  private:
   struct Held {
     tlm::tlm_generic_payload* gp;
     Time due;
   };
+  std::size_t held_count_ = 0;  // held_.size(), beside what every call reads
   std::deque<Held> held_;
+  FindPeer find_peer_;
 };
 
 // One initiator binding's request side: BEGIN_REQ now, or held until the previous request on
 // this binding has ended (END_REQ, BEGIN_RESP or completion). `answered` gets a response the
 // target gave on the return path (TLM_COMPLETED or TLM_UPDATED with BEGIN_RESP) to an answered
 // request, with the delay it came with; an unanswered request's completion drops the payload.
-class RequestLane : public ExclusiveLane {
+class RequestLane : public ExclusiveLane<FwIf> {
  public:
   using Answered = std::function<void(tlm::tlm_generic_payload&, const sc_core::sc_time&)>;
-  explicit RequestLane(Answered answered) : answered_(std::move(answered)) {}
+  // `find_peer`: the target's interface (the initiator socket's, or one binding's).
+  RequestLane(FindPeer find_peer, Answered answered)
+      : ExclusiveLane(std::move(find_peer)), answered_(std::move(answered)) {}
 
-  void send(FwIf* fw, tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
-    fw_ = fw;
+  void send(tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
     if (!hold_if_busy(gp, delay)) issue(gp, delay);
   }
   // Backward path: END_REQ for `gp`.
@@ -120,7 +139,7 @@ class RequestLane : public ExclusiveLane {
   void issue(tlm::tlm_generic_payload& gp, sc_core::sc_time delay) {
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     tlm::tlm_phase ph = tlm::BEGIN_REQ;
-    const tlm::tlm_sync_enum r = fw_->nb_transport_fw(gp, ph, delay);
+    const tlm::tlm_sync_enum r = peer()->nb_transport_fw(gp, ph, delay);
     if (r == tlm::TLM_UPDATED && ph == tlm::END_REQ) [[likely]]
       return;
     returned(gp, r, ph, delay);
@@ -130,15 +149,16 @@ class RequestLane : public ExclusiveLane {
   void reopen();
 
   Answered answered_;
-  FwIf* fw_ = nullptr;  // open_: sent, waiting for END_REQ
 };
 
 // One target binding's response side: BEGIN_RESP now, or held until the previous response on
 // this binding has ended (the initiator's END_RESP).
-class ResponseLane : public ExclusiveLane {
+class ResponseLane : public ExclusiveLane<BwIf> {
  public:
-  void respond(BwIf* bw, tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
-    bw_ = bw;
+  // `find_peer`: the initiator's interface (the target socket's, or one binding's).
+  explicit ResponseLane(FindPeer find_peer) : ExclusiveLane(std::move(find_peer)) {}
+
+  void respond(tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
     if (!hold_if_busy(gp, delay)) issue(gp, delay);
   }
   // Forward path: END_RESP for `gp`.
@@ -147,14 +167,12 @@ class ResponseLane : public ExclusiveLane {
  private:
   void issue(tlm::tlm_generic_payload& gp, sc_core::sc_time delay) {
     tlm::tlm_phase ph = tlm::BEGIN_RESP;
-    const tlm::tlm_sync_enum r = bw_->nb_transport_bw(gp, ph, delay);
+    const tlm::tlm_sync_enum r = peer()->nb_transport_bw(gp, ph, delay);
     if (r == tlm::TLM_COMPLETED) [[likely]]
       return;
     returned(gp, r, ph);
   }
   void returned(tlm::tlm_generic_payload& gp, tlm::tlm_sync_enum r, tlm::tlm_phase ph);
-
-  BwIf* bw_ = nullptr;  // open_: sent, waiting for END_RESP
 };
 
 }  // namespace podsim

@@ -42,7 +42,7 @@ const std::string& QueueBase::name() const {
 }
 void QueueBase::set_prefetch(Prefetch fn) {
   check_alive();
-  dispatcher_->prefetch_[rank_] = fn;
+  dispatcher_->queues_[rank_].prefetch = fn;
 }
 void QueueBase::outlived() {
   throw std::logic_error("an event queue was used after its dispatcher was destroyed");
@@ -60,8 +60,8 @@ Dispatcher::Dispatcher(sc_core::sc_module_name name)
 
 Dispatcher::~Dispatcher() {
   // Queues that outlive it (a module destroyed after the pod's dispatcher) may not push again.
-  for (QueueBase* q : queues_)
-    if (q) q->dispatcher_ = nullptr;
+  for (const QueueEntry& e : queues_)
+    if (e.queue) e.queue->dispatcher_ = nullptr;
 }
 
 KernelCounters Dispatcher::counters() const {
@@ -72,16 +72,14 @@ KernelCounters Dispatcher::counters() const {
 
 std::uint32_t Dispatcher::add(QueueBase* q, std::string name) {
   if (!taken_.insert(name).second) throw std::logic_error("two event queues named " + name);
-  queues_.push_back(q);
-  prefetch_.push_back(nullptr);
+  queues_.push_back(QueueEntry{q, nullptr});
   names_.push_back(std::move(name));
   return static_cast<std::uint32_t>(queues_.size() - 1);
 }
 
 void Dispatcher::remove(const QueueBase* q) {
-  if (q->rank_ < queues_.size() && queues_[q->rank_] == q) {
-    queues_[q->rank_] = nullptr;
-    prefetch_[q->rank_] = nullptr;
+  if (q->rank_ < queues_.size() && queues_[q->rank_].queue == q) {
+    queues_[q->rank_] = QueueEntry{};
     taken_.erase(names_[q->rank_]);
   }
 }
@@ -98,23 +96,22 @@ void Dispatcher::freeze() {
   std::vector<std::size_t> order(queues_.size());  // creation indices, in rank order
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if ((queues_[a] == nullptr) != (queues_[b] == nullptr)) return queues_[a] != nullptr;
+    const QueueBase* qa = queues_[a].queue;
+    const QueueBase* qb = queues_[b].queue;
+    if ((qa == nullptr) != (qb == nullptr)) return qa != nullptr;
     if (const int c = keys[a].compare(keys[b]); c != 0) return c < 0;
     return a < b;  // two gone queues of one name: by creation
   });
-  std::vector<QueueBase*> queues;
-  std::vector<QueueBase::Prefetch> prefetch;
+  std::vector<QueueEntry> queues;
   std::vector<std::string> names;
   std::vector<std::uint32_t> rank_of(queues_.size());  // by creation index
   for (const std::size_t i : order) {
     rank_of[i] = static_cast<std::uint32_t>(queues.size());
-    if (queues_[i]) queues_[i]->rank_ = rank_of[i];
+    if (queues_[i].queue) queues_[i].queue->rank_ = rank_of[i];
     queues.push_back(queues_[i]);
-    prefetch.push_back(prefetch_[i]);
     names.push_back(std::move(names_[i]));
   }
   queues_ = std::move(queues);
-  prefetch_ = std::move(prefetch);
   names_ = std::move(names);
   // Items pushed before (during elaboration) carry their queue's creation index: renumber
   // them (the calendar's chunks are unsorted and the overflow heap is ordered by time alone;
@@ -137,7 +134,7 @@ void Dispatcher::freeze() {
 std::vector<std::string> Dispatcher::queue_order() const {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < queues_.size(); ++i)
-    if (queues_[i]) names.push_back(names_[i]);
+    if (queues_[i].queue) names.push_back(names_[i]);
   return names;
 }
 
@@ -370,7 +367,7 @@ void Dispatcher::run() {
     // one is served (a big pod's state is far bigger than the host's caches).
     if (run_.size() > kFetchAhead) {
       const Node& n = run_[run_.size() - 1 - kFetchAhead];
-      if (const QueueBase::Prefetch fn = prefetch_[n.rank]) fn(slots_[n.slot].item.b);
+      if (const QueueBase::Prefetch fn = queues_[n.rank].prefetch) fn(slots_[n.slot].item.b);
     }
     if (soon) {
       std::pop_heap(soon_.begin(), soon_.end(),
@@ -384,7 +381,7 @@ void Dispatcher::run() {
     free_slots_.push_back(top.slot);
     kernel_detail::dispatch_now = Time::ps(top.due);
     ++counters_.serves;
-    if (QueueBase* q = queues_[top.rank]) q->serve(item.b);
+    if (QueueBase* q = queues_[top.rank].queue) q->serve(item.b);
     if (kernel_detail::kernel_touched) {  // a SystemC event now due: do not pass it
       kernel_detail::kernel_touched = false;
       limit = bound(k);

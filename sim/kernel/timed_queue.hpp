@@ -210,9 +210,15 @@ class Dispatcher final : public sc_core::sc_module {
   std::vector<Node> overflow_;  // a min-heap by due of items beyond the window
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
-  std::vector<QueueBase*> queues_;             // by rank (before freeze: by creation)
-  std::vector<QueueBase::Prefetch> prefetch_;  // by rank, as queues_ (nullptr: none)
-  std::vector<std::string> names_;             // theirs (kept here: a queue stays small)
+  // By rank (before freeze: by creation): the queue (nullptr: gone) and how its items are
+  // fetched ahead (nullptr: not), side by side, so that fetching an item ahead also brings in
+  // what serving it reads first.
+  struct QueueEntry {
+    QueueBase* queue = nullptr;
+    QueueBase::Prefetch prefetch = nullptr;
+  };
+  std::vector<QueueEntry> queues_;
+  std::vector<std::string> names_;  // theirs (kept here: a queue stays small)
   std::unordered_set<std::string> taken_;
   bool frozen_ = false;
   std::size_t pending_ = 0;

@@ -37,7 +37,7 @@ struct TlmRequester : sc_core::sc_module {
   TlmRequester(sc_core::sc_module_name n, Dispatcher& events)
       : sc_module(n),
         sends_(events, queue_name(*this, "sends"),
-               [this](auto* gp) { lane_.send(out.operator->(), *gp, sc_core::SC_ZERO_TIME); }),
+               [this](auto* gp) { lane_.send(*gp, sc_core::SC_ZERO_TIME); }),
         end_resps_(events, queue_name(*this, "end_resps"), [this](auto* gp) {
           tlm::tlm_phase ph = tlm::END_RESP;
           sc_core::sc_time d = sc_core::SC_ZERO_TIME;
@@ -99,10 +99,11 @@ struct TlmRequester : sc_core::sc_module {
     return tlm::TLM_COMPLETED;
   }
 
-  RequestLane lane_{[this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
-    take(gp, sim_now() + from_sc(d));
-    gp.release();
-  }};
+  RequestLane lane_{[this] { return out.operator->(); },
+                    [this](tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
+                      take(gp, sim_now() + from_sc(d));
+                      gp.release();
+                    }};
   TimedQueue<tlm::tlm_generic_payload*> sends_, end_resps_;
 };
 

@@ -71,7 +71,7 @@ void Egress::enqueue(tlm::tlm_generic_payload& gp, TrafficClass cls, std::uint64
 void Egress::return_credits(TrafficClass tc, std::uint64_t tl, Time at) {
   // Returns come back in time order from one receiver; keep the list sorted regardless.
   pending_credits_.insert_sorted(
-      CreditReturn{at, static_cast<std::uint8_t>(tc), tl},
+      CreditReturn{at, static_cast<std::uint32_t>(tl), static_cast<std::uint8_t>(tc)},
       [](const CreditReturn& x, const CreditReturn& y) { return x.at < y.at; });
   // A sender stalled for credits wakes when they arrive.
   if (stalled_since_ != Time::max()) wake_.at(std::max(at, sim_now()));

@@ -89,16 +89,18 @@ class Egress {
   }
 
  private:
-  struct Queued {
+  // Queue entries never split across two cache lines (their buffers are aligned to their size).
+  struct alignas(32) Queued {
     tlm::tlm_generic_payload* gp;
     std::uint64_t tl;
     Time since;
   };
   struct CreditReturn {
     Time at;
+    std::uint32_t tl;  // one packet's TL bytes
     std::uint8_t tc;
-    std::uint64_t tl;
   };
+  static_assert(sizeof(CreditReturn) == 16);
   void pump();
   void absorb_credits(Time now);
   void commit(std::size_t tc, Time now);

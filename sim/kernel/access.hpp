@@ -131,8 +131,9 @@ class Access final : public tlm::tlm_extension<Access> {
 };
 
 // A payload and its Access in one allocation: what PacketPool hands out. Every payload in
-// podsim is one of these.
-struct Packet final : tlm::tlm_generic_payload {
+// podsim is one of these. Aligned to a cache line, so that what its hops read and write lies
+// in the same few lines of every packet.
+struct alignas(64) Packet final : tlm::tlm_generic_payload {
   explicit Packet(tlm::tlm_mm_interface* mm) : tlm::tlm_generic_payload(mm) {
     set_extension(&access);
   }

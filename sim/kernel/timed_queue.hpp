@@ -160,11 +160,14 @@ class Dispatcher final : public sc_core::sc_module {
     std::uint32_t rank;
     std::uint32_t slot;
   };
-  struct Slot {
+  // 32 bytes, aligned to them: a slot is never split across two cache lines (the one fetched
+  // ahead and another).
+  struct alignas(32) Slot {
     std::uint64_t key;
     std::uint64_t seq;
     QueueBase::ItemBytes item;
   };
+  static_assert(sizeof(Slot) == 32);
   // The contract's order (the run holds it reversed: the next item at its back).
   bool before(const Node& a, const Node& b) const {
     if (a.due != b.due) return a.due < b.due;
@@ -188,12 +191,14 @@ class Dispatcher final : public sc_core::sc_module {
   bool load_next(Time limit);
   void sort_large_run();
 
-  struct Chunk {
+  // Four whole cache lines.
+  struct alignas(64) Chunk {
     static constexpr std::uint32_t kNodes = 15;
     Node nodes[kNodes];
     std::uint32_t count;
     std::uint32_t next;  // the bucket's next (older) chunk
   };
+  static_assert(sizeof(Chunk) == 256);
   static constexpr std::uint32_t kNoChunk = UINT32_MAX;
   std::uint32_t new_chunk();
   std::vector<std::uint32_t> buckets_;  // by position (bucket % kBuckets): newest chunk

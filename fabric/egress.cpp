@@ -15,6 +15,7 @@ Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig
       flit_error_(flit_error_probability(link, port)),
       tx_delay_(tx_delay),
       replay_penalty_(replay_penalty(link, port)),
+      costs_(port),
       utilisation_(stats_, "utilisation", "ratio",
                    "fraction of simulated time the link was sending (replays included)",
                    [this] {
@@ -35,7 +36,6 @@ Egress::Egress(const std::string& name, const PortConfig& port, const LinkConfig
                 "fraction of the time the link spent sending while it carried measured "
                 "traffic: measured_busy_ps over measured_window_ps"),
       wake_(events, wake_name, [this] { pump(); }),
-      costs_(port),
       rng_(rng),
       name_(name),
       port_(port) {

@@ -117,6 +117,7 @@ class Egress {
   double flit_error_;
   Time tx_delay_;
   Time replay_penalty_;
+  WireCosts costs_;  // shared with every port that costs the same
   Time free_at_;
   Time busy_;
   Time stalled_since_ = Time::max();
@@ -150,7 +151,6 @@ class Egress {
   Timer wake_;
   std::function<void()> on_space_;
   const std::array<std::unique_ptr<Distribution>, kTrafficClasses>* also_class_delay_ = nullptr;
-  WireCosts costs_;
   Rng rng_;
   std::string name_;
   PortConfig port_;

@@ -7,7 +7,11 @@
 // T x (dl_flit + ethernet_overhead) / dl_payload bytes of wire time.
 #pragma once
 
+#include <array>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -34,36 +38,31 @@ inline Time wire_time(std::uint64_t tl, const PortConfig& p) {
 }
 
 // The same costs for one port, worked out once per TL size, so the hot path looks them up
-// instead of dividing 128-bit numbers.
+// instead of dividing 128-bit numbers. Ports that cost the same share one table (every port
+// of a pod, as a rule): what a packet reads of it stays in the host's caches however many
+// ports the pod has. Copies share it too.
 class WireCosts {
  public:
-  explicit WireCosts(const PortConfig& p)
-      : header_(p.tl_header.count()),
-        granule_(p.tl_granule.count()),
-        pow2_((granule_ & (granule_ - 1)) == 0),
-        shift_(static_cast<unsigned>(__builtin_ctzll(granule_))),
-        port_(p) {
-    for (std::uint64_t tl = 0; tl <= podsim::tl_bytes(kMaxPayload, p); tl += granule_)
-      costs_.push_back(
-          Cost{podsim::wire_time(tl, p),
-               tl * (p.dl_flit.count() + p.ethernet_overhead.count()) / p.dl_payload.count()});
-  }
+  explicit WireCosts(const PortConfig& p) : t_(shared_table(p)) {}
   static constexpr std::uint64_t kMaxPayload = 256;
 
   std::uint64_t tl_bytes(std::uint64_t payload) const {
-    const std::uint64_t raw = header_ + payload + granule_ - 1;
-    return pow2_ ? raw >> shift_ << shift_ : raw / granule_ * granule_;
+    const Table& t = *t_;
+    const std::uint64_t raw = t.header + payload + t.granule - 1;
+    return t.pow2 ? raw >> t.shift << t.shift : raw / t.granule * t.granule;
   }
   // Wire time and wire bytes (framing and Ethernet overhead included) of `tl` TL bytes.
   Time wire_time(std::uint64_t tl) const {
-    const std::uint64_t i = pow2_ ? tl >> shift_ : tl / granule_;
-    return i < costs_.size() ? costs_[i].time : podsim::wire_time(tl, port_);
+    const Table& t = *t_;
+    const std::uint64_t i = t.pow2 ? tl >> t.shift : tl / t.granule;
+    return i < t.costs.size() ? t.costs[i].time : podsim::wire_time(tl, t.port);
   }
   std::uint64_t wire_bytes(std::uint64_t tl) const {
-    const std::uint64_t i = pow2_ ? tl >> shift_ : tl / granule_;
-    return i < costs_.size() ? costs_[i].bytes
-                             : tl * (port_.dl_flit.count() + port_.ethernet_overhead.count()) /
-                                   port_.dl_payload.count();
+    const Table& t = *t_;
+    const std::uint64_t i = t.pow2 ? tl >> t.shift : tl / t.granule;
+    return i < t.costs.size() ? t.costs[i].bytes
+                              : tl * (t.port.dl_flit.count() + t.port.ethernet_overhead.count()) /
+                                    t.port.dl_payload.count();
   }
 
  private:
@@ -71,11 +70,44 @@ class WireCosts {
     Time time;
     std::uint64_t bytes;
   };
-  std::uint64_t header_, granule_;
-  bool pow2_;
-  unsigned shift_;
-  std::vector<Cost> costs_;  // by TL size / granule
-  PortConfig port_;          // (after what every packet reads: for sizes beyond the table)
+  struct Table {
+    explicit Table(const PortConfig& p)
+        : header(p.tl_header.count()),
+          granule(p.tl_granule.count()),
+          pow2((granule & (granule - 1)) == 0),
+          shift(static_cast<unsigned>(__builtin_ctzll(granule))),
+          port(p) {
+      for (std::uint64_t tl = 0; tl <= podsim::tl_bytes(kMaxPayload, p); tl += granule)
+        costs.push_back(
+            Cost{podsim::wire_time(tl, p),
+                 tl * (p.dl_flit.count() + p.ethernet_overhead.count()) / p.dl_payload.count()});
+    }
+    std::uint64_t header, granule;
+    bool pow2;
+    unsigned shift;
+    std::vector<Cost> costs;  // by TL size / granule
+    PortConfig port;          // (after what every packet reads: for sizes beyond the table)
+  };
+  // The table of ports framed and clocked as `p` (made, or found among those in use).
+  static std::shared_ptr<const Table> shared_table(const PortConfig& p) {
+    // Everything a table is made of (of a port, tl_bytes and wire_time read nothing else).
+    using Key = std::array<std::uint64_t, 6>;
+    const Key key{p.tl_header.count(),         p.tl_granule.count(), p.dl_flit.count(),
+                  p.ethernet_overhead.count(), p.dl_payload.count(), p.rate().bits_per_second()};
+    static std::mutex mutex;
+    static std::map<Key, std::weak_ptr<const Table>> tables;  // a table lives while it is used
+    const std::lock_guard lock(mutex);
+    std::weak_ptr<const Table>& known = tables[key];
+    std::shared_ptr<const Table> t = known.lock();
+    if (!t) {
+      t = std::make_shared<const Table>(p);
+      known = t;
+    }
+    return t;
+  }
+  // Shared by every WireCosts of ports that cost the same: each port keeps a pointer, and the
+  // table it points to stays in the host's caches.
+  std::shared_ptr<const Table> t_;
 };
 
 // Data bytes per wire byte for packets carrying `payload` data bytes each.

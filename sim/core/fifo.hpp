@@ -21,11 +21,9 @@ class Fifo {
   T& operator[](std::size_t i) { return buf_[wrap(head_ + i)]; }
   const T& operator[](std::size_t i) const { return buf_[wrap(head_ + i)]; }
 
-  void push_back(T v) {
-    if (size_ == buf_.size()) grow();
-    buf_[wrap(head_ + size_)] = std::move(v);
-    ++size_;
-  }
+  // (By reference: a queue of over-aligned entries is not passed them by value.)
+  void push_back(const T& v) { emplace_back(v); }
+  void push_back(T&& v) { emplace_back(std::move(v)); }
   void pop_front() {
     // Emptied: start again at the first slot, so a queue that is mostly empty keeps using the
     // same (cached) slots instead of cycling through its whole buffer.
@@ -38,13 +36,24 @@ class Fifo {
   // Inserts keeping the queue sorted by `less` (an element goes after its equals), searching
   // from the back: O(1) when it belongs at the back, the usual case.
   template <class Less>
-  void insert_sorted(T v, Less less) {
-    push_back(std::move(v));
+  void insert_sorted(const T& v, Less less) {
+    push_back(v);
     for (std::size_t i = size_ - 1; i > 0 && less((*this)[i], (*this)[i - 1]); --i)
       std::swap((*this)[i], (*this)[i - 1]);
   }
 
  private:
+  template <class U>
+  void emplace_back(U&& v) {
+    if (size_ == buf_.size()) [[unlikely]] {
+      T copy(std::forward<U>(v));  // `v` may be one of ours, which growing moves
+      grow();
+      buf_[wrap(head_ + size_)] = std::move(copy);
+    } else {
+      buf_[wrap(head_ + size_)] = std::forward<U>(v);
+    }
+    ++size_;
+  }
   std::size_t wrap(std::size_t i) const { return i & (buf_.size() - 1); }
   void grow() {
     std::vector<T> next(buf_.empty() ? 8 : buf_.size() * 2);

@@ -89,13 +89,14 @@ class Egress {
   }
 
  private:
-  // Queue entries never split across two cache lines (their buffers are aligned to their size).
+  // Queue entries never split across two cache lines (aligned to their size, as their
+  // buffers are).
   struct alignas(32) Queued {
     tlm::tlm_generic_payload* gp;
     std::uint64_t tl;
     Time since;
   };
-  struct CreditReturn {
+  struct alignas(16) CreditReturn {
     Time at;
     std::uint32_t tl;  // one packet's TL bytes
     std::uint8_t tc;

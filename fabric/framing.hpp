@@ -37,6 +37,11 @@ inline Time wire_time(std::uint64_t tl, const PortConfig& p) {
   return Time::ps(static_cast<std::int64_t>((bits + per_s - 1) / per_s));
 }
 
+// Bytes of wire time of `tl` TL bytes: DL framing and Ethernet overhead included.
+inline std::uint64_t wire_bytes(std::uint64_t tl, const PortConfig& p) {
+  return tl * (p.dl_flit.count() + p.ethernet_overhead.count()) / p.dl_payload.count();
+}
+
 // The same costs for one port, worked out once per TL size, so the hot path looks them up
 // instead of dividing 128-bit numbers. Ports that cost the same share one table (every port
 // of a pod, as a rule): what a packet reads of it stays in the host's caches however many
@@ -54,15 +59,13 @@ class WireCosts {
   // Wire time and wire bytes (framing and Ethernet overhead included) of `tl` TL bytes.
   Time wire_time(std::uint64_t tl) const {
     const Table& t = *t_;
-    const std::uint64_t i = t.pow2 ? tl >> t.shift : tl / t.granule;
+    const std::uint64_t i = t.index(tl);
     return i < t.costs.size() ? t.costs[i].time : podsim::wire_time(tl, t.port);
   }
   std::uint64_t wire_bytes(std::uint64_t tl) const {
     const Table& t = *t_;
-    const std::uint64_t i = t.pow2 ? tl >> t.shift : tl / t.granule;
-    return i < t.costs.size() ? t.costs[i].bytes
-                              : tl * (t.port.dl_flit.count() + t.port.ethernet_overhead.count()) /
-                                    t.port.dl_payload.count();
+    const std::uint64_t i = t.index(tl);
+    return i < t.costs.size() ? t.costs[i].bytes : podsim::wire_bytes(tl, t.port);
   }
 
  private:
@@ -78,10 +81,9 @@ class WireCosts {
           shift(static_cast<unsigned>(__builtin_ctzll(granule))),
           port(p) {
       for (std::uint64_t tl = 0; tl <= podsim::tl_bytes(kMaxPayload, p); tl += granule)
-        costs.push_back(
-            Cost{podsim::wire_time(tl, p),
-                 tl * (p.dl_flit.count() + p.ethernet_overhead.count()) / p.dl_payload.count()});
+        costs.push_back(Cost{podsim::wire_time(tl, p), podsim::wire_bytes(tl, p)});
     }
+    std::uint64_t index(std::uint64_t tl) const { return pow2 ? tl >> shift : tl / granule; }
     std::uint64_t header, granule;
     bool pow2;
     unsigned shift;
@@ -90,7 +92,8 @@ class WireCosts {
   };
   // The table of ports framed and clocked as `p` (made, or found among those in use).
   static std::shared_ptr<const Table> shared_table(const PortConfig& p) {
-    // Everything a table is made of (of a port, tl_bytes and wire_time read nothing else).
+    // Everything a table is made of (of a port, tl_bytes, wire_time and wire_bytes read
+    // nothing else).
     using Key = std::array<std::uint64_t, 6>;
     const Key key{p.tl_header.count(),         p.tl_granule.count(), p.dl_flit.count(),
                   p.ethernet_overhead.count(), p.dl_payload.count(), p.rate().bits_per_second()};

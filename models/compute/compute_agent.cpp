@@ -285,6 +285,8 @@ std::uint64_t ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t s
     for (std::uint64_t off = 0; off + 8 <= size; off += 8)
       std::memcpy(&a.data[off], &a.id, 8);
   }
+  // A store's or atomic's bytes go to memory whatever they are (stale ones too, unfilled).
+  a.data_bytes = static_cast<std::uint16_t>(data || !read ? size : 0);
   ++issued_;
   ++phase_issued_;
   if (op == AccessOp::Write && traffic_.posted_writes) {

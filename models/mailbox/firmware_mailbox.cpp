@@ -117,6 +117,7 @@ void FirmwareMailbox::emit(AccelId dst, MailboxWrite kind, unsigned ring, std::u
   }
   a.issued = sim_now() + delay;
   std::memset(a.data.data(), 0, 64);
+  a.data_bytes = 64;  // the fields below, beyond `size` too: the receiver reads them all
   if (cmd) {
     std::memcpy(&a.data[0], cmd->dw.data(), 16);
     a.data[32] = static_cast<unsigned char>(cmd->kind);

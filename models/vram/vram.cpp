@@ -110,9 +110,13 @@ void Vram::serve(const Arrival& arr) {
   if (measured) measured_.arrived(now);
   measured_.did(xfer_busy_total_ - busy_before, done, measured);
 
-  apply(a.op, pa, functional_data_ || a.sync ? gp.get_data_ptr() : nullptr, a.size);
+  const bool applied = functional_data_ || a.sync;
+  apply(a.op, pa, applied ? gp.get_data_ptr() : nullptr, a.size);
   if (a.mailbox != MailboxWrite::None) [[unlikely]]
     if (mailbox_watch_) mailbox_watch_(a, done + access_latency_);
+  // What the response carries back: what a load or an atomic read here; a store's bytes are
+  // its issuer's already.
+  a.data_bytes = static_cast<std::uint16_t>(applied && a.op != AccessOp::Write ? a.size : 0);
   if (unanswered(a)) {  // a posted store: done, and nobody waits for it
     gp.release();
     return;
@@ -175,11 +179,14 @@ void Vram::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
                                                                 : tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  const Access* a = gp.get_extension<Access>();
+  Access* a = gp.get_extension<Access>();
   const AccessOp op = a ? a->op : gp.is_read() ? AccessOp::Read : AccessOp::Write;
   queue_delay_.record(std::max(at, channel_free_[channel_of(pa)]) - at);
   const Time done = occupy(pa, op == AccessOp::Atomic ? 2ull * size : size, at);
   apply(op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, size);
+  if (a && gp.get_data_ptr() == a->data.data())  // as serve() does
+    a->data_bytes =
+        static_cast<std::uint16_t>(functional_data_ && op != AccessOp::Write ? size : 0);
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   delay = to_sc(done + access_latency_ - sim_now());
 }

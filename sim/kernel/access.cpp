@@ -31,6 +31,7 @@ void Access::reset_for_use() {
   mailbox = MailboxWrite::None;
   size = 0;
   vmid = 0;
+  data_bytes = 0;
   vaddr = npa = pa = 0;
   plane = 0;
   tag = 0;

@@ -91,6 +91,12 @@ class Access final : public tlm::tlm_extension<Access> {
   MailboxWrite mailbox = MailboxWrite::None;
   std::uint32_t size = 0;  // payload bytes (64..256 for data, 64 for control commands)
   std::uint16_t vmid = 0;
+  // How many bytes of `data`, from its start, hold what this packet carries: the store's (or
+  // atomic's) operand or a control message on the way out, what memory returned on the way
+  // back (0: none, e.g. a load's request, a store's response). Every writer of `data` sets it
+  // to cover what it wrote; what crosses between ranks of a split run is these bytes alone
+  // (sim/kernel/packet_wire), so nothing may read beyond them but the packet's own issuer.
+  std::uint16_t data_bytes = 0;
   std::uint64_t vaddr = 0;  // the importer's GPU virtual address
   std::uint64_t npa = 0;    // network physical address (driver- and hardware-internal only)
   std::uint64_t pa = 0;     // local VRAM byte address once translated

@@ -111,7 +111,7 @@ auto raw(E e) {
 // The fixed fields' bytes: the version, the Access's scalars, hop_count and hops_dropped,
 // then (after the stamps and the data) the payload's own fields.
 constexpr std::size_t kAccessBytes =
-    1 + 8 + 3 * sizeof(AccelId) + 7 + 4 + 2 + 3 * 8 + 4 + 4 + 8 + 8 + 2;
+    1 + 8 + 3 * sizeof(AccelId) + 7 + 4 + 2 + 2 + 3 * 8 + 4 + 4 + 8 + 8 + 2;
 constexpr std::size_t kPayloadBytes = 4 + 8 + 4 + 4 + 4 + 4 + 1 + 4;
 
 void pack_packet(const tlm::tlm_generic_payload& gp, ByteBuffer& out) {
@@ -125,8 +125,11 @@ void pack_packet(const tlm::tlm_generic_payload& gp, ByteBuffer& out) {
   if (gp.get_byte_enable_ptr())
     throw std::logic_error("pack_packet: the payload has byte enables (podsim packets have none)");
 
+  if (a.data_bytes > Access::kMaxData)
+    throw std::logic_error("pack_packet: the packet's data_bytes is above Access::kMaxData");
+
   const std::size_t hop_bytes = a.hop_count * sizeof(HopStamp);
-  Writer w(out, kAccessBytes + hop_bytes + a.data.size() + kPayloadBytes);
+  Writer w(out, kAccessBytes + hop_bytes + a.data_bytes + kPayloadBytes);
   w.put(kPacketWireVersion);
   // The Access, in declaration order.
   w.put(a.id);
@@ -142,6 +145,7 @@ void pack_packet(const tlm::tlm_generic_payload& gp, ByteBuffer& out) {
   w.put(raw(a.mailbox));
   w.put(a.size);
   w.put(a.vmid);
+  w.put(a.data_bytes);
   w.put(a.vaddr);
   w.put(a.npa);
   w.put(a.pa);
@@ -152,9 +156,11 @@ void pack_packet(const tlm::tlm_generic_payload& gp, ByteBuffer& out) {
   w.put(a.hop_count);
   w.put(a.hops_dropped);
   w.bytes(a.hops.data(), hop_bytes);
-  // All of it, whatever `size` says: what a model left beyond it travels too, so a run split
-  // across ranks computes on the same bytes as one that is not.
-  w.bytes(a.data.data(), a.data.size());
+  // The bytes the packet carries (Access::data_bytes), not the whole array: a load's request
+  // and a store's response carry none. Bytes beyond stay as the receiving packet has them:
+  // only the issuer reads there, and a request that comes back to its issuer's rank comes
+  // back into its own packet (sim/pod/partition.cpp), so it reads what it would unsplit.
+  w.bytes(a.data.data(), a.data_bytes);
   // The payload's own fields.
   w.put(static_cast<std::int32_t>(gp.get_command()));
   w.put(static_cast<std::uint64_t>(gp.get_address()));
@@ -191,6 +197,10 @@ const unsigned char* unpack_packet(const unsigned char* in, const unsigned char*
   const auto mailbox = r.get_enum("mailbox", MailboxWrite::None, MailboxWrite::Writeback);
   const auto size = r.get<std::uint32_t>("size");
   const auto vmid = r.get<std::uint16_t>("vmid");
+  const auto data_bytes = r.get<std::uint16_t>("data_bytes");
+  if (data_bytes > Access::kMaxData)
+    Reader::fail("data_bytes " + std::to_string(data_bytes) + " is above " +
+                 std::to_string(Access::kMaxData));
   const auto vaddr = r.get<std::uint64_t>("vaddr");
   const auto npa = r.get<std::uint64_t>("npa");
   const auto pa = r.get<std::uint64_t>("pa");
@@ -209,7 +219,7 @@ const unsigned char* unpack_packet(const unsigned char* in, const unsigned char*
     std::memcpy(&h, hops + i * sizeof(HopStamp), sizeof h);
     if (h.kind() >= HopKind::Count) Reader::fail("hop " + std::to_string(i) + " has no hop kind");
   }
-  const unsigned char* data = r.take(Access::kMaxData, "the data");
+  const unsigned char* data = r.take(data_bytes, "the data");
   const auto command = r.get_enum<tlm::tlm_command, std::int32_t>(
       "the command", tlm::TLM_READ_COMMAND, tlm::TLM_IGNORE_COMMAND);
   const auto address = r.get<std::uint64_t>("the address");
@@ -238,6 +248,7 @@ const unsigned char* unpack_packet(const unsigned char* in, const unsigned char*
   a.mailbox = mailbox;
   a.size = size;
   a.vmid = vmid;
+  a.data_bytes = data_bytes;
   a.vaddr = vaddr;
   a.npa = npa;
   a.pa = pa;
@@ -248,7 +259,7 @@ const unsigned char* unpack_packet(const unsigned char* in, const unsigned char*
   a.hops_dropped = hops_dropped;
   a.hop_count = hop_count;
   std::memcpy(a.hops.data(), hops, hop_count * sizeof(HopStamp));
-  std::memcpy(a.data.data(), data, Access::kMaxData);
+  std::memcpy(a.data.data(), data, data_bytes);
   gp.set_command(command);
   gp.set_address(address);
   gp.set_data_ptr(a.data.data());

@@ -1,6 +1,7 @@
 // A packet as bytes, and back: how a packet crosses from one MPI rank's part of the pod to
 // another's. Everything the receiving side could read travels: every field of the Access
-// (its hop trail up to hop_count and the whole data array) and the payload's own fields that
+// (its hop trail up to hop_count, and of its data the bytes it carries: Access::data_bytes)
+// and the payload's own fields that
 // podsim sets or reads (command, address, data length, streaming width, byte-enable length,
 // response status, DMI flag, gp option). The data pointer does not travel: on a podsim packet
 // it always points at the packet's own Access::data, and it is restored to point there.
@@ -19,7 +20,7 @@
 namespace podsim {
 
 // The format's version, the first byte of every packed packet.
-inline constexpr unsigned char kPacketWireVersion = 5;
+inline constexpr unsigned char kPacketWireVersion = 6;
 
 // Appends the packet's bytes to `out`. Throws std::logic_error for a payload that is not a
 // podsim Packet, or one whose data pointer is not its own Access::data or that has byte

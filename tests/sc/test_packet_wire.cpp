@@ -1,5 +1,6 @@
 // A packet packed into bytes and unpacked into another pooled packet (how a packet crosses from
-// one MPI rank to another): every field arrives, the new packet's data pointer is its own and
+// one MPI rank to another): every field arrives, and of the data the bytes the packet carries
+// (the receiving packet keeps its own beyond them), the new packet's data pointer is its own and
 // its reference count is untouched; short and malformed bytes are errors that leave the packet
 // as it was; a payload that is not a podsim packet is refused.
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -39,6 +41,7 @@ void fill(tlm::tlm_generic_payload& gp, std::size_t hops, unsigned seed) {
   a.mailbox = seed % 2 ? MailboxWrite::Doorbell : MailboxWrite::Writeback;
   a.size = 192 + seed;
   a.vmid = static_cast<std::uint16_t>(14 + seed);
+  a.data_bytes = static_cast<std::uint16_t>(Access::kMaxData - 40 + seed);
   a.vaddr = 0x7f00'0000'1000ull + seed;
   a.npa = 0x0200'0000'2000ull + seed;
   a.pa = 0x0000'0003'3000ull + seed;
@@ -83,6 +86,7 @@ void check_same(const tlm::tlm_generic_payload& x, const tlm::tlm_generic_payloa
   CHECK(a.mailbox == b.mailbox);
   CHECK(a.size == b.size);
   CHECK(a.vmid == b.vmid);
+  REQUIRE(a.data_bytes == b.data_bytes);
   CHECK(a.vaddr == b.vaddr);
   CHECK(a.npa == b.npa);
   CHECK(a.pa == b.pa);
@@ -98,7 +102,7 @@ void check_same(const tlm::tlm_generic_payload& x, const tlm::tlm_generic_payloa
     CHECK(a.hops[i].kind() == b.hops[i].kind());
     CHECK(a.hops[i].response() == b.hops[i].response());
   }
-  CHECK(a.data == b.data);
+  CHECK(std::equal(a.data.begin(), a.data.begin() + a.data_bytes, b.data.begin()));
   CHECK(x.get_command() == y.get_command());
   CHECK(x.get_address() == y.get_address());
   CHECK(x.get_data_length() == y.get_data_length());
@@ -191,13 +195,12 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
   ByteBuffer buf = whole;
   const auto unpack = [&] { unpack_packet(buf.data(), buf.data() + buf.size(), dst); };
   // Offsets in the format: the version (1 byte), id (8), src, dst, route_to (2 each), kind,
-  // op, status, posted, sync, measured, mailbox (1 each), size (4), vmid (2), vaddr, npa, pa (8
-  // each), plane,
-  // tag (4 each), issued, grant (8 each), hop_count, hops_dropped (1 each), the stamps (8
-  // each), the data, the command (4)...
+  // op, status, posted, sync, measured, mailbox (1 each), size (4), vmid, data_bytes (2 each),
+  // vaddr, npa, pa (8 each), plane, tag (4 each), issued, grant (8 each), hop_count,
+  // hops_dropped (1 each), the stamps (8 each), the data (data_bytes), the command (4)...
   constexpr std::size_t kKind = 15, kPosted = 18, kSync = 19, kMeasured = 20, kMailbox = 21,
-                        kHopCount = 76, kHops = 78;
-  const std::size_t kCommand = kHops + 4 * 8 + Access::kMaxData;
+                        kDataBytes = 28, kHopCount = 78, kHops = 80;
+  const std::size_t kCommand = kHops + 4 * 8 + access_in(src).data_bytes;
   REQUIRE(buf[kKind] == static_cast<unsigned char>(PacketKind::Control));
   REQUIRE(buf[kHopCount] == 4);
 
@@ -212,6 +215,12 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
     buf[0] = kPacketWireVersion + 1;
     CHECK_THROWS_WITH(unpack(), Contains(fmt::format("format version {}, this podsim reads {}",
                                                      kPacketWireVersion + 1, kPacketWireVersion)));
+  }
+  SECTION("more data than a packet holds") {
+    const std::uint16_t n = Access::kMaxData + 1;
+    std::memcpy(&buf[kDataBytes], &n, 2);
+    buf.resize(buf.size() + Access::kMaxData);  // long enough that the count is the fault
+    CHECK_THROWS_WITH(unpack(), Contains("data_bytes 257 is above 256"));
   }
   SECTION("more hops than a packet holds") {
     buf[kHopCount] = Access::kMaxHops + 1;
@@ -253,6 +262,44 @@ TEST_CASE("short and malformed bytes are errors that leave the packet as it was"
   check_own(dst, 1);
   src.release();
   dst.release();
+}
+
+TEST_CASE("of the data, only the bytes a packet carries travel: the receiver keeps its own",
+          "[packet_wire]") {
+  // A load's request carries none, a 64-byte store 64, a full one all (Access::data_bytes).
+  const std::uint16_t n =
+      GENERATE(std::uint16_t{0}, std::uint16_t{64}, static_cast<std::uint16_t>(Access::kMaxData));
+  INFO(n << " bytes carried");
+  PacketPool pool;
+  auto& src = pool.acquire();
+  fill(src, 3, 1);
+  access_of(src).data_bytes = n;
+  auto& dst = pool.acquire();
+  fill(dst, 2, 2);
+  const auto before = access_in(dst).data;
+  const ByteBuffer small = packed(src);
+  access_of(src).data_bytes = static_cast<std::uint16_t>(Access::kMaxData);
+  CHECK(packed(src).size() - small.size() == Access::kMaxData - n);  // nothing else is sent
+  access_of(src).data_bytes = n;
+  CHECK(unpack_packet(small.data(), small.data() + small.size(), dst) ==
+        small.data() + small.size());
+  check_same(src, dst);
+  const Access& got = access_in(dst);
+  CHECK(std::equal(got.data.begin() + n, got.data.end(), before.begin() + n));
+  // The carried bytes did change (the two packets' data differ everywhere).
+  if (n > 0) CHECK_FALSE(std::equal(got.data.begin(), got.data.begin() + n, before.begin()));
+  src.release();
+  dst.release();
+}
+
+TEST_CASE("a packet that says it carries more data than it holds is refused", "[packet_wire]") {
+  PacketPool pool;
+  auto& gp = pool.acquire();
+  access_of(gp).data_bytes = Access::kMaxData + 1;
+  ByteBuffer buf;
+  CHECK_THROWS_WITH(pack_packet(gp, buf), Contains("data_bytes is above"));
+  CHECK(buf.empty());
+  gp.release();
 }
 
 TEST_CASE("a payload that is not a podsim packet is refused", "[packet_wire]") {

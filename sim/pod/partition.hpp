@@ -12,8 +12,9 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
-#include <unordered_map>
 #include <vector>
+
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include "fabric/topology.hpp"
 #include "sim/kernel/access.hpp"
@@ -100,8 +101,9 @@ class Partition final : public CutSink {
   Time sent_effect_ = Time::max();
   // Payloads of accesses issued here that are on another rank and will come back (a request
   // awaiting its response): by access ID. Everything else that leaves is released here and
-  // rebuilt from the pool on arrival.
-  std::unordered_map<std::uint64_t, tlm::tlm_generic_payload*> away_;
+  // rebuilt from the pool on arrival. Open addressing: no allocation per access once it has
+  // grown to the accesses in flight (a node-based map allocated and freed one per crossing).
+  boost::unordered_flat_map<std::uint64_t, tlm::tlm_generic_payload*> away_;
   PartitionCounters counters_;
 };
 

@@ -15,6 +15,26 @@ namespace {
 
 enum class Record : std::uint8_t { Packet = 1, Credits = 2, Note = 3 };
 
+// A packet's and a credit return's record, each appended and read whole (a packet's own bytes,
+// sim/kernel/packet_wire, follow its record). Packed: no padding travels.
+struct [[gnu::packed]] PacketRecord {
+  Record record;
+  std::uint32_t link;
+  std::uint8_t to;
+  std::int64_t head;
+  std::int64_t sent;  // when it was sent: the far end acts as it would have then
+  std::uint64_t id;
+  AccelId src;
+};
+struct [[gnu::packed]] CreditRecord {
+  Record record;
+  std::uint32_t link;
+  std::uint8_t to;
+  std::uint8_t tc;
+  std::uint64_t tl;
+  std::int64_t at;
+};
+
 }  // namespace
 
 PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks) {
@@ -115,14 +135,8 @@ void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_pay
                        Time head) {
   const Access& a = access_of(gp);
   ByteWriter out(out_[links_[link].far_rank]);
-  out.put(Record::Packet);
-  out.put(link);
-  out.put(to);
   sent_effect_ = std::min(sent_effect_, head);
-  out.put(head.as_ps());
-  out.put(sim_now().as_ps());  // when it was sent: the far end acts as it would have then
-  out.put(a.id);
-  out.put(a.src);
+  out.put(PacketRecord{Record::Packet, link, to, head.as_ps(), sim_now().as_ps(), a.id, a.src});
   pack_packet(gp, out.bytes());
   ++counters_.packets_sent;
   // A request issued here that will be answered comes back here as itself; anything else
@@ -137,13 +151,8 @@ void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_pay
 
 void Partition::credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, std::uint64_t tl,
                         Time at) {
-  ByteWriter out(out_[links_[link].far_rank]);
-  out.put(Record::Credits);
-  out.put(link);
-  out.put(to);
-  out.put(static_cast<std::uint8_t>(tc));
-  out.put(tl);
-  out.put(at.as_ps());
+  ByteWriter(out_[links_[link].far_rank])
+      .put(CreditRecord{Record::Credits, link, to, static_cast<std::uint8_t>(tc), tl, at.as_ps()});
   sent_effect_ = std::min(sent_effect_, at);
   ++counters_.credits_sent;
 }
@@ -183,14 +192,16 @@ RankComm::Agreement Partition::exchange(Time next, bool stopped) {
 void Partition::deliver(const ByteBuffer& bytes) {
   ByteReader in(bytes, "partition: a message from another rank");
   while (!in.done()) {
-    switch (in.get<Record>()) {
+    // Each record starts with its kind (a packet's and credits' records are read whole).
+    switch (static_cast<Record>(*in.here())) {
       case Record::Packet: {
-        const auto link = in.get<std::uint32_t>();
-        const auto to = in.get<std::uint8_t>();
-        const auto head = Time::ps(in.get<std::int64_t>());
-        const auto sent = Time::ps(in.get<std::int64_t>());
-        const auto id = in.get<std::uint64_t>();
-        const auto src = in.get<AccelId>();
+        const auto rec = in.get<PacketRecord>();
+        const std::uint32_t link = rec.link;
+        const std::uint8_t to = rec.to;
+        const Time head = Time::ps(rec.head);
+        const Time sent = Time::ps(rec.sent);
+        const std::uint64_t id = rec.id;
+        const AccelId src = rec.src;
         if (link >= links_.size() || to > 1 || src >= plan_.gpu.size())
           throw std::runtime_error("partition: a packet for a link this pod does not have");
         tlm::tlm_generic_payload* gp = nullptr;
@@ -208,18 +219,18 @@ void Partition::deliver(const ByteBuffer& bytes) {
         break;
       }
       case Record::Credits: {
-        const auto link = in.get<std::uint32_t>();
-        const auto to = in.get<std::uint8_t>();
-        const auto tc = in.get<std::uint8_t>();
-        const auto tl = in.get<std::uint64_t>();
-        const auto at = Time::ps(in.get<std::int64_t>());
-        if (link >= links_.size() || to > 1 || tc >= kTrafficClasses)
+        const auto rec = in.get<CreditRecord>();
+        if (rec.link >= links_.size() || rec.to > 1 || rec.tc >= kTrafficClasses)
           throw std::runtime_error("partition: credits for a link this pod does not have");
-        links_[link].link->deliver_credits(static_cast<Link::Side>(to),
-                                           static_cast<TrafficClass>(tc), tl, at);
+        links_[rec.link].link->deliver_credits(static_cast<Link::Side>(rec.to),
+                                               static_cast<TrafficClass>(rec.tc), rec.tl,
+                                               Time::ps(rec.at));
         break;
       }
-      case Record::Note: net_.receive(unpack_note(in)); break;
+      case Record::Note:
+        in.get<Record>();
+        net_.receive(unpack_note(in));
+        break;
       default:
         throw std::runtime_error("partition: a message from another rank holds an unknown record");
     }

@@ -7,11 +7,33 @@
 #include "sim/core/timeline.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstring>
 
 namespace podsim {
+
+namespace {
+
+// By a stamp's code (HopStamp::code: its hop and direction): its part of the per-hop
+// breakdown, and whether it is a request entering a switch.
+struct HopSlot {
+  std::uint8_t slot = 0;
+  std::uint8_t request_switch = 0;
+};
+constexpr std::array<HopSlot, 256> kHopSlots = [] {
+  std::array<HopSlot, 256> t{};
+  for (unsigned c = 0; c < 256; ++c) {
+    const auto kind = static_cast<HopKind>(c & 0x7F);
+    const bool response = c >> 7;
+    t[c].slot = static_cast<std::uint8_t>(ComputeAgent::breakdown_slot(kind, response));
+    t[c].request_switch = kind == HopKind::Switch && !response;
+  }
+  return t;
+}();
+
+}  // namespace
 
 std::vector<std::string> ComputeAgent::breakdown_parts() {
   std::vector<std::string> parts;
@@ -366,17 +388,23 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
       // With a warm-up, a measured access also goes into the window's own figures.
       const bool measured = a.measured != Measured::No;
       Breakdown* also = measured && windowed_ ? &m_breakdown_ : nullptr;
-      // One pass over the trail: the per-hop breakdown, and the switches the request crossed.
+      // One pass over the trail: the per-hop breakdown, and the switches the request crossed
+      // (each stamp looked up by its hop and direction: kHopSlots).
       std::size_t switches = 0;
-      for (std::size_t i = 0; i + 1 < a.hop_count; ++i) {
-        const HopStamp& h = a.hops[i];
-        switches += h.kind() == HopKind::Switch && !h.response();
-        if (a.hops_dropped != 0) continue;
-        const std::size_t slot = breakdown_slot(h.kind(), h.response());
-        const auto ps = static_cast<std::uint64_t>((a.hops[i + 1].at() - h.at()).as_ps());
-        breakdown_.add(slot, ps);
-        if (also) [[unlikely]]
-          also->add(slot, ps);
+      const std::size_t stamps = a.hop_count;
+      if (a.hops_dropped == 0) {
+        for (std::size_t i = 0; i + 1 < stamps; ++i) {
+          const HopStamp& h = a.hops[i];
+          const HopSlot s = kHopSlots[h.code()];
+          switches += s.request_switch;
+          const auto ps = static_cast<std::uint64_t>((a.hops[i + 1].at() - h.at()).as_ps());
+          breakdown_.add(s.slot, ps);
+          if (also) [[unlikely]]
+            also->add(s.slot, ps);
+        }
+      } else {  // a trail with stamps missing: no breakdown
+        for (std::size_t i = 0; i + 1 < stamps; ++i)
+          switches += kHopSlots[a.hops[i].code()].request_switch;
       }
       if (a.hops_dropped == 0) {
         breakdown_.add_sample();

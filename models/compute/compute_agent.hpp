@@ -122,7 +122,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   std::uint64_t retries() const { return retries_.value(); }
 
   static std::vector<std::string> breakdown_parts();
-  static std::size_t breakdown_slot(HopKind k, bool response) {
+  static constexpr std::size_t breakdown_slot(HopKind k, bool response) {
     return (response ? static_cast<std::size_t>(HopKind::Count) : 0) + static_cast<std::size_t>(k);
   }
 

@@ -60,6 +60,8 @@ class HopStamp {
   Time at() const { return Time::ps(static_cast<std::int64_t>(bits_ & ((1ull << 56) - 1))); }
   HopKind kind() const { return static_cast<HopKind>((bits_ >> 56) & 0x7F); }
   bool response() const { return bits_ >> 63; }
+  // The hop and the direction in one byte (the hop in its low 7 bits): an index for tables.
+  std::uint8_t code() const { return static_cast<std::uint8_t>(bits_ >> 56); }
 
  private:
   std::uint64_t bits_ = 0;

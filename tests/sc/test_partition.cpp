@@ -156,6 +156,30 @@ TEST_CASE("a leaf/spine pod split over 3 ranks gives the one-rank outputs", "[pa
       {3});
 }
 
+TEST_CASE("what crosses between ranks stays within its budget of bytes per packet", "[partition]") {
+  // Counted, never timed: everything two ranks send each other (packets with their records,
+  // credit returns, notes) per packet that crossed, on the default pod (64-byte accesses, half
+  // loads). A packet carries its head (80 bytes), its stamps and only the data it holds (none
+  // on a load's request or a store's response: Access::data_bytes): 268 bytes per packet when
+  // this budget was set, 486 when every packet took its whole 256-byte data array along.
+  constexpr double kBudget = 335;
+  const std::vector<std::string> args = {
+      "run", "--quiet", "--set", "workload.setup=direct", "--set", "workload.traffic.accesses=300"};
+  const PodsimRun split = run_podsim_mpi(2, args);
+  INFO(split.err);
+  REQUIRE(split.exit_code == 0);
+  REQUIRE(split.run);
+  std::uint64_t bytes = 0, packets = 0;
+  for (const auto& r : split.run->at("partition").at("per_rank").as_array()) {
+    bytes += r.at("bytes_sent").to_number<std::uint64_t>();
+    packets += r.at("packets_sent").to_number<std::uint64_t>();
+  }
+  REQUIRE(packets > 1000);
+  const double per_packet = static_cast<double>(bytes) / static_cast<double>(packets);
+  INFO("bytes sent per packet that crossed: " << per_packet << ", budget " << kBudget);
+  CHECK(per_packet <= kBudget);
+}
+
 TEST_CASE("an NPA MMU that checks grant tags split over 2 ranks gives the one-rank outputs",
           "[partition]") {
   // A request's grant crosses ranks with it: without it every remote access faulted.

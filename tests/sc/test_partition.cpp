@@ -156,6 +156,13 @@ TEST_CASE("a leaf/spine pod split over 3 ranks gives the one-rank outputs", "[pa
       {3});
 }
 
+TEST_CASE("atomics split over 2 and 3 ranks give the one-rank outputs", "[partition]") {
+  // Fetch-and-add carries data both ways: its operand out, the old value back.
+  same_at_every_rank_count({"run", "--quiet", "--set", "workload.traffic.atomic_fraction=0.3",
+                            "--set", "workload.traffic.accesses=300"},
+                           {2, 3});
+}
+
 TEST_CASE("what crosses between ranks stays within its budget of bytes per packet", "[partition]") {
   // Counted, never timed: everything two ranks send each other (packets with their records,
   // credit returns, notes) per packet that crossed, on the default pod (64-byte accesses, half

@@ -402,13 +402,11 @@ void ComputeAgent::complete(tlm::tlm_generic_payload* gp) {
           if (also) [[unlikely]]
             also->add(s.slot, ps);
         }
+        breakdown_.add_sample();
+        if (also) also->add_sample();
       } else {  // a trail with stamps missing: no breakdown
         for (std::size_t i = 0; i + 1 < stamps; ++i)
           switches += kHopSlots[a.hops[i].code()].request_switch;
-      }
-      if (a.hops_dropped == 0) {
-        breakdown_.add_sample();
-        if (also) also->add_sample();
       }
       latency_via(switches).record(latency);
       if (measured) {

@@ -110,13 +110,11 @@ void Vram::serve(const Arrival& arr) {
   if (measured) measured_.arrived(now);
   measured_.did(xfer_busy_total_ - busy_before, done, measured);
 
-  const bool applied = functional_data_ || a.sync;
-  apply(a.op, pa, applied ? gp.get_data_ptr() : nullptr, a.size);
-  if (a.mailbox != MailboxWrite::None) [[unlikely]]
-    if (mailbox_watch_) mailbox_watch_(a, done + access_latency_);
   // What the response carries back: what a load or an atomic read here; a store's bytes are
   // its issuer's already.
-  a.data_bytes = static_cast<std::uint16_t>(applied && a.op != AccessOp::Write ? a.size : 0);
+  a.data_bytes = apply(a.op, pa, functional_data_ || a.sync ? gp.get_data_ptr() : nullptr, a.size);
+  if (a.mailbox != MailboxWrite::None) [[unlikely]]
+    if (mailbox_watch_) mailbox_watch_(a, done + access_latency_);
   if (unanswered(a)) {  // a posted store: done, and nobody waits for it
     gp.release();
     return;
@@ -125,7 +123,7 @@ void Vram::serve(const Arrival& arr) {
   responses_[static_cast<std::size_t>(arr.socket)].respond(gp, to_sc(done + access_latency_ - now));
 }
 
-void Vram::apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32_t size) {
+std::uint16_t Vram::apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32_t size) {
   switch (op) {
     case AccessOp::Read:
       reads_.inc();
@@ -159,6 +157,7 @@ void Vram::apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32
       break;
     }
   }
+  return static_cast<std::uint16_t>(data && op != AccessOp::Write ? size : 0);
 }
 
 void Vram::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
@@ -183,10 +182,8 @@ void Vram::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
   const AccessOp op = a ? a->op : gp.is_read() ? AccessOp::Read : AccessOp::Write;
   queue_delay_.record(std::max(at, channel_free_[channel_of(pa)]) - at);
   const Time done = occupy(pa, op == AccessOp::Atomic ? 2ull * size : size, at);
-  apply(op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, size);
-  if (a && gp.get_data_ptr() == a->data.data())  // as serve() does
-    a->data_bytes =
-        static_cast<std::uint16_t>(functional_data_ && op != AccessOp::Write ? size : 0);
+  const std::uint16_t wrote = apply(op, pa, functional_data_ ? gp.get_data_ptr() : nullptr, size);
+  if (a && gp.get_data_ptr() == a->data.data()) a->data_bytes = wrote;
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   delay = to_sc(done + access_latency_ - sim_now());
 }

@@ -100,7 +100,9 @@ class Vram final : public sc_core::sc_module, public HasStats {
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   // Counts, and moves the data of, `size` bytes at `pa` for `op` (`data`: the payload's, or
   // nullptr when its data is not kept: functional data off and not a flag).
-  void apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32_t size);
+  // Returns how many bytes of `data` it wrote (what a load or an atomic read; 0 for a store,
+  // or with no data): what a response then carries (Access::data_bytes).
+  std::uint16_t apply(AccessOp op, std::uint64_t pa, unsigned char* data, std::uint32_t size);
   // Takes `bytes` at `pa` through its channel no earlier than `earliest`; when it is done.
   Time occupy(std::uint64_t pa, std::uint64_t bytes, Time earliest);
   void clear_next();

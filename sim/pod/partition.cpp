@@ -196,17 +196,11 @@ void Partition::deliver(const ByteBuffer& bytes) {
     switch (static_cast<Record>(*in.here())) {
       case Record::Packet: {
         const auto rec = in.get<PacketRecord>();
-        const std::uint32_t link = rec.link;
-        const std::uint8_t to = rec.to;
-        const Time head = Time::ps(rec.head);
-        const Time sent = Time::ps(rec.sent);
-        const std::uint64_t id = rec.id;
-        const AccelId src = rec.src;
-        if (link >= links_.size() || to > 1 || src >= plan_.gpu.size())
+        if (rec.link >= links_.size() || rec.to > 1 || rec.src >= plan_.gpu.size())
           throw std::runtime_error("partition: a packet for a link this pod does not have");
         tlm::tlm_generic_payload* gp = nullptr;
-        if (plan_.gpu[src] == comm_.rank()) {
-          auto it = away_.find(id);
+        if (plan_.gpu[rec.src] == comm_.rank()) {
+          auto it = away_.find(rec.id);
           if (it != away_.end()) {
             gp = it->second;
             away_.erase(it);
@@ -215,7 +209,8 @@ void Partition::deliver(const ByteBuffer& bytes) {
         if (!gp) gp = &pool_.acquire();
         const unsigned char* rest = unpack_packet(in.here(), bytes.data() + bytes.size(), *gp);
         in.take(static_cast<std::size_t>(rest - in.here()));
-        links_[link].link->deliver(static_cast<Link::Side>(to), *gp, head, sent);
+        links_[rec.link].link->deliver(static_cast<Link::Side>(rec.to), *gp, Time::ps(rec.head),
+                                       Time::ps(rec.sent));
         break;
       }
       case Record::Credits: {

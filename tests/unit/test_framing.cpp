@@ -79,8 +79,7 @@ TEST_CASE("wire costs: each port's own framing and rate, whatever other ports sh
       CHECK(c.tl_bytes(payload_bytes) == tl_bytes(payload_bytes, p));
       const std::uint64_t tl = tl_bytes(payload_bytes, p);
       CHECK(c.wire_time(tl) == wire_time(tl, p));
-      CHECK(c.wire_bytes(tl) ==
-            tl * (p.dl_flit.count() + p.ethernet_overhead.count()) / p.dl_payload.count());
+      CHECK(c.wire_bytes(tl) == wire_bytes(tl, p));
       CHECK(again.wire_time(tl_bytes(payload_bytes, ports[0])) ==
             wire_time(tl_bytes(payload_bytes, ports[0]), ports[0]));
     }

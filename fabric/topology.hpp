@@ -31,6 +31,8 @@ class FabricPlane final : public sc_core::sc_module {
     std::uint32_t index[2];
   };
   const std::vector<LinkEnds>& link_ends() const { return link_ends_; }
+  // GPU `id`'s link into the plane.
+  Link& gpu_link(AccelId id) const { return *gpu_links_.at(id); }
   void finalize() {
     for (auto& s : switches_)
       s->finalize();

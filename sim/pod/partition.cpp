@@ -113,9 +113,12 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConf
         consider(e.link->credit_delay(),
                  "a credit return (fabric.link, fabric.port.pipeline_latency, serdes_latency, "
                  "fec_latency)");
-        if (owner[0] == me) e.link->cut(Link::B, *this, id);
-        if (owner[1] == me) e.link->cut(Link::A, *this, id);
       }
+      // What would reach an end another rank simulates goes there (an end not simulated here
+      // may not be built here: another rank's GPU). With neither end here nothing reaches
+      // either.
+      if (owner[0] != me) e.link->cut(Link::A, *this, id);
+      if (owner[1] != me) e.link->cut(Link::B, *this, id);
       links_.push_back(cut);
       ++id;
     }

@@ -39,6 +39,13 @@ std::size_t share(std::size_t n, const RankComm* ranks) {
 }
 }  // namespace
 
+// A GPU another rank simulates, not built here: only its name in the object tree, where rank 0
+// puts its stats as that rank wrote them.
+struct Pod::ElsewhereGpu final : sc_core::sc_object {
+  explicit ElsewhereGpu(const std::string& name) : sc_object(name.c_str()) {}
+  const char* kind() const override { return "podsim_gpu_elsewhere"; }
+};
+
 Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, RankComm* ranks)
     : sc_module(name),
       cfg_(cfg),
@@ -63,9 +70,21 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
       owned_[g] = plan_.gpu[g] == ranks->rank();
   }
   fabric_ = std::make_unique<Fabric>("fabric", cfg.fabric, cfg.pod.gpus, events_, cfg.seed);
+  // A rank builds only the GPUs it simulates; another rank's GPU is a bare object of its name,
+  // where rank 0 puts that GPU's stats when they arrive. A direct setup writes both ends of
+  // every import at once (the exporter's grant, the importer's mapping), so there every rank
+  // builds every GPU, and those of other ranks stay still.
+  const bool build_all = !comm_ || cfg.workload.setup == SetupMode::Direct;
   std::vector<GpuNode*> nodes;
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g) {
     auto id = static_cast<AccelId>(g);
+    if (g % cfg.pod.gpus_per_host == 0) hosts_.push_back(std::make_unique<driver::Host>());
+    if (!owned_[g] && !build_all) {
+      gpus_.push_back(nullptr);
+      elsewhere_.push_back(std::make_unique<ElsewhereGpu>(fmt::format("gpu{}", g)));
+      nodes.push_back(nullptr);
+      continue;
+    }
     gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu, cfg.fabric,
                                               id, vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed,
                                               pool_, events_, &invariants_, tap, cfg.pod.gpus));
@@ -73,15 +92,15 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
     for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
       fabric_->attach(gpus_.back()->port(p), id, p);
     nodes.push_back(gpus_.back().get());
-    if (g % cfg.pod.gpus_per_host == 0) hosts_.push_back(std::make_unique<driver::Host>());
     gpus_.back()->driver.driver().join(*hosts_.back());
   }
   if (comm_)
     partition_ = std::make_unique<Partition>(*comm_, plan_, cfg_.fabric, *fabric_, pool_, net_);
-  // GPUs other ranks simulate stay still here (their drivers' workers stop).
+  // GPUs other ranks simulate, where built, stay still here (their drivers' workers stop).
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
-    if (!owned_[g]) gpus_[g]->driver.driver().go_dormant();
-  scenario_ = std::make_unique<ScenarioRunner>(cfg_, nodes, net_, owned_, &replay_, &host_);
+    if (!owned_[g] && gpus_[g]) gpus_[g]->driver.driver().go_dormant();
+  scenario_ =
+      std::make_unique<ScenarioRunner>(cfg_, nodes, *fabric_, net_, owned_, &replay_, &host_);
   if (const CollectiveRun* c = scenario_->collective()) summary_.attach(c->stats());
   if (const ModelRun* m = scenario_->model()) summary_.attach(m->stats());
   spawn_thread("control", [this] { control(); });
@@ -131,8 +150,8 @@ void Pod::control() {
     // Every process exits, as the kernel would close what it holds; then revokes run.
     std::size_t exiting = 0;
     for (auto [gpu, process] : scenario_->processes()) {
+      if (!owned_[gpu] || gpus_[gpu]->down()) continue;
       GpuNode& node = *gpus_[gpu];
-      if (!owned_[gpu] || node.down()) continue;
       ++exiting;
       node.driver.start(node.driver.driver().process_exit(static_cast<driver::ProcessId>(process)),
                         std::function<void()>([&] { --exiting; }));
@@ -179,7 +198,8 @@ void Pod::control() {
 void Pod::collect_holdings() {
   held_at_ = sim_now();
   for (const auto& g : gpus_)
-    if (owned_[g->id()] && !g->down()) held_.push_back({g->id(), g->driver.driver().holdings()});
+    if (g && owned_[g->id()] && !g->down())
+      held_.push_back({g->id(), g->driver.driver().holdings()});
 }
 
 std::size_t Pod::judge_holdings() {
@@ -236,6 +256,7 @@ void Pod::replay(const std::vector<TraceEntry>& trace) {
 
 void Pod::set_timeline(Timeline* t) {
   for (auto& g : gpus_) {
+    if (!g) continue;
     g->agent.set_timeline(t);
     g->driver.set_timeline(t);
   }
@@ -244,7 +265,7 @@ void Pod::set_timeline(Timeline* t) {
 void Pod::record_accesses() {
   access_log_.assign(gpus_.size(), {});
   for (std::size_t g = 0; g < gpus_.size(); ++g)
-    gpus_[g]->agent.record_to(&access_log_[g]);
+    if (gpus_[g]) gpus_[g]->agent.record_to(&access_log_[g]);
 }
 
 std::vector<TraceEntry> Pod::access_log() const {
@@ -283,7 +304,7 @@ void Pod::run(const std::function<void()>& between, Time slice) {
 std::uint64_t Pod::accesses_completed() const {
   std::uint64_t n = 0;
   for (const auto& g : gpus_)
-    n += g->agent.completed();
+    if (g) n += g->agent.completed();
   return n;
 }
 
@@ -391,6 +412,7 @@ void Pod::finalize() {
 std::map<std::string, std::uint64_t> Pod::cache_digests() const {
   std::map<std::string, std::uint64_t> out;
   for (const auto& g : gpus_) {
+    if (!g) continue;
     Digest vm, npa;
     g->gpuvm.digest_caches(vm);
     g->npa_mmu.digest_caches(npa);
@@ -420,6 +442,7 @@ void Pod::record_setup_digests(std::function<void(const SetupDigests&)> done) {
 std::map<std::string, std::uint64_t> Pod::state_digests() const {
   std::map<std::string, std::uint64_t> out;
   for (const auto& g : gpus_) {
+    if (!g) continue;
     const std::string gpu = fmt::format("gpu{}.", g->id());
     auto take = [&](const char* part, auto&& fill) {
       Digest d;
@@ -526,8 +549,9 @@ ByteBuffer Pod::pack_results() {
     faulted += owned_[g] && !gpus_[g]->gpuvm.fault_log().empty();
   out.put(faulted);
   for (std::size_t g = 0; g < gpus_.size(); ++g) {
+    if (!owned_[g]) continue;
     const auto& log = gpus_[g]->gpuvm.fault_log();
-    if (!owned_[g] || log.empty()) continue;
+    if (log.empty()) continue;
     out.put(static_cast<std::uint64_t>(g));
     out.put(static_cast<std::uint64_t>(log.size()));
     for (const FaultRecord& f : log) {
@@ -798,8 +822,10 @@ std::vector<StepRecord> Pod::step_records() const {
 }
 
 const std::vector<FaultRecord>& Pod::fault_log(std::size_t g) const {
+  static const std::vector<FaultRecord> none;
   auto it = rank_faults_.find(g);
-  return it != rank_faults_.end() ? it->second : gpus_.at(g)->gpuvm.fault_log();
+  if (it != rank_faults_.end()) return it->second;
+  return gpus_.at(g) ? gpus_[g]->gpuvm.fault_log() : none;  // none: another rank's, none sent
 }
 
 }  // namespace podsim

@@ -83,8 +83,12 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // as the text the rank that simulated it wrote. Empty for a pod not split.
   StatSplice stat_splice() const;
   const PodConfig& config() const { return cfg_; }
-  GpuNode& gpu(std::size_t i) { return *gpus_[i]; }
+  // GPU `i` (a split run's rank builds only the GPUs it simulates, unless the setup is direct).
+  GpuNode& gpu(std::size_t i) { return *gpus_.at(i); }
   std::size_t gpu_count() const { return gpus_.size(); }
+  // The GPUs built in this process: all but on a split run's rank, which builds those it
+  // simulates (all with a direct setup, which writes both ends of every import at once).
+  std::size_t gpus_built() const { return gpus_.size() - elsewhere_.size(); }
   const StatGroup& stat_group() const override { return summary_.group(); }
 
   // Digests of every GPU's state ("gpu3.driver", "gpu3.gpuvm", "gpu3.npa_mmu", "gpu3.vram",
@@ -163,7 +167,11 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::unique_ptr<Fabric> fabric_;
   // The hosts' accelerators (pod.gpus_per_host): before the GPUs, whose drivers wait on them.
   std::vector<std::unique_ptr<driver::Host>> hosts_;
+  // By GPU; null: another rank simulates it and it is not built here (elsewhere_ holds its
+  // name in the object tree).
   std::vector<std::unique_ptr<GpuNode>> gpus_;
+  struct ElsewhereGpu;
+  std::vector<std::unique_ptr<ElsewhereGpu>> elsewhere_;
   std::unique_ptr<ScenarioRunner> scenario_;
   std::vector<std::vector<TraceEntry>> replay_;      // by GPU
   std::vector<std::vector<TraceEntry>> access_log_;  // by GPU

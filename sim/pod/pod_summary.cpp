@@ -62,6 +62,7 @@ PodSummary::PodSummary(std::uint32_t planes, Time sample_interval)
 std::uint64_t PodSummary::paths_seen(const std::vector<std::unique_ptr<GpuNode>>& gpus) {
   std::uint64_t mask = 0;
   for (const auto& g : gpus) {
+    if (!g) continue;  // another rank's
     const auto& by = g->agent.remote_latency_by_switches();
     for (std::size_t n = 0; n < by.size() && n < 64; ++n)
       if (by[n]) mask |= 1ull << n;
@@ -77,7 +78,7 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     if (paths >> n & 1) path_via(n);
   auto counts = [&](const GpuNode& g) { return !owned || (*owned)[g.id()]; };
   for (const auto& g : gpus) {
-    if (!counts(*g)) continue;
+    if (!g || !counts(*g)) continue;
     const driver::Driver& d = g->driver.driver();
     import_time_.merge(d.import_time());
     import_repeat_time_.merge(d.import_repeat_time());
@@ -121,7 +122,7 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     phase_.cover(a.first_issue(), a.last_complete());
   }
   for (const auto& g : gpus)
-    for (std::uint32_t p = 0; p < g->ports.size() && counts(*g); ++p) {
+    for (std::uint32_t p = 0; g && p < g->ports.size() && counts(*g); ++p) {
       const Egress& e = g->ports[p]->egress();
       plane_bytes_[p]->inc(e.wire_bytes_sent(TrafficClass::Request) +
                            e.wire_bytes_sent(TrafficClass::Response));

@@ -36,7 +36,8 @@ class PodSummary {
 
   // Gathers every GPU's figures and the invariant log's count. Once, after the run. The
   // latency by switches crossed is listed for every count in `paths` (bit n: n switches) and
-  // every count a GPU saw, in increasing order.
+  // every count a GPU saw, in increasing order. A null GPU is one another rank simulated
+  // and this one did not build.
   // `owned`, when given, says which GPUs count here (a pod split across ranks: those this rank
   // simulated; the others' figures come from their ranks).
   // The teardown's judgement, made once every rank's results are in (a split run's rank 0,

@@ -337,6 +337,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     const Partition& part = *pod.partition();
     const KernelCounters k = pod.events().counters();
     const PartitionCounters& c = part.counters();
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
     const std::vector<std::uint64_t> mine = {k.serves,
                                              c.windows,
                                              c.packets_sent,
@@ -346,7 +348,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                                              c.bytes_sent,
                                              static_cast<std::uint64_t>(host_s * 1e9),
                                              static_cast<std::uint64_t>(pod.gather_seconds() * 1e9),
-                                             c.sync_ns};
+                                             c.sync_ns,
+                                             pod.gpus_built(),
+                                             static_cast<std::uint64_t>(usage.ru_maxrss) * 1024};
     const auto* p = reinterpret_cast<const unsigned char*>(mine.data());
     const auto all = ranks->gather(ByteBuffer(p, p + mine.size() * 8));
     for (std::size_t r = 0; r < all.size(); ++r) {
@@ -355,6 +359,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       if (v.size() != mine.size()) throw std::runtime_error("rank figures cut short");
       boost::json::object o;
       o["rank"] = r;
+      o["gpus_built"] = v[10];
       o["serves"] = v[0];
       o["windows"] = v[1];
       o["packets_sent"] = v[2];
@@ -365,6 +370,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       o["host_seconds"] = static_cast<double>(v[7]) / 1e9;
       o["gather_seconds"] = static_cast<double>(v[8]) / 1e9;
       o["sync_seconds"] = static_cast<double>(v[9]) / 1e9;
+      o["peak_rss_bytes"] = v[11];  // by the end of the run (rank 0's outputs come later)
       per_rank.push_back(std::move(o));
     }
     if (!writer) return 0;  // rank 0 reports for every rank

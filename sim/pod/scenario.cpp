@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "fabric/framing.hpp"
+#include "fabric/topology.hpp"
 #include "sim/pod/collective_run.hpp"
 #include "sim/pod/model_run.hpp"
 
@@ -93,11 +94,12 @@ std::vector<Step> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
   return steps;
 }
 
-ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus, HostNet& net,
-                               std::vector<bool> owned,
+ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
+                               const Fabric& fabric, HostNet& net, std::vector<bool> owned,
                                const std::vector<std::vector<TraceEntry>>* replay, HostPhases* host)
     : cfg_(cfg),
       gpus_(std::move(gpus)),
+      fabric_(fabric),
       net_(net),
       owned_(std::move(owned)),
       replay_(replay),
@@ -813,10 +815,7 @@ struct ScenarioRunner::StepRun {
   Errno operator()(const DeactivateStep&) { return drv.call(d.deactivate()); }
   Errno operator()(const FaultStep& f) {
     if (f.fault == FaultKind::LinkStall) {  // on every rank: either end of a link may be here
-      const Time until =
-          f.for_ >= Time::max() - sim_now() ? Time::max() : sim_now() + f.for_;  // for good
-      for (std::size_t p = 0; p < node.ports.size(); ++p)
-        node.port(static_cast<std::uint32_t>(p)).stall_link(until);
+      r.stall_links(s.gpu, f.for_);
       return Errno::Ok;
     }
     if (!r.owned_[s.gpu]) return Errno::Ok;  // the rank that holds the GPU does it
@@ -840,7 +839,20 @@ struct ScenarioRunner::StepRun {
   }
 };
 
+void ScenarioRunner::stall_links(std::uint32_t gpu, Time for_) {
+  const Time until = for_ >= Time::max() - sim_now() ? Time::max() : sim_now() + for_;  // for good
+  for (std::uint32_t p = 0; p < fabric_.planes(); ++p)
+    fabric_.plane(p).gpu_link(static_cast<AccelId>(gpu)).stall_until(until);
+}
+
 Errno ScenarioRunner::run_step(const Step& s, ProcessState& ps, std::string& detail) {
+  if (!gpus_[s.common.gpu]) {
+    // Another rank's GPU, not built here: only its pod-level steps run here (processes run
+    // where their GPU is), and of those only a link stall acts here too; the rest act there.
+    if (const auto* f = std::get_if<FaultStep>(&s.kind); f && f->fault == FaultKind::LinkStall)
+      stall_links(s.common.gpu, f->for_);
+    return Errno::Ok;
+  }
   GpuNode& node = *gpus_[s.common.gpu];
   const auto p = static_cast<driver::ProcessId>(s.common.process);
   StepRun run{*this, s.common, ps, detail, node, node.driver, node.driver.driver(), p};

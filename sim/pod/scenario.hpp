@@ -20,6 +20,7 @@
 namespace podsim {
 
 class CollectiveRun;
+class Fabric;
 class ModelRun;
 
 // What happened to one step.
@@ -41,9 +42,11 @@ class ScenarioRunner {
   // `net` (sim/pod/host_net.hpp). `owned[g]`: GPU g's processes run here (a partitioned run
   // runs each GPU's on one rank; empty: every GPU's). `replay`, when not null, holds each
   // GPU's trace: its access phases replay it. `host`, when not null, hears when access phases
-  // begin and end.
-  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus, HostNet& net,
-                 std::vector<bool> owned = {},
+  // begin and end. A GPU of `gpus` may be null where it is another rank's (a split run's rank
+  // builds only the GPUs it simulates); `fabric` holds every GPU's links (a link stall acts on
+  // every rank, either end of a link may be here).
+  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus, const Fabric& fabric,
+                 HostNet& net, std::vector<bool> owned = {},
                  const std::vector<std::vector<TraceEntry>>* replay = nullptr,
                  HostPhases* host = nullptr);
   ~ScenarioRunner();
@@ -121,12 +124,15 @@ class ScenarioRunner {
   // import, close_fd) on the drivers without simulating it; returns the steps left to run.
   std::vector<Step> direct_setup(const std::vector<Step>& steps);
   driver::Errno run_step(const Step& s, ProcessState& ps, std::string& detail);
+  // GPU `gpu`'s links (every plane's) carry nothing for `for_` from now.
+  void stall_links(std::uint32_t gpu, Time for_);
   struct StepRun;      // run_step's visitor: one call operator per op (scenario.cpp)
   struct DirectSetup;  // direct_setup's: one per setup op
   void fail(std::size_t step, const std::string& what);
 
   const PodConfig& cfg_;
   std::vector<GpuNode*> gpus_;
+  const Fabric& fabric_;
   HostNet& net_;
   std::vector<bool> owned_;
   const std::vector<std::vector<TraceEntry>>* replay_;

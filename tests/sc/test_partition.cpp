@@ -105,7 +105,7 @@ TEST_CASE(
     "direct setup with unpinned memory split over 2 and 4 ranks: GPUs simulated elsewhere "
     "stay still",
     "[partition]") {
-  // Every rank builds every GPU and a direct setup fills every copy's export table: the
+  // With a direct setup every rank builds every GPU and fills every copy's export table: the
   // eviction worker of a copy another rank simulates must not move pages or send shootdowns.
   same_at_every_rank_count(
       {"run", "--quiet", "--set", "workload.setup=direct", "--set",
@@ -130,6 +130,31 @@ TEST_CASE("a pod of 2 hosts of 4 GPUs split over 2 and 3 ranks gives the one-ran
   same_at_every_rank_count(
       {"run", "--quiet", "--set", "pod.gpus_per_host=4", "--set", "workload.traffic.accesses=200"},
       {2, 3});
+}
+
+TEST_CASE("a rank builds only the GPUs it simulates but every GPU with a direct setup",
+          "[partition][host]") {
+  // A direct setup writes both ends of every import at once. Each rank reports in run.json
+  // what it built and its peak memory.
+  auto built = [](const std::vector<std::string>& args, int ranks) {
+    const PodsimRun split = run_podsim_mpi(ranks, args);
+    INFO(split.err);
+    REQUIRE(split.exit_code == 0);
+    REQUIRE(split.run);
+    std::vector<std::uint64_t> gpus;
+    for (const auto& r : split.run->at("partition").at("per_rank").as_array()) {
+      gpus.push_back(r.at("gpus_built").to_number<std::uint64_t>());
+      CHECK(r.at("peak_rss_bytes").to_number<std::uint64_t>() > 0);
+    }
+    return gpus;
+  };
+  // Hosts of GPUs 0-3 and 4-7: ranks 0 and 1 simulate one each, rank 2 only the switch.
+  CHECK(built({"run", "--quiet", "--set", "pod.gpus_per_host=4", "--set",
+               "workload.traffic.accesses=50"},
+              3) == std::vector<std::uint64_t>{4, 4, 0});
+  CHECK(built({"run", "--quiet", "--set", "workload.setup=direct", "--set",
+               "workload.traffic.accesses=50"},
+              2) == std::vector<std::uint64_t>{8, 8});
 }
 
 TEST_CASE("helios-72 split over 2 and 3 ranks gives the one-rank outputs", "[partition]") {

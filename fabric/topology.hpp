@@ -32,7 +32,7 @@ class FabricPlane final : public sc_core::sc_module {
   };
   const std::vector<LinkEnds>& link_ends() const { return link_ends_; }
   // GPU `id`'s link into the plane.
-  Link& gpu_link(AccelId id) const { return *gpu_links_.at(id); }
+  Link& gpu_link(AccelId id) { return *gpu_links_.at(id); }
   void finalize() {
     for (auto& s : switches_)
       s->finalize();
@@ -58,6 +58,7 @@ class Fabric final : public sc_core::sc_module {
   void attach(UalinkPort& port, AccelId id, std::uint32_t plane);
   std::uint32_t planes() const { return static_cast<std::uint32_t>(planes_.size()); }
   const FabricPlane& plane(std::uint32_t p) const { return *planes_[p]; }
+  FabricPlane& plane(std::uint32_t p) { return *planes_[p]; }
   // The run is over: derived stats are gathered (once, before stats are read).
   void finalize() {
     for (auto& p : planes_)

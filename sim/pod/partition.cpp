@@ -98,7 +98,7 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConf
       for (int side = 0; side < 2; ++side)
         owner[side] =
             e.gpu[side] ? plan.gpu.at(e.index[side]) : plan.switch_.at(p).at(e.index[side]);
-      Cut cut{e.link, owner[0] == me ? owner[1] : owner[0]};
+      Cut cut{e.link, owner[0] == me ? owner[1] : owner[0], owner[0] == me || owner[1] == me};
       if (owner[0] != owner[1]) {
         ++cut_count_;
         const bool gpu_end = e.gpu[0] || e.gpu[1];
@@ -137,7 +137,11 @@ Partition::~Partition() = default;
 void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_payload& gp,
                        Time head) {
   const Access& a = access_of(gp);
-  ByteWriter out(out_[links_[link].far_rank]);
+  const Cut& cut = links_[link];
+  if (!cut.here) [[unlikely]]
+    throw std::logic_error(fmt::format(
+        "partition: a packet on {}, neither of whose ends this rank simulates", cut.link->name()));
+  ByteWriter out(out_[cut.far_rank]);
   sent_effect_ = std::min(sent_effect_, head);
   out.put(PacketRecord{Record::Packet, link, to, head.as_ps(), sim_now().as_ps(), a.id, a.src});
   pack_packet(gp, out.bytes());
@@ -154,7 +158,11 @@ void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_pay
 
 void Partition::credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, std::uint64_t tl,
                         Time at) {
-  ByteWriter(out_[links_[link].far_rank])
+  const Cut& cut = links_[link];
+  if (!cut.here) [[unlikely]]
+    throw std::logic_error(fmt::format(
+        "partition: credits on {}, neither of whose ends this rank simulates", cut.link->name()));
+  ByteWriter(out_[cut.far_rank])
       .put(CreditRecord{Record::Credits, link, to, static_cast<std::uint8_t>(tc), tl, at.as_ps()});
   sent_effect_ = std::min(sent_effect_, at);
   ++counters_.credits_sent;

@@ -85,6 +85,7 @@ class Partition final : public CutSink {
   struct Cut {
     Link* link;
     std::uint32_t far_rank;  // the rank simulating the far end
+    bool here;               // this rank simulates one end (else nothing may cross it here)
   };
   void deliver(const ByteBuffer& in);
 

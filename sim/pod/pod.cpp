@@ -108,6 +108,15 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
 
 Pod::~Pod() = default;
 
+GpuNode& Pod::gpu(std::size_t i) {
+  if (!gpus_.at(i))
+    throw std::logic_error(
+        fmt::format("Pod::gpu: gpu{} is simulated by another rank and is not "
+                    "built on this one",
+                    i));
+  return *gpus_[i];
+}
+
 std::vector<std::string> Pod::failures() const {
   // A direct setup's failures, then every rank's failed steps in the order they happened
   // (then by step).

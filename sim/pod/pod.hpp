@@ -83,8 +83,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // as the text the rank that simulated it wrote. Empty for a pod not split.
   StatSplice stat_splice() const;
   const PodConfig& config() const { return cfg_; }
-  // GPU `i` (a split run's rank builds only the GPUs it simulates, unless the setup is direct).
-  GpuNode& gpu(std::size_t i) { return *gpus_.at(i); }
+  // GPU `i`. A split run's rank builds only the GPUs it simulates (every GPU with a direct
+  // setup): asking for one it did not build throws std::logic_error.
+  GpuNode& gpu(std::size_t i);
   std::size_t gpu_count() const { return gpus_.size(); }
   // The GPUs built in this process: all but on a split run's rank, which builds those it
   // simulates (all with a direct setup, which writes both ends of every import at once).

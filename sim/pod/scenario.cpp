@@ -94,8 +94,8 @@ std::vector<Step> ScenarioRunner::all_to_all_steps(const PodConfig& cfg) {
   return steps;
 }
 
-ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus,
-                               const Fabric& fabric, HostNet& net, std::vector<bool> owned,
+ScenarioRunner::ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus, Fabric& fabric,
+                               HostNet& net, std::vector<bool> owned,
                                const std::vector<std::vector<TraceEntry>>* replay, HostPhases* host)
     : cfg_(cfg),
       gpus_(std::move(gpus)),

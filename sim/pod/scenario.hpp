@@ -45,8 +45,8 @@ class ScenarioRunner {
   // begin and end. A GPU of `gpus` may be null where it is another rank's (a split run's rank
   // builds only the GPUs it simulates); `fabric` holds every GPU's links (a link stall acts on
   // every rank, either end of a link may be here).
-  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus, const Fabric& fabric,
-                 HostNet& net, std::vector<bool> owned = {},
+  ScenarioRunner(const PodConfig& cfg, std::vector<GpuNode*> gpus, Fabric& fabric, HostNet& net,
+                 std::vector<bool> owned = {},
                  const std::vector<std::vector<TraceEntry>>* replay = nullptr,
                  HostPhases* host = nullptr);
   ~ScenarioRunner();
@@ -132,7 +132,7 @@ class ScenarioRunner {
 
   const PodConfig& cfg_;
   std::vector<GpuNode*> gpus_;
-  const Fabric& fabric_;
+  Fabric& fabric_;
   HostNet& net_;
   std::vector<bool> owned_;
   const std::vector<std::vector<TraceEntry>>* replay_;

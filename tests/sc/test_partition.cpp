@@ -135,7 +135,7 @@ TEST_CASE("a pod of 2 hosts of 4 GPUs split over 2 and 3 ranks gives the one-ran
 TEST_CASE("a rank builds only the GPUs it simulates but every GPU with a direct setup",
           "[partition][host]") {
   // A direct setup writes both ends of every import at once. Each rank reports in run.json
-  // what it built and its peak memory.
+  // what it built (and its peak memory: only that it is there is checked).
   auto built = [](const std::vector<std::string>& args, int ranks) {
     const PodsimRun split = run_podsim_mpi(ranks, args);
     INFO(split.err);

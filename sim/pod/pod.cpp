@@ -78,16 +78,17 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
   std::vector<GpuNode*> nodes;
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g) {
     auto id = static_cast<AccelId>(g);
+    const std::string name = fmt::format("gpu{}", g);
     if (g % cfg.pod.gpus_per_host == 0) hosts_.push_back(std::make_unique<driver::Host>());
     if (!owned_[g] && !build_all) {
       gpus_.push_back(nullptr);
-      elsewhere_.push_back(std::make_unique<ElsewhereGpu>(fmt::format("gpu{}", g)));
+      elsewhere_.push_back(std::make_unique<ElsewhereGpu>(name));
       nodes.push_back(nullptr);
       continue;
     }
-    gpus_.push_back(std::make_unique<GpuNode>(fmt::format("gpu{}", g).c_str(), cfg.gpu, cfg.fabric,
-                                              id, vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed,
-                                              pool_, events_, &invariants_, tap, cfg.pod.gpus));
+    gpus_.push_back(std::make_unique<GpuNode>(name.c_str(), cfg.gpu, cfg.fabric, id,
+                                              vpod_of(cfg, g), cfg.pod.addr_mode, cfg.seed, pool_,
+                                              events_, &invariants_, tap, cfg.pod.gpus));
     gpus_.back()->agent.set_series(&summary_.series());
     for (std::uint32_t p = 0; p < cfg.fabric.planes; ++p)
       fabric_->attach(gpus_.back()->port(p), id, p);
@@ -111,9 +112,7 @@ Pod::~Pod() = default;
 GpuNode& Pod::gpu(std::size_t i) {
   if (!gpus_.at(i))
     throw std::logic_error(
-        fmt::format("Pod::gpu: gpu{} is simulated by another rank and is not "
-                    "built on this one",
-                    i));
+        fmt::format("Pod::gpu: gpu{} is simulated by another rank and not built on this one", i));
   return *gpus_[i];
 }
 

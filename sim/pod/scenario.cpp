@@ -814,10 +814,6 @@ struct ScenarioRunner::StepRun {
   Errno operator()(const ActivateStep&) { return drv.call(d.activate()); }
   Errno operator()(const DeactivateStep&) { return drv.call(d.deactivate()); }
   Errno operator()(const FaultStep& f) {
-    if (f.fault == FaultKind::LinkStall) {  // on every rank: either end of a link may be here
-      r.stall_links(s.gpu, f.for_);
-      return Errno::Ok;
-    }
     if (!r.owned_[s.gpu]) return Errno::Ok;  // the rank that holds the GPU does it
     switch (f.fault) {
       case FaultKind::FirmwareError: node.mailbox.answer_with_error(f.status, f.count); break;
@@ -833,7 +829,7 @@ struct ScenarioRunner::StepRun {
         d.fail_next(driver::FailPoint::ExportAlloc, f.count);
         break;
       case FaultKind::MessageDelay: node.mailbox.delay_next_send(f.for_); break;
-      case FaultKind::LinkStall: break;  // above
+      case FaultKind::LinkStall: break;  // run_step, on every rank
     }
     return Errno::Ok;
   }
@@ -846,13 +842,14 @@ void ScenarioRunner::stall_links(std::uint32_t gpu, Time for_) {
 }
 
 Errno ScenarioRunner::run_step(const Step& s, ProcessState& ps, std::string& detail) {
-  if (!gpus_[s.common.gpu]) {
-    // Another rank's GPU, not built here: only its pod-level steps run here (processes run
-    // where their GPU is), and of those only a link stall acts here too; the rest act there.
-    if (const auto* f = std::get_if<FaultStep>(&s.kind); f && f->fault == FaultKind::LinkStall)
-      stall_links(s.common.gpu, f->for_);
+  // A link stall acts on every rank (either end of a link may be here), through the fabric.
+  if (const auto* f = std::get_if<FaultStep>(&s.kind); f && f->fault == FaultKind::LinkStall) {
+    stall_links(s.common.gpu, f->for_);
     return Errno::Ok;
   }
+  // Another rank's GPU, not built here: of its steps only the pod-level ones run here
+  // (processes run where their GPU is), and they act there.
+  if (!gpus_[s.common.gpu]) return Errno::Ok;
   GpuNode& node = *gpus_[s.common.gpu];
   const auto p = static_cast<driver::ProcessId>(s.common.process);
   StepRun run{*this, s.common, ps, detail, node, node.driver, node.driver.driver(), p};

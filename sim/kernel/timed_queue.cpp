@@ -72,6 +72,8 @@ KernelCounters Dispatcher::counters() const {
 
 std::uint32_t Dispatcher::add(QueueBase* q, std::string name) {
   if (!taken_.insert(name).second) throw std::logic_error("two event queues named " + name);
+  for (std::size_t i = 0; i < lookaheads_.size(); ++i)
+    if (name.starts_with(lookaheads_[i].first)) q->lookahead_ = static_cast<std::uint32_t>(i + 1);
   queues_.push_back(QueueEntry{q, nullptr});
   names_.push_back(std::move(name));
   return static_cast<std::uint32_t>(queues_.size() - 1);
@@ -178,6 +180,10 @@ void Dispatcher::file(const Node& n) {
 
 void Dispatcher::push_slow(Time due, const QueueBase& q, std::uint64_t key,
                            const QueueBase::ItemBytes& item) {
+  // (Never set while serving, so the inline push, which needs the dispatcher serving, does
+  // not look.)
+  if (due <= due_floor_ && due_floor_ != Time::max()) [[unlikely]]
+    due_in_the_past(due, q);
   std::uint32_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<std::uint32_t>(slots_.size());
@@ -196,19 +202,74 @@ void Dispatcher::push_slow(Time due, const QueueBase& q, std::uint64_t key,
   if (!running_ && due < armed_) arm();
 }
 
-std::int64_t Dispatcher::next_bucket() const {
-  const std::size_t start = static_cast<std::size_t>(current_ + 1) & (kBuckets - 1);
+std::int64_t Dispatcher::next_bucket_after(std::int64_t after) const {
+  // The calendar holds buckets current_ + 1 .. current_ + kBuckets - 1.
+  const std::int64_t last = current_ + static_cast<std::int64_t>(kBuckets) - 1;
+  if (after >= last) return -1;
+  const std::size_t start = static_cast<std::size_t>(after + 1) & (kBuckets - 1);
   std::size_t word = start >> 6;
   std::uint64_t bits = bits_[word] & (~0ull << (start & 63));
   for (std::size_t i = 0; i <= kBuckets / 64; ++i) {
     if (bits) {
       const std::size_t pos = (word << 6) + static_cast<std::size_t>(__builtin_ctzll(bits));
-      return current_ + 1 + static_cast<std::int64_t>((pos - start) & (kBuckets - 1));
+      const std::int64_t b = after + 1 + static_cast<std::int64_t>((pos - start) & (kBuckets - 1));
+      return b <= last ? b : -1;
     }
     word = (word + 1) & (kBuckets / 64 - 1);
     bits = bits_[word];
   }
   return -1;
+}
+
+void Dispatcher::set_lookahead(const std::string& prefix, Time t) {
+  if (t.as_ps() < 0) throw std::logic_error("Dispatcher::set_lookahead: a negative lookahead");
+  lookaheads_.emplace_back(prefix, t.as_ps());
+  const auto rule = static_cast<std::uint32_t>(lookaheads_.size());
+  for (std::size_t i = 0; i < queues_.size(); ++i)
+    if (queues_[i].queue && names_[i].starts_with(prefix)) queues_[i].queue->lookahead_ = rule;
+  min_lookahead_ = std::min(min_lookahead_, t.as_ps());
+}
+
+void Dispatcher::set_default_lookahead(Time t) {
+  if (t.as_ps() < 0) throw std::logic_error("Dispatcher::set_default_lookahead: negative");
+  default_lookahead_ = t.as_ps();
+  min_lookahead_ = default_lookahead_;
+  for (const auto& rule : lookaheads_)
+    min_lookahead_ = std::min(min_lookahead_, rule.second);
+}
+
+Time Dispatcher::next_effect() const {
+  // Items are looked at in due order, as far as one could still beat the best found (every
+  // lookahead is at least min_lookahead_).
+  std::int64_t best = INT64_MAX;
+  auto consider = [&](const Node& n) {
+    const std::int64_t la = lookahead_of(n.rank);
+    if (n.due < best - la) best = n.due + la;
+  };
+  for (const Node& n : run_)
+    consider(n);
+  for (const Node& n : soon_)
+    consider(n);
+  for (std::int64_t b = next_bucket(); b >= 0; b = next_bucket_after(b)) {
+    if ((b << kBucketShift) >= best - min_lookahead_) break;
+    for (std::uint32_t c = buckets_[static_cast<std::size_t>(b) & (kBuckets - 1)]; c != kNoChunk;
+         c = chunks_[c].next)
+      for (std::uint32_t i = 0; i < chunks_[c].count; ++i)
+        consider(chunks_[c].nodes[i]);
+  }
+  // The overflow heap's front is its earliest item: the rest only if that could still beat it.
+  if (!overflow_.empty() && overflow_.front().due < best - min_lookahead_)
+    for (const Node& n : overflow_)
+      consider(n);
+  return best == INT64_MAX ? Time::max() : Time::ps(best);
+}
+
+void Dispatcher::due_in_the_past(Time due, const QueueBase& q) const {
+  throw std::logic_error("an item for " + names_[q.rank_] + " due at " +
+                         std::to_string(due.as_ps()) + " ps arrived at " +
+                         std::to_string(due_floor_.as_ps()) +
+                         " ps, inside a window this rank has already simulated (a lookahead "
+                         "that is not a lower bound)");
 }
 
 bool Dispatcher::load_next(Time limit) {
@@ -390,6 +451,22 @@ void Dispatcher::run() {
   kernel_detail::dispatching = false;
   running_ = false;
   arm();
+}
+
+Time Dispatcher::kernel_next() {
+  // Its own wake-up, taken out while the kernel is asked, then set again.
+  if (armed_ != Time::max()) {
+    ev_.cancel();
+    armed_ = Time::max();
+  }
+  Time next = Time::max();
+  if (sc_core::sc_pending_activity()) {
+    const sc_core::sc_time ahead = sc_core::sc_time_to_pending_activity();
+    const Time k = kernel_now();
+    if (from_sc(ahead) < Time::max() - k) next = k + from_sc(ahead);
+  }
+  arm();
+  return next;
 }
 
 void Dispatcher::run_for(Time duration) {

@@ -79,6 +79,9 @@ class QueueBase {
   [[noreturn]] static void outlived();
   Dispatcher* dispatcher_;  // none once the dispatcher is gone
   std::uint32_t rank_ = 0;  // the tie-break between queues (see the ordering contract)
+  // Split runs: which of the dispatcher's lookaheads is its (Dispatcher::set_lookahead: 0 the
+  // default, i the i-th set; in what would be padding).
+  std::uint32_t lookahead_ = 0;
 
   // Fetching ahead (a hint to the host's caches; it never changes what is served or when):
   // the dispatcher calls `fn` with an item's bytes a dozen items before it serves it, so that
@@ -98,6 +101,26 @@ class Dispatcher final : public sc_core::sc_module {
 
   // The earliest due time waiting (Time::max(): nothing).
   Time next_due() const;
+
+  // For a pod split over ranks (docs/parallel.md, "Lookahead"). A queue's lookahead bounds
+  // from below the simulated time from serving one of its items to the first thing that
+  // serving makes happen on another rank, directly or through what it pushes. `prefix`, a
+  // component's hierarchical name and a dot, gives `t` to every queue whose name starts with
+  // it, made before or after; other queues have the default.
+  void set_lookahead(const std::string& prefix, Time t);
+  void set_default_lookahead(Time t);
+  // The earliest time anything waiting can make something happen on another rank: the least,
+  // over the items waiting, of due time plus their queue's lookahead (Time::max(): none, or
+  // past Time::max()).
+  Time next_effect() const;
+  // While set (a partition delivering what other ranks sent), pushing an item due at or
+  // before `floor` throws std::logic_error: it would belong to a window this rank has already
+  // simulated. Time::max() turns the check off (the default).
+  void set_due_floor(Time floor) { due_floor_ = floor; }
+  // When the SystemC kernel next has something to do other than wake this dispatcher (a
+  // process or event of its own: a scenario step, a thread's timed wait); Time::max(): nothing.
+  // Between runs only.
+  Time kernel_next();
   // Runs the simulation for `duration` with the dispatcher allowed to run ahead up to its end
   // (sc_start for podsim: use it instead of a bare sc_start).
   void run_for(Time duration);
@@ -185,7 +208,14 @@ class Dispatcher final : public sc_core::sc_module {
   static std::int64_t bucket_of(std::int64_t due) { return due >> kBucketShift; }
   void file(const Node& n);  // into soon_, the calendar or the overflow heap
   // The next non-empty bucket of the calendar after the current one (-1: none).
-  std::int64_t next_bucket() const;
+  std::int64_t next_bucket() const { return next_bucket_after(current_); }
+  // The next non-empty bucket of the calendar after bucket `b` (>= current_; -1: none).
+  std::int64_t next_bucket_after(std::int64_t b) const;
+  std::int64_t lookahead_of(std::uint32_t rank) const {
+    const QueueBase* q = queues_[rank].queue;
+    return q && q->lookahead_ > 0 ? lookaheads_[q->lookahead_ - 1].second : default_lookahead_;
+  }
+  [[noreturn]] void due_in_the_past(Time due, const QueueBase& q) const;
   // Loads the next non-empty bucket (calendar or overflow), if it is not past `limit`, into
   // the run.
   bool load_next(Time limit);
@@ -226,6 +256,11 @@ class Dispatcher final : public sc_core::sc_module {
   std::vector<std::string> names_;  // theirs (kept here: a queue stays small)
   std::unordered_set<std::string> taken_;
   bool frozen_ = false;
+  // Lookaheads (set_lookahead): by name prefix, and the default.
+  std::vector<std::pair<std::string, std::int64_t>> lookaheads_;
+  std::int64_t default_lookahead_ = 0;
+  std::int64_t min_lookahead_ = 0;  // the least of all of them
+  Time due_floor_ = Time::max();    // set_due_floor (max: no check)
   std::size_t pending_ = 0;
   std::uint64_t seq_ = 0;
   sc_core::sc_event ev_;

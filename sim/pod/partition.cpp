@@ -70,8 +70,8 @@ PartitionPlan plan_partition(const PodConfig& cfg, std::uint32_t ranks) {
 }
 
 Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConfig& cfg,
-                     Fabric& fabric, PacketPool& pool, HostNet& net)
-    : comm_(comm), plan_(plan), pool_(pool), net_(net), out_(comm.ranks()) {
+                     Fabric& fabric, PacketPool& pool, HostNet& net, Dispatcher& events)
+    : comm_(comm), plan_(plan), pool_(pool), net_(net), events_(events), out_(comm.ranks()) {
   const std::uint32_t me = comm.rank();
   // From a packet leaving one end (an egress commits it: Link::send, now) to the first thing
   // it changes at the other: its head arrives after the sender's transmit delay (a port's
@@ -98,7 +98,8 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConf
       for (int side = 0; side < 2; ++side)
         owner[side] =
             e.gpu[side] ? plan.gpu.at(e.index[side]) : plan.switch_.at(p).at(e.index[side]);
-      Cut cut{e.link, owner[0] == me ? owner[1] : owner[0], owner[0] == me || owner[1] == me};
+      Cut cut{
+          e.link, owner[0] == me ? owner[1] : owner[0], owner[0] == me || owner[1] == me, {}, {}};
       if (owner[0] != owner[1]) {
         ++cut_count_;
         const bool gpu_end = e.gpu[0] || e.gpu[1];
@@ -129,10 +130,72 @@ Partition::Partition(RankComm& comm, const PartitionPlan& plan, const FabricConf
         " takes no time, so the ranks would have no lookahead: give that path a delay, or run "
         "on one rank");
   lookahead_ = std::min(shortest, Time::ps(net.latency().as_ps() / 2));
+
+  // Per component (every rank computes every one alike: a far end's bounds its sender's
+  // effects). A GPU's work reaches the fabric only as packets out of its ports; a switch's as
+  // packets out and credit returns. Whatever path follows, an effect on another rank crosses
+  // a cut (at least lookahead_); a note its work makes takes effect the host latency later.
+  auto bounded = [&](Time t) { return std::min(std::max(t, lookahead_), net.latency()); };
+  gpu_lookahead_.assign(plan.gpu.size(), Time::max());
+  switch_lookahead_.resize(fabric.planes());
+  for (std::uint32_t p = 0; p < fabric.planes(); ++p) {
+    switch_lookahead_[p].assign(fabric.plane(p).switches().size(), Time::max());
+    for (const FabricPlane::LinkEnds& e : fabric.plane(p).link_ends())
+      for (int side = 0; side < 2; ++side) {
+        const bool to_gpu = e.gpu[1 - side];
+        if (e.gpu[side]) {
+          Time& g = gpu_lookahead_.at(e.index[side]);
+          g = std::min(g, packet_delay(true, to_gpu, *e.link));
+        } else {
+          Time& w = switch_lookahead_[p].at(e.index[side]);
+          w = std::min({w, packet_delay(false, to_gpu, *e.link), e.link->credit_delay()});
+        }
+      }
+    for (Time& w : switch_lookahead_[p])
+      w = bounded(w);
+  }
+  for (Time& g : gpu_lookahead_)
+    g = bounded(g);
+  // What reaches an end across a cut: a GPU port takes a packet in after SerDes, FEC and its
+  // pipeline, then works on it or returns its credits (as it takes it in); a switch's input
+  // takes it the rest of the switch's latency later, and returns credits only from its own
+  // work. Credits reaching an end can only wake its sending.
+  const Time switch_in = cfg.switch_.latency - switch_out;
+  id = 0;
+  for (std::uint32_t p = 0; p < fabric.planes(); ++p)
+    for (const FabricPlane::LinkEnds& e : fabric.plane(p).link_ends()) {
+      Cut& cut = links_[id++];
+      for (int side = 0; side < 2; ++side) {
+        if (e.gpu[side]) {
+          const Time la = gpu_lookahead_.at(e.index[side]);
+          cut.after_head[side] = cfg.port.rx_latency() + std::min(la, e.link->credit_delay());
+          cut.after_credits[side] = la;
+        } else {
+          const Time la = switch_lookahead_[p].at(e.index[side]);
+          cut.after_head[side] = switch_in + la;
+          cut.after_credits[side] = la;
+        }
+      }
+    }
   net_.share();
 }
 
 Partition::~Partition() = default;
+
+Time Partition::least_gpu_lookahead() const {
+  Time least = Time::max();
+  for (const Time t : gpu_lookahead_)
+    least = std::min(least, t);
+  return least;
+}
+
+Time Partition::least_switch_lookahead() const {
+  Time least = Time::max();
+  for (const auto& plane : switch_lookahead_)
+    for (const Time t : plane)
+      least = std::min(least, t);
+  return least;
+}
 
 void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_payload& gp,
                        Time head) {
@@ -142,7 +205,7 @@ void Partition::packet(std::uint32_t link, std::uint8_t to, tlm::tlm_generic_pay
     throw std::logic_error(fmt::format(
         "partition: a packet on {}, neither of whose ends this rank simulates", cut.link->name()));
   ByteWriter out(out_[cut.far_rank]);
-  sent_effect_ = std::min(sent_effect_, head);
+  sent_effect_ = std::min(sent_effect_, head + cut.after_head[to]);
   out.put(PacketRecord{Record::Packet, link, to, head.as_ps(), sim_now().as_ps(), a.id, a.src});
   pack_packet(gp, out.bytes());
   ++counters_.packets_sent;
@@ -164,15 +227,17 @@ void Partition::credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, st
         "partition: credits on {}, neither of whose ends this rank simulates", cut.link->name()));
   ByteWriter(out_[cut.far_rank])
       .put(CreditRecord{Record::Credits, link, to, static_cast<std::uint8_t>(tc), tl, at.as_ps()});
-  sent_effect_ = std::min(sent_effect_, at);
+  sent_effect_ = std::min(sent_effect_, at + cut.after_credits[to]);
   ++counters_.credits_sent;
 }
 
-RankComm::Agreement Partition::exchange(Time next, bool stopped) {
+RankComm::Agreement Partition::exchange(Time effect, bool stopped) {
   ++counters_.windows;
   const std::vector<HostNote> notes = net_.take_outgoing();
+  // A note takes effect on every rank the host latency after it was made, as an item of the
+  // host network's queue (the default lookahead).
   for (const HostNote& n : notes)
-    sent_effect_ = std::min(sent_effect_, n.at + net_.latency());
+    sent_effect_ = std::min(sent_effect_, n.at + net_.latency() + lookahead_);
   for (std::uint32_t r = 0; r < out_.size(); ++r) {
     if (r == comm_.rank()) continue;
     ByteWriter out(out_[r]);
@@ -184,19 +249,23 @@ RankComm::Agreement Partition::exchange(Time next, bool stopped) {
     if (!out_[r].empty()) ++counters_.messages_sent;
     counters_.bytes_sent += out_[r].size();
   }
-  // What was sent is due no earlier than its effect: with every rank's own next, a bound on
-  // the next thing due anywhere.
+  // With every rank's own, the earliest time anything can happen on one rank because of
+  // another: the next window ends before it.
   const auto t0 = std::chrono::steady_clock::now();
   const RankComm::Agreement a =
-      comm_.exchange(out_, in_, std::min(next, sent_effect_).as_ps(), stopped);
+      comm_.exchange(out_, in_, std::min(effect, sent_effect_).as_ps(), stopped);
   counters_.sync_ns += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count());
   sent_effect_ = Time::max();
   for (auto& o : out_)
     o.clear();
+  // What arrives must all be due after the window just simulated (else the lookaheads above
+  // were no bounds): the event queue refuses anything else while it is delivered.
+  events_.set_due_floor(sim_now());
   for (std::uint32_t r = 0; r < in_.size(); ++r)
     if (r != comm_.rank()) deliver(in_[r]);
+  events_.set_due_floor(Time::max());
   return a;
 }
 
@@ -228,6 +297,11 @@ void Partition::deliver(const ByteBuffer& bytes) {
         const auto rec = in.get<CreditRecord>();
         if (rec.link >= links_.size() || rec.to > 1 || rec.tc >= kTrafficClasses)
           throw std::runtime_error("partition: credits for a link this pod does not have");
+        if (Time::ps(rec.at) <= sim_now())
+          throw std::logic_error(fmt::format(
+              "partition: credits on {} due at {} arrived at {}, inside a window this rank has "
+              "already simulated",
+              links_[rec.link].link->name(), pretty(Time::ps(rec.at)), pretty(sim_now())));
         links_[rec.link].link->deliver_credits(static_cast<Link::Side>(rec.to),
                                                static_cast<TrafficClass>(rec.tc), rec.tl,
                                                Time::ps(rec.at));

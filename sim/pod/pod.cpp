@@ -95,8 +95,20 @@ Pod::Pod(sc_core::sc_module_name name, const PodConfig& cfg, SocketTap* tap, Ran
     nodes.push_back(gpus_.back().get());
     gpus_.back()->driver.driver().join(*hosts_.back());
   }
-  if (comm_)
-    partition_ = std::make_unique<Partition>(*comm_, plan_, cfg_.fabric, *fabric_, pool_, net_);
+  if (comm_) {
+    partition_ =
+        std::make_unique<Partition>(*comm_, plan_, cfg_.fabric, *fabric_, pool_, net_, events_);
+    // What bounds the windows: each GPU's and switch's own lookahead for its queues (those
+    // named below it), the pod-wide one for the rest (docs/parallel.md, "Lookahead").
+    events_.set_default_lookahead(partition_->lookahead());
+    for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
+      if (gpus_[g])
+        events_.set_lookahead(std::string(gpus_[g]->name()) + ".", partition_->gpu_lookahead(g));
+    for (std::uint32_t p = 0; p < fabric_->planes(); ++p)
+      for (std::uint32_t i = 0; i < fabric_->plane(p).switches().size(); ++i)
+        events_.set_lookahead(std::string(fabric_->plane(p).switches()[i]->name()) + ".",
+                              partition_->switch_lookahead(p, i));
+  }
   // GPUs other ranks simulate, where built, stay still here (their drivers' workers stop).
   for (std::uint32_t g = 0; g < cfg.pod.gpus; ++g)
     if (!owned_[g] && gpus_[g]) gpus_[g]->driver.driver().go_dormant();
@@ -317,12 +329,12 @@ std::uint64_t Pod::accesses_completed() const {
 }
 
 void Pod::run_windows() {
-  // Windows [start, end] no longer than the lookahead: whatever a rank sends in one is due
-  // after its end, so every rank can simulate it on its own, then exchange (docs/parallel.md).
+  // Windows that end before anything a rank does in them can make something happen on another
+  // rank, so every rank can simulate one on its own, then exchange (docs/parallel.md).
   const Time step = partition_->lookahead();
   const Time one = Time::ps(1);
   const Time max = cfg_.sim.max_time;
-  Time end = step - one;
+  Time end = step - one;  // nothing is due before the kernel starts
   // Every window runs, even one that ends where it starts (a 1 ps lookahead): the first starts
   // the kernel, before which nothing is pending, and the kernel may hold activity due at the
   // very end of the last one.
@@ -332,18 +344,26 @@ void Pod::run_windows() {
     events_.run_for(end - sim_now());
     if (cfg_.sim.stall_limit > Time{} && sim_now() >= next_stall_check_ && check_stuck()) break;
     const bool stopped = sc_core::sc_get_status() == sc_core::SC_STOPPED;
-    Time next = events_.next_due();
-    if (sc_core::sc_pending_activity())
-      next = std::min(next, kernel_now() + from_sc(sc_core::sc_time_to_pending_activity()));
-    const RankComm::Agreement a = partition_->exchange(stopped ? Time::max() : next, stopped);
+    // The earliest effect on another rank of anything waiting here: queued items by their
+    // queues' lookaheads; the SystemC kernel's next activity (a scenario step) by the pod's.
+    Time effect = events_.next_effect();
+    if (const Time kernel = events_.kernel_next(); kernel < Time::max() - step)
+      effect = std::min(effect, kernel + step);
+    const RankComm::Agreement a = partition_->exchange(stopped ? Time::max() : effect, stopped);
     if (a.stopped == ranks_) break;
     if (a.stopped != 0)
       throw std::logic_error(
           fmt::format("partitioned run: {} of {} ranks stopped at {}, the others did not",
                       a.stopped, ranks_, pretty(sim_now())));
     if (sim_now() >= max) break;
-    // The next window starts at the earliest thing due anywhere (idle stretches are skipped).
-    end = a.next >= max.as_ps() ? max : Time::ps(a.next) + step - one;
+    // The next window ends just before the earliest effect anywhere (idle stretches are
+    // skipped: it may lie far beyond this one).
+    if (Time::ps(a.next) <= sim_now())
+      throw std::logic_error(
+          fmt::format("partitioned run: the next window would end at {}, "
+                      "before its start at {}",
+                      pretty(Time::ps(a.next) - one), pretty(sim_now())));
+    end = a.next >= max.as_ps() ? max : Time::ps(a.next) - one;
   }
 }
 

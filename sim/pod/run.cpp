@@ -391,6 +391,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     boost::json::object part;
     part["ranks"] = ranks->ranks();
     part["lookahead_ns"] = pod.partition()->lookahead().as_ns();
+    part["gpu_lookahead_ns"] = pod.partition()->least_gpu_lookahead().as_ns();
+    part["switch_lookahead_ns"] = pod.partition()->least_switch_lookahead().as_ns();
     part["cut_links"] = pod.partition()->cut_links();
     part["per_rank"] = std::move(per_rank);
     run["partition"] = std::move(part);

@@ -318,3 +318,113 @@ TEST_CASE(
   events.run_for(Time::us(10));
   check_served_in_order(served, pushes);
 }
+
+TEST_CASE(
+    "the earliest effect of what waits is each item's due time plus its queue's lookahead, "
+    "wherever the item waits",
+    "[kernel][dispatcher][partition]") {
+  // Queues of two "GPUs" (gpu1 must not take gpu10's lookahead: a prefix ends with a dot), a
+  // "switch", and one with the default; one more made after the lookaheads were set. Items
+  // over 60 us: in the bucket being served when a run stops inside it, in the calendar's
+  // window, and beyond it (the overflow heap). After each of many short runs, next_effect
+  // must be the least due + lookahead of what has not been served.
+  Dispatcher events("events");
+  std::vector<std::unique_ptr<TimedQueue<Item>>> queues;
+  std::set<std::uint32_t> served;
+  auto make = [&](const std::string& name) {
+    queues.push_back(std::make_unique<TimedQueue<Item>>(
+        events, name, [&served](Item& it) { served.insert(it.id); }));
+  };
+  for (const char* name : {"pod.gpu1.a", "pod.gpu10.b", "pod.fabric.switch0.c", "pod.host_net"})
+    make(name);
+  events.set_default_lookahead(Time::ps(66000));
+  events.set_lookahead("pod.gpu1.", Time::ps(160000));
+  events.set_lookahead("pod.gpu10.", Time::ps(900000));
+  events.set_lookahead("pod.fabric.switch0.", Time::ps(70000));
+  make("pod.gpu1.late");  // made after: takes gpu1's
+  const std::array<std::int64_t, 5> lookahead{160000, 900000, 70000, 66000, 160000};
+
+  struct Pending {
+    std::int64_t due;
+    std::size_t queue;
+    std::uint32_t id;
+  };
+  std::vector<Pending> items;
+  std::mt19937_64 rng(11);
+  for (std::uint32_t id = 0; id < 3000; ++id) {
+    const std::size_t q = rng() % queues.size();
+    // Crowded in places (many items in a few buckets), sparse in others.
+    const std::int64_t due = id % 3 == 0 ? 5000 + static_cast<std::int64_t>(rng() % 4000)
+                                         : 1000 + static_cast<std::int64_t>(rng() % 60000000);
+    queues[q]->push(Time::ps(due), Item{id});
+    items.push_back({due, q, id});
+  }
+  auto expected = [&] {
+    std::int64_t best = INT64_MAX;
+    for (const Pending& p : items)
+      if (!served.count(p.id)) best = std::min(best, p.due + lookahead[p.queue]);
+    return best == INT64_MAX ? Time::max() : Time::ps(best);
+  };
+  CHECK(events.next_effect() == expected());
+  int checks = 0;
+  while (served.size() < items.size()) {
+    // Runs end at odd picoseconds: often inside a bucket that holds items due after it.
+    events.run_for(Time::ps(200 + static_cast<std::int64_t>(rng() % 700000)));
+    INFO("at " << sim_now().as_ps() << " ps, " << served.size() << " served");
+    REQUIRE(events.next_effect() == expected());
+    ++checks;
+  }
+  CHECK(checks > 50);
+  CHECK(events.next_effect() == Time::max());
+}
+
+TEST_CASE("while a floor is set an item due at or before it is refused, and nothing else is",
+          "[kernel][dispatcher][partition]") {
+  Dispatcher events("events");
+  std::vector<std::uint32_t> served;
+  TimedQueue<Item> q(events, "pod.gpu0.q", [&served](Item& it) { served.push_back(it.id); });
+  events.run_for(Time::ns(10));
+  events.set_due_floor(sim_now());
+  CHECK_THROWS_WITH(q.push(sim_now(), Item{1}),
+                    Catch::Contains("pod.gpu0.q") && Catch::Contains("already simulated"));
+  CHECK_THROWS_WITH(q.push(Time::ns(3), Item{2}), Catch::Contains("already simulated"));
+  CHECK(events.pending() == 0);
+  q.push(sim_now() + Time::ps(1), Item{3});
+  events.set_due_floor(Time::max());
+  q.push(sim_now(), Item{4});
+  events.run_for(Time::ns(1));
+  CHECK(served == std::vector<std::uint32_t>{4, 3});
+}
+
+TEST_CASE(
+    "the earliest effect counts items left in the bucket being served, pushed into it while it "
+    "was served, and beyond the calendar's window",
+    "[kernel][dispatcher][partition]") {
+  Dispatcher events("events");
+  std::unique_ptr<TimedQueue<Item>> near;
+  TimedQueue<Item> far(events, "pod.gpu10.far", [](Item&) {});
+  TimedQueue<Item> sw(events, "pod.fabric.switch0.sw", [](Item&) {});
+  // Serving item 1 (at 5,200 ps) pushes item 2 into the same 1.024 ns bucket, at 5,950 ps.
+  near = std::make_unique<TimedQueue<Item>>(events, "pod.host_net", [&](Item& it) {
+    if (it.id == 1) near->push(Time::ps(5950), Item{2});
+  });
+  events.set_default_lookahead(Time::ps(66000));
+  events.set_lookahead("pod.gpu10.", Time::ps(900000));
+  events.set_lookahead("pod.fabric.switch0.", Time::ps(70000));
+  // Beyond the calendar's 16.8 us: the overflow heap's earliest item (the far queue's) is not
+  // the earliest effect there.
+  far.push(Time::us(30), Item{10});
+  near->push(Time::ps(30500000), Item{11});
+  CHECK(events.next_effect() == Time::ps(30566000));
+  // In the bucket [5,120, 6,144) ps: item 1, and item 3 left in it when a run stops at 5,500.
+  near->push(Time::ps(5200), Item{1});
+  near->push(Time::ps(5900), Item{3});
+  sw.push(Time::ps(7000), Item{4});  // the next bucket: 77,000
+  events.run_for(Time::ps(5500));
+  // Item 3 (left in the run) and item 2 (pushed while the bucket was served): 5,900 + 66,000.
+  CHECK(events.next_effect() == Time::ps(71900));
+  events.run_for(Time::ps(5925) - sim_now());
+  CHECK(events.next_effect() == Time::ps(71950));  // item 2 alone in its bucket now
+  events.run_for(Time::ps(6000) - sim_now());
+  CHECK(events.next_effect() == Time::ps(77000));
+}

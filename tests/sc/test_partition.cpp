@@ -347,6 +347,35 @@ TEST_CASE("a 1 ps lookahead still gives the one-rank outputs", "[partition]") {
       {2});
 }
 
+TEST_CASE(
+    "windows end at the earliest effect on another rank: a GPU's work reaches a switch only "
+    "after its port and the switch's input",
+    "[partition]") {
+  // Latencies chosen so that each bound is a different path: a GPU's first effect beyond it is
+  // a packet's arrival at a switch's input (transmit 10 ns, flight 10 ns, the switch's latency
+  // less its output's 10 ns: 210 ns); a switch's a packet into a GPU port or a credit return
+  // (10 + 10 + receive 30: 50 ns), which is also the pod-wide lookahead.
+  const std::vector<std::string> args{"run",   "--quiet",
+                                      "--set", "workload.traffic.accesses=300",
+                                      "--set", "fabric.port.pipeline_latency=4ns",
+                                      "--set", "fabric.port.serdes_latency=6ns",
+                                      "--set", "fabric.port.fec_latency=20ns",
+                                      "--set", "fabric.link.cable_length=2m",
+                                      "--set", "fabric.switch.latency=200ns"};
+  same_at_every_rank_count(args, {2, 3});
+  const PodsimRun split = run_podsim_mpi(2, args);
+  INFO(split.err);
+  REQUIRE(split.run);
+  const json::object& part = split.run->at("partition").as_object();
+  CHECK(part.at("lookahead_ns").to_number<double>() == 50);
+  CHECK(part.at("gpu_lookahead_ns").to_number<double>() == 210);
+  CHECK(part.at("switch_lookahead_ns").to_number<double>() == 50);
+  // Fewer windows than when every rank's next window ended its next due time plus the
+  // pod-wide lookahead later (4,435; 3,095 since 2026-12-04): a guard against losing the bounds.
+  for (const auto& r : part.at("per_rank").as_array())
+    CHECK(r.at("windows").to_number<std::uint64_t>() <= 3300);
+}
+
 TEST_CASE("a pod with no lookahead between ranks is refused, and earlier results are kept",
           "[partition]") {
   const std::string out =

@@ -102,18 +102,18 @@ void UalinkPort::credits(std::uint32_t, TrafficClass tc, std::uint64_t tl, Time 
 }
 
 // Our receive buffer frees the packet's space at `at`: the credits go back over the link.
-void UalinkPort::return_credits(tlm::tlm_generic_payload& gp, Time at) {
+void UalinkPort::return_credits(tlm::tlm_generic_payload& gp, Time at, Time link_stalled_until) {
   const Access& a = access_of(gp);
   link_->return_credits(side_, traffic_class(a), egress_.costs().tl_bytes(payload_bytes_on_wire(a)),
-                        at);
+                        at, link_stalled_until);
 }
 
 void UalinkPort::receive(std::uint32_t, tlm::tlm_generic_payload& gp, Time head) {
-  receive_as(gp, head, down_);
+  receive_as(gp, head, down_, link_->stalled_until());
 }
 
 void UalinkPort::receive_sent(std::uint32_t, tlm::tlm_generic_payload& gp, Time head, Time sent) {
-  receive_as(gp, head, down_for_packet_sent(sent));
+  receive_as(gp, head, down_for_packet_sent(sent), link_->stalled_until_for(sent));
 }
 
 bool UalinkPort::down_for_packet_sent(Time sent) const {
@@ -122,7 +122,8 @@ bool UalinkPort::down_for_packet_sent(Time sent) const {
   return false;
 }
 
-void UalinkPort::receive_as(tlm::tlm_generic_payload& gp, Time head, bool down) {
+void UalinkPort::receive_as(tlm::tlm_generic_payload& gp, Time head, bool down,
+                            Time link_stalled_until) {
   Access& a = access_of(gp);
   a.stamp(HopKind::PortRx, head);
   const WireCosts& costs = egress_.costs();
@@ -131,7 +132,7 @@ void UalinkPort::receive_as(tlm::tlm_generic_payload& gp, Time head, bool down) 
   rx_tl_bytes_.inc(tl);
   // Whole packet in, then SerDes, FEC and the pipeline; then it leaves the receive buffer.
   const Time ready = head + costs.wire_time(tl) + cfg_.rx_latency();
-  return_credits(gp, ready);
+  return_credits(gp, ready, link_stalled_until);
   sc_core::sc_time delay = to_sc(ready - sim_now());
   if (down) {
     if (a.kind == PacketKind::Request) {

@@ -73,7 +73,9 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
                     Time sent) override;
   void credits(std::uint32_t port, TrafficClass tc, std::uint64_t tl, Time at) override;
   void transmit(tlm::tlm_generic_payload* gp);
-  void return_credits(tlm::tlm_generic_payload& gp, Time at);
+  // The packet's buffer space is free at `at`: its credits go back over the link, stalled as
+  // it was until `link_stalled_until`.
+  void return_credits(tlm::tlm_generic_payload& gp, Time at, Time link_stalled_until);
 
   PortConfig cfg_;
   Link* link_ = nullptr;
@@ -84,7 +86,10 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   // Whether it was down for a packet sent at `sent` (changes at that very time come after the
   // packets sent then, as the pod's event queue serves its work before a reset step's).
   bool down_for_packet_sent(Time sent) const;
-  void receive_as(tlm::tlm_generic_payload& gp, Time head, bool down);
+  // A packet whose head arrives at `head`, taken in as if the port were `down` (or not) and
+  // its link stalled until `link_stalled_until`: as they are now, or as they were when the
+  // packet was sent (one another rank sent: receive_sent).
+  void receive_as(tlm::tlm_generic_payload& gp, Time head, bool down, Time link_stalled_until);
   StatGroup stats_;
   Egress egress_;
   TimedQueue<tlm::tlm_generic_payload*> tx_queue_;

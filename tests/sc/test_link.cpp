@@ -108,3 +108,38 @@ TEST_CASE("Link: a link without both ends does not elaborate", "[sc][link]") {
   CHECK_THROWS_WITH(sc_core::sc_start(sc_core::SC_ZERO_TIME),
                     Catch::Contains("dangling: a link end is not attached"));
 }
+
+TEST_CASE(
+    "Link: credits wait out a stall, and can be returned as the link stood when a packet was "
+    "sent",
+    "[sc][link]") {
+  LinkConfig cfg;  // 2 m at 5 ns per metre: credits arrive 10 ns after they are returned
+  Link link("link", cfg);
+  ProbeEnd a, b;
+  link.attach(Link::A, a, 0);
+  link.attach(Link::B, b, 0);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  CHECK(link.stalled_until_for(Time::ns(5)) == Time{});
+  sc_core::sc_start(to_sc(Time::ns(100)));
+  link.stall_until(Time::ns(300));  // made at 100 ns
+  sc_core::sc_start(to_sc(Time::ns(100)));
+  link.stall_until(Time::ns(250));  // made at 200 ns: the stall still ends at 300 ns
+  CHECK(link.stalled_until() == Time::ns(300));
+  // Sent before the first stall was made, or at that very time: not stalled then.
+  CHECK(link.stalled_until_for(Time::ns(50)) == Time{});
+  CHECK(link.stalled_until_for(Time::ns(100)) == Time{});
+  CHECK(link.stalled_until_for(Time::ps(100001)) == Time::ns(300));
+  CHECK(link.stalled_until_for(Time::ns(250)) == Time::ns(300));
+  // Returned now, credits ride the first flit after the stall; returned as the link stood at
+  // 50 ns, they go at once.
+  link.return_credits(Link::B, TrafficClass::Request, 96, Time::ns(210));
+  link.return_credits(Link::B, TrafficClass::Request, 64, Time::ns(210),
+                      link.stalled_until_for(Time::ns(50)));
+  REQUIRE(a.credits_in.size() == 2);
+  CHECK(a.credits_in[0].at == Time::ns(310));
+  CHECK(a.credits_in[1].at == Time::ns(220));
+  // A stall for good swallows them.
+  link.stall_until(Time::max());
+  link.return_credits(Link::B, TrafficClass::Request, 32, Time::ns(400));
+  CHECK(a.credits_in.size() == 2);
+}

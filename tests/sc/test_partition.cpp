@@ -347,6 +347,13 @@ TEST_CASE("a 1 ps lookahead still gives the one-rank outputs", "[partition]") {
       {2});
 }
 
+TEST_CASE("a cut link stalled while a packet's credits are on their way gives the one-rank outputs",
+          "[partition][faults]") {
+  same_at_every_rank_count(
+      {"run", podsim::test::source_path("tests/sc/configs/link-stall-credits.json"), "--quiet"},
+      {2, 3});
+}
+
 TEST_CASE(
     "windows end at the earliest effect on another rank: a GPU's work reaches a switch only "
     "after its port and the switch's input",

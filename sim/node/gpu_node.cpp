@@ -32,7 +32,14 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
       mode_(mode),
       b2_(cfg.driver.bugs().test(static_cast<std::size_t>(driver::Bug::B2))),
       peers_(members_of(vpod)),
-      pod_gpus_(pod_gpus) {
+      pod_gpus_(pod_gpus),
+      up_(events, queue_name(*this, "up"), [this](std::uint32_t reset) {
+        if (reset != resets_) return;  // a later reset put it off
+        for (auto& p : ports)
+          p->set_down(false);
+        mailbox.set_down(false);
+        driver.set_down(false);
+      }) {
   for (std::uint32_t p = 0; p < fabric.planes; ++p) {
     ports.push_back(std::make_unique<UalinkPort>(("port" + std::to_string(p)).c_str(), fabric.port,
                                                  fabric.link, events, seed));
@@ -52,12 +59,6 @@ GpuNode::GpuNode(sc_core::sc_module_name name, const GpuConfig& cfg, const Fabri
   map_rings(true);  // a GPU starts activated; unconfigure() for a pod that brings it up
   driver.set_rings([this](bool up) { return map_rings(up); });
   driver.driver().set_home_ppod(driver::PpodInfo{id, pod_gpus});
-  spawn_method("come_back", up_ev_, [this] {
-    for (auto& p : ports)
-      p->set_down(false);
-    mailbox.set_down(false);
-    driver.set_down(false);
-  });
 }
 
 // The VRAM the rings' receive pages take (reference §1, §8: every possible sender, here every
@@ -155,8 +156,7 @@ void GpuNode::reset(Time down_for) {
   // pages are the first VRAM it takes again, mapped at once.
   reserve_ring_pages();
   map_rings(true);
-  up_ev_.cancel();
-  notify_event(up_ev_, down_for);
+  up_.push(sim_now() + down_for, ++resets_);
 }
 
 }  // namespace podsim

@@ -38,11 +38,13 @@ class GpuNode final : public sc_core::sc_module {
 
   // The GPU is reset now and stays down for `down_for`: its port and firmware take nothing,
   // its processes and driver state are gone, its memory and page tables are wiped. It then
-  // comes back with fresh state.
+  // comes back with fresh state, as an item of the pod's event queue (its queue
+  // pod.gpuN.up): at that very time, work the contract orders before it (the fabric's, this
+  // GPU's agent, driver, GPUVM, mailbox, NPA MMU and ports') still finds it down, at any
+  // number of ranks. A reset while down puts the return off to the new time.
   void reset(Time down_for);
   bool down() const { return ports.front()->down(); }
   UalinkPort& port(std::uint32_t plane) { return *ports[plane]; }
-  const sc_core::sc_event& back_up() const { return up_ev_; }
   // The rings' receive pages the GPU maps in its NPA VM when active
   // (models/npa_mmu/npa_layout.hpp).
   std::size_t ring_pages() const;
@@ -84,7 +86,9 @@ class GpuNode final : public sc_core::sc_module {
   std::vector<AccelId> peers_;  // the vPod's members (us included): B2's active list
   std::uint32_t pod_gpus_;      // every possible sender has its receive pages
   std::vector<std::uint64_t> ring_frames_;  // the ring pages' VRAM frames, in key order
-  sc_core::sc_event up_ev_;
+  // Its return from a reset, by the reset it ends (an earlier reset's is stale).
+  std::uint32_t resets_ = 0;
+  TimedQueue<std::uint32_t> up_;
 };
 
 }  // namespace podsim

@@ -354,6 +354,17 @@ TEST_CASE("a cut link stalled while a packet's credits are on their way gives th
       {2, 3});
 }
 
+TEST_CASE("a GPU back from a reset at the very picosecond of other work gives the one-rank outputs",
+          "[partition][reset]") {
+  // Its return is an item of the event queue: the same order at any number of ranks (it was a
+  // SystemC process, and 2 or 3 ranks could see the GPU up where one saw it down).
+  for (const char* cfg : {"tests/sc/configs/reset-same-picosecond-send.json",
+                          "tests/sc/configs/reset-same-picosecond-arrival.json"}) {
+    INFO(cfg);
+    same_at_every_rank_count({"run", podsim::test::source_path(cfg), "--quiet"}, {2, 3});
+  }
+}
+
 TEST_CASE(
     "windows end at the earliest effect on another rank: a GPU's work reaches a switch only "
     "after its port and the switch's input",

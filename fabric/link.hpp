@@ -7,12 +7,11 @@
 #pragma once
 
 #include <array>
-#include <utility>
-#include <vector>
 
 #include "fabric/fabric_config.hpp"
 #include "fabric/link_end.hpp"
 #include "sim/core/stats.hpp"
+#include "sim/core/timed_value.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/sc.hpp"
 
@@ -56,7 +55,7 @@ class Link final : public sc_core::sc_module, public HasStats {
   // End `from` freed buffer space for `tl` TL bytes of class `tc` at `at`: the credits go to
   // the other end in a data-link flit (credit_delay later).
   void return_credits(Side from, TrafficClass tc, std::uint64_t tl, Time at) {
-    return_credits(from, tc, tl, at, stalled_until_);
+    return_credits(from, tc, tl, at, stalled_until_.now());
   }
   // The same with the link stalled until `stalled_until` (stalled_until_for a packet another
   // rank sent).
@@ -90,19 +89,13 @@ class Link final : public sc_core::sc_module, public HasStats {
   // A fault: the link carries nothing, either way, until `until` (Time::max(): for good).
   // Senders hold their packets (nothing is lost); credit returns wait for the link too.
   void stall_until(Time until) {
-    stalled_until_ = std::max(stalled_until_, until);
-    stalls_.emplace_back(sim_now(), stalled_until_);
+    stalled_until_.set(sim_now(), std::max(stalled_until_.now(), until));
   }
-  Time stalled_until() const { return stalled_until_; }
-  // What stalled_until() was when a packet was sent at `sent` (stalls made at that very time
-  // come after the packets sent then, as the pod's event queue serves its work before a
-  // scenario step's). A split run hands a packet from another rank to its end later than it
-  // was sent: the credits the end returns as it takes it in see the link as it was then.
-  Time stalled_until_for(Time sent) const {
-    for (auto it = stalls_.rbegin(); it != stalls_.rend(); ++it)
-      if (it->first < sent) return it->second;
-    return Time{};
-  }
+  Time stalled_until() const { return stalled_until_.now(); }
+  // What stalled_until() was when a packet was sent at `sent` (TimedValue::before): the
+  // credits the end a split run hands a packet to later returns as it takes it in see the
+  // link as it was then.
+  Time stalled_until_for(Time sent) const { return stalled_until_.before(sent); }
 
   const StatGroup& stat_group() const override { return stats_; }
 
@@ -116,10 +109,9 @@ class Link final : public sc_core::sc_module, public HasStats {
   Time flight_;
   Time credit_delay_;
   std::array<End, 2> ends_{};
-  Time stalled_until_;
-  std::vector<std::pair<Time, Time>> stalls_;  // (made at, stalled_until_ after): a few faults
-  CutSink* cut_ = nullptr;                     // set with remote_
-  std::array<bool, 2> remote_{};               // end simulated by another rank
+  TimedValue<Time> stalled_until_;
+  CutSink* cut_ = nullptr;        // set with remote_
+  std::array<bool, 2> remote_{};  // end simulated by another rank
   std::uint32_t id_ = 0;
   StatGroup stats_;
   Counter packets_ab_{stats_, "packets_a_to_b", "count", "packets carried from end A to end B"};

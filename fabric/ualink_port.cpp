@@ -83,7 +83,7 @@ tlm::tlm_sync_enum UalinkPort::from_mailbox_bw(int, tlm::tlm_generic_payload& gp
 
 void UalinkPort::transmit(tlm::tlm_generic_payload* gp) {
   Access& a = access_of(*gp);
-  if (down_) {
+  if (down_.now()) {
     // Requests and control from a GPU that is down go nowhere; answers to other GPUs'
     // requests still leave, as errors (the access was not completed here).
     if (a.kind != PacketKind::Response) {
@@ -109,17 +109,11 @@ void UalinkPort::return_credits(tlm::tlm_generic_payload& gp, Time at, Time link
 }
 
 void UalinkPort::receive(std::uint32_t, tlm::tlm_generic_payload& gp, Time head) {
-  receive_as(gp, head, down_, link_->stalled_until());
+  receive_as(gp, head, down_.now(), link_->stalled_until());
 }
 
 void UalinkPort::receive_sent(std::uint32_t, tlm::tlm_generic_payload& gp, Time head, Time sent) {
-  receive_as(gp, head, down_for_packet_sent(sent), link_->stalled_until_for(sent));
-}
-
-bool UalinkPort::down_for_packet_sent(Time sent) const {
-  for (auto it = changes_.rbegin(); it != changes_.rend(); ++it)
-    if (it->first < sent) return it->second;
-  return false;
+  receive_as(gp, head, down_.before(sent), link_->stalled_until_for(sent));
 }
 
 void UalinkPort::receive_as(tlm::tlm_generic_payload& gp, Time head, bool down,

@@ -17,6 +17,7 @@
 #include "fabric/egress.hpp"
 #include "fabric/fabric_config.hpp"
 #include "sim/core/stats.hpp"
+#include "sim/core/timed_value.hpp"
 #include "sim/kernel/access.hpp"
 #include "sim/kernel/base_protocol.hpp"
 #include "sim/kernel/timed_queue.hpp"
@@ -44,11 +45,8 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   void set_peer_buffer(Bytes per_class) { egress_.set_peer_buffer(per_class); }
   // A port that is down (its GPU is being reset) sends and takes nothing, except that it
   // answers incoming data requests with an error, as the switch would for a dead link.
-  void set_down(bool down) {
-    down_ = down;
-    changes_.push_back({sim_now(), down});
-  }
-  bool down() const { return down_; }
+  void set_down(bool down) { down_.set(sim_now(), down); }
+  bool down() const { return down_.now(); }
   const Egress& egress() const { return egress_; }
   // A fault: this port's link carries nothing, either way, until `until`.
   void stall_link(Time until) { egress_.stall_link(until); }
@@ -80,12 +78,9 @@ class UalinkPort final : public sc_core::sc_module, public HasStats, public Link
   PortConfig cfg_;
   Link* link_ = nullptr;
   Link::Side side_ = Link::A;
-  bool down_ = false;
-  // When it went down or up (a few entries: one per reset and return).
-  std::vector<std::pair<Time, bool>> changes_;
-  // Whether it was down for a packet sent at `sent` (changes at that very time come after the
-  // packets sent then, as the pod's event queue serves its work before a reset step's).
-  bool down_for_packet_sent(Time sent) const;
+  // Whether it is down, and when it went down or up (for a packet sent at a time:
+  // TimedValue::before).
+  TimedValue<bool> down_{false};
   // A packet whose head arrives at `head`, taken in as if the port were `down` (or not) and
   // its link stalled until `link_stalled_until`: as they are now, or as they were when the
   // packet was sent (one another rank sent: receive_sent).

@@ -182,7 +182,7 @@ void Dispatcher::push_slow(Time due, const QueueBase& q, std::uint64_t key,
                            const QueueBase::ItemBytes& item) {
   // (Never set while serving, so the inline push, which needs the dispatcher serving, does
   // not look.)
-  if (due <= due_floor_ && due_floor_ != Time::max()) [[unlikely]]
+  if (due <= due_floor_) [[unlikely]]
     due_in_the_past(due, q);
   std::uint32_t slot;
   if (free_slots_.empty()) {

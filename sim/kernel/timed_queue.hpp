@@ -116,7 +116,7 @@ class Dispatcher final : public sc_core::sc_module {
   // While set (a partition delivering what other ranks sent), pushing an item due at or
   // before `floor` throws std::logic_error: it would belong to a window this rank has already
   // simulated. Time::max() turns the check off (the default).
-  void set_due_floor(Time floor) { due_floor_ = floor; }
+  void set_due_floor(Time floor) { due_floor_ = floor == Time::max() ? Time::ps(-1) : floor; }
   // When the SystemC kernel next has something to do other than wake this dispatcher (a
   // process or event of its own: a scenario step, a thread's timed wait); Time::max(): nothing.
   // Between runs only.
@@ -260,7 +260,7 @@ class Dispatcher final : public sc_core::sc_module {
   std::vector<std::pair<std::string, std::int64_t>> lookaheads_;
   std::int64_t default_lookahead_ = 0;
   std::int64_t min_lookahead_ = 0;  // the least of all of them
-  Time due_floor_ = Time::max();    // set_due_floor (max: no check)
+  Time due_floor_ = Time::ps(-1);   // set_due_floor (below every due time: no check)
   std::size_t pending_ = 0;
   std::uint64_t seq_ = 0;
   sc_core::sc_event ev_;

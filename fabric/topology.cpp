@@ -6,6 +6,18 @@
 
 namespace podsim {
 
+namespace {
+// A round trip's trail (Access::hops) starts again at each attempt (a retry restarts it) and
+// holds, through s switches each way: the request's issue (or retry wait), GPUVM, port
+// transmit, s + 1 links, s switches, port receive, NPA MMU and VRAM; the response's port
+// transmit, s + 1 links, s switches, port receive and completion: 4 s + 11 stamps. The longest
+// path these topologies make crosses three switches (leaf, spine, leaf): 23 stamps. A trail
+// that overflowed would lose its access's per-hop breakdown (ComputeAgent::complete).
+constexpr std::size_t kMostSwitchesOnAPath = 3;
+static_assert(4 * kMostSwitchesOnAPath + 11 <= Access::kMaxHops,
+              "a round trip's trail no longer fits in Access::hops: raise kMaxHops");
+}  // namespace
+
 FabricPlane::FabricPlane(sc_core::sc_module_name name, const FabricConfig& cfg, std::uint32_t gpus,
                          Dispatcher& events, std::uint64_t seed)
     : sc_module(name), cfg_(cfg), gpus_per_leaf_(gpus), gpu_links_(gpus, nullptr) {

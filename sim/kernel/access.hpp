@@ -72,7 +72,10 @@ class HopStamp {
 // generic TLM code can find it the standard way.
 class Access final : public tlm::tlm_extension<Access> {
  public:
-  static constexpr std::size_t kMaxHops = 40;
+  // The trail's capacity: one round trip's stamps on the longest path a topology makes
+  // (fabric/topology.cpp checks it at compile time), and no more: every in-flight access holds
+  // a packet, and at 1,024 GPUs under load half a million are in flight.
+  static constexpr std::size_t kMaxHops = 24;
   static constexpr std::size_t kMaxData = 256;
 
   // -- identity and addressing

@@ -18,7 +18,8 @@ static_assert(sizeof(HopStamp) == 8 && std::is_trivially_copyable_v<HopStamp>);
 // the field to Head, pack_packet, unpack_packet and tests/sc/test_packet_wire.cpp, bump
 // kPacketWireVersion, then this size. A reminder only: a field of a byte or two can fit in
 // padding and leave the size as it is.
-static_assert(sizeof(Access) == 680, "Access changed: is every field packed?");
+static_assert(sizeof(Access) == 360 + Access::kMaxHops * sizeof(HopStamp),
+              "Access changed: is every field packed?");
 
 // The format, in four parts each copied whole: the head (the version, the Access's scalars in
 // declaration order, its hop_count and hops_dropped), the stamps (hop_count of them), the

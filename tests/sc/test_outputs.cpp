@@ -59,6 +59,9 @@ TEST_CASE("latency by path: local, remote and by switches crossed, as CSV tables
   CHECK(d(remote, "p99_ns") == r.stat("pod.summary.remote_latency", "p99"));
   CHECK(d(remote, "count") == r.stat("pod.summary.latency.remote", "count"));
   CHECK(d(three, "count") == r.stat("pod.summary.latency.remote_via_3_switches", "count"));
+  // Every remote access has its per-hop breakdown, those across the spine too: the longest
+  // round trip's trail (23 stamps) fits in a packet (Access::kMaxHops).
+  CHECK(r.stat("pod.summary.remote_breakdown", "samples") == d(remote, "count"));
   for (const Row* row : {&local, &remote, &one, &three}) {
     CHECK(d(*row, "min_ns") <= d(*row, "p50_ns"));
     CHECK(d(*row, "p50_ns") <= d(*row, "p90_ns"));

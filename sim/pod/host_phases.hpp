@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 
 #include "sim/core/huge_pages.hpp"
@@ -51,6 +52,12 @@ class HostPhases {
   }
   // The simulation has ended (called once, after the run).
   void finish() { end_ = Clock::now(); }
+
+  // Which of the three the run is in now, as an index into kNames: setting up (no access phase
+  // has begun), in an access phase, or after one (the teardown, and any gap between phases).
+  enum Phase : std::size_t { Setup, Access, After, kPhases };
+  static constexpr const char* kNames[kPhases] = {"setup", "access", "teardown"};
+  Phase phase() const { return !any_ ? Setup : active_ > 0 ? Access : After; }
 
   double setup_seconds() const { return seconds((any_ ? first_begin_ : end_) - start_); }
   double access_seconds() const { return seconds(access_); }

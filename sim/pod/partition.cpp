@@ -231,8 +231,10 @@ void Partition::credits(std::uint32_t link, std::uint8_t to, TrafficClass tc, st
   ++counters_.credits_sent;
 }
 
-RankComm::Agreement Partition::exchange(Time effect, bool stopped) {
+RankComm::Agreement Partition::exchange(Time effect, bool stopped, std::size_t phase) {
   ++counters_.windows;
+  PartitionCounters::ByPhase& in_phase = counters_.by_phase.at(phase);
+  ++in_phase.windows;
   const std::vector<HostNote> notes = net_.take_outgoing();
   // A note takes effect on every rank the host latency after it was made, as an item of the
   // host network's queue (the default lookahead).
@@ -254,9 +256,11 @@ RankComm::Agreement Partition::exchange(Time effect, bool stopped) {
   const auto t0 = std::chrono::steady_clock::now();
   const RankComm::Agreement a =
       comm_.exchange(out_, in_, std::min(effect, sent_effect_).as_ps(), stopped);
-  counters_.sync_ns += static_cast<std::uint64_t>(
+  const auto sync_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count());
+  counters_.sync_ns += sync_ns;
+  in_phase.sync_ns += sync_ns;
   sent_effect_ = Time::max();
   for (auto& o : out_)
     o.clear();

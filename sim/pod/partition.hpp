@@ -10,6 +10,7 @@
 // have, and agree on the next window (idle stretches are skipped).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -54,6 +55,12 @@ struct PartitionCounters {
   // Host nanoseconds in the windows' exchanges: MPI's own cost and the wait for the slowest
   // rank to end its window (a host clock: never part of the results).
   std::uint64_t sync_ns = 0;
+  // The windows and sync_ns above, by the host phase this rank was in as each window's
+  // exchange began (HostPhases::Phase: setup, access, after).
+  struct ByPhase {
+    std::uint64_t windows = 0, sync_ns = 0;
+  };
+  std::array<ByPhase, 3> by_phase{};
 };
 
 class Partition final : public CutSink {
@@ -93,7 +100,8 @@ class Partition final : public CutSink {
   // (Dispatcher::next_effect, and the SystemC kernel's next activity plus lookahead()). The
   // agreement's `next` is the earliest such time of any rank, what this window sent included:
   // the next window ends just before it.
-  RankComm::Agreement exchange(Time effect, bool stopped);
+  // `phase`: the host phase this rank is in (HostPhases::Phase), for the counters only.
+  RankComm::Agreement exchange(Time effect, bool stopped, std::size_t phase);
   RankComm& comm() { return comm_; }
   const PartitionCounters& counters() const { return counters_; }
 

@@ -349,7 +349,8 @@ void Pod::run_windows() {
     Time effect = events_.next_effect();
     if (const Time kernel = events_.kernel_next(); kernel < Time::max() - step)
       effect = std::min(effect, kernel + step);
-    const RankComm::Agreement a = partition_->exchange(stopped ? Time::max() : effect, stopped);
+    const RankComm::Agreement a =
+        partition_->exchange(stopped ? Time::max() : effect, stopped, host_.phase());
     if (a.stopped == ranks_) break;
     if (a.stopped != 0)
       throw std::logic_error(

@@ -339,18 +339,24 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     const PartitionCounters& c = part.counters();
     struct rusage usage {};
     ::getrusage(RUSAGE_SELF, &usage);
-    const std::vector<std::uint64_t> mine = {k.serves,
-                                             c.windows,
-                                             c.packets_sent,
-                                             c.credits_sent,
-                                             c.notes_sent,
-                                             c.messages_sent,
-                                             c.bytes_sent,
-                                             static_cast<std::uint64_t>(host_s * 1e9),
-                                             static_cast<std::uint64_t>(pod.gather_seconds() * 1e9),
-                                             c.sync_ns,
-                                             pod.gpus_built(),
-                                             static_cast<std::uint64_t>(usage.ru_maxrss) * 1024};
+    static_assert(std::tuple_size_v<decltype(c.by_phase)> == HostPhases::kPhases);
+    std::vector<std::uint64_t> mine = {k.serves,
+                                       c.windows,
+                                       c.packets_sent,
+                                       c.credits_sent,
+                                       c.notes_sent,
+                                       c.messages_sent,
+                                       c.bytes_sent,
+                                       static_cast<std::uint64_t>(host_s * 1e9),
+                                       static_cast<std::uint64_t>(pod.gather_seconds() * 1e9),
+                                       c.sync_ns,
+                                       pod.gpus_built(),
+                                       static_cast<std::uint64_t>(usage.ru_maxrss) * 1024};
+    const std::size_t by_phase = mine.size();  // then windows and sync_ns per host phase
+    for (const PartitionCounters::ByPhase& b : c.by_phase) {
+      mine.push_back(b.windows);
+      mine.push_back(b.sync_ns);
+    }
     const auto* p = reinterpret_cast<const unsigned char*>(mine.data());
     const auto all = ranks->gather(ByteBuffer(p, p + mine.size() * 8));
     for (std::size_t r = 0; r < all.size(); ++r) {
@@ -371,6 +377,13 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       o["gather_seconds"] = static_cast<double>(v[8]) / 1e9;
       o["sync_seconds"] = static_cast<double>(v[9]) / 1e9;
       o["peak_rss_bytes"] = v[11];  // by the end of the run (rank 0's outputs come later)
+      // Where the windows fell: the host phase this rank was in as each one's exchange began.
+      boost::json::object phases;
+      for (std::size_t i = 0; i < HostPhases::kPhases; ++i)
+        phases[HostPhases::kNames[i]] = {
+            {"windows", v[by_phase + 2 * i]},
+            {"sync_seconds", static_cast<double>(v[by_phase + 2 * i + 1]) / 1e9}};
+      o["phases"] = std::move(phases);
       per_rank.push_back(std::move(o));
     }
     if (!writer) return 0;  // rank 0 reports for every rank

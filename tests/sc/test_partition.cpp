@@ -69,6 +69,15 @@ void same_at_every_rank_count(const std::vector<std::string>& args, std::vector<
       CHECK(r.at("windows").to_number<std::uint64_t>() > 0);
       CHECK(r.at("serves").to_number<std::uint64_t>() > 0);
       packets += r.at("packets_sent").to_number<std::uint64_t>();
+      // Every window, and all its exchange's time, in one of the host phases.
+      std::uint64_t windows = 0;
+      double sync = 0;
+      for (const char* phase : {"setup", "access", "teardown"}) {
+        windows += r.at("phases").at(phase).at("windows").to_number<std::uint64_t>();
+        sync += r.at("phases").at(phase).at("sync_seconds").to_number<double>();
+      }
+      CHECK(windows == r.at("windows").to_number<std::uint64_t>());
+      CHECK(sync == Approx(r.at("sync_seconds").to_number<double>()).margin(1e-6));
     }
     CHECK(packets > 0);
   }
@@ -392,6 +401,27 @@ TEST_CASE(
   // pod-wide lookahead later (4,435; 3,095 since 2026-12-04): a guard against losing the bounds.
   for (const auto& r : part.at("per_rank").as_array())
     CHECK(r.at("windows").to_number<std::uint64_t>() <= 3300);
+}
+
+TEST_CASE("a split run says in which host phase each rank's windows fell", "[partition]") {
+  // The default pod sets up through the protocol, runs its accesses, then tears down: every
+  // rank has windows in each phase, and the protocol's phases take most of them (their
+  // packets are few and far apart in time; the access phase's windows are full).
+  const PodsimRun split =
+      run_podsim_mpi(2, {"run", "--quiet", "--set", "workload.traffic.accesses=300"});
+  INFO(split.err);
+  REQUIRE(split.run);
+  for (const auto& r : split.run->at("partition").at("per_rank").as_array()) {
+    const auto windows = [&](const char* phase) {
+      return r.at("phases").at(phase).at("windows").to_number<std::uint64_t>();
+    };
+    CHECK(windows("setup") > 0);
+    CHECK(windows("access") > 0);
+    CHECK(windows("teardown") > 0);
+    CHECK(windows("setup") > windows("access"));
+    for (const char* phase : {"setup", "access", "teardown"})
+      CHECK(r.at("phases").at(phase).at("sync_seconds").to_number<double>() >= 0);
+  }
 }
 
 TEST_CASE("a pod with no lookahead between ranks is refused, and earlier results are kept",

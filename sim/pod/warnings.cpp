@@ -90,6 +90,16 @@ static void served_warnings(const PodSummary& s, std::vector<RunWarning>& out) {
                                 "gpu.compute.retry_interval; the wait is in its latency "
                                 "(retry_wait)",
                                 num(s.retries()))});
+  // An access whose hop trail outgrew its packet has no breakdown. No path podsim's topologies
+  // make is that long (fabric/topology.cpp checks it as it compiles); if one ever is, it is said.
+  const std::uint64_t remote = s.remote_latency().histogram().count();
+  const std::uint64_t with = s.remote_breakdown().samples();
+  if (with < remote)
+    out.push_back({"breakdown_incomplete",
+                   fmt::format("{} of {} remote accesses have no per-hop breakdown: their hop "
+                               "trail outgrew a packet's {} stamps (Access::kMaxHops); "
+                               "breakdown.csv is the mean over the other {}",
+                               num(remote - with), num(remote), Access::kMaxHops, num(with))});
 }
 
 std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::string>& overrides) {

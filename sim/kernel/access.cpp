@@ -81,7 +81,7 @@ tlm::tlm_generic_payload& PacketPool::acquire() {
   if (free_.empty()) grow();
   Packet* gp = free_.back();
   free_.pop_back();
-  ++in_use_;
+  if (++in_use_ > peak_) peak_ = in_use_;
   access_of(*gp).reset_for_use();
   gp->set_address(0);
   gp->set_data_length(0);

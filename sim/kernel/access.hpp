@@ -195,6 +195,8 @@ class PacketPool final : public tlm::tlm_mm_interface {
   void free(tlm::tlm_generic_payload* gp) override;
 
   std::size_t in_use() const { return in_use_; }
+  // The most payloads ever in use at once (every access in flight holds one).
+  std::size_t peak_in_use() const { return peak_; }
   std::size_t allocated() const { return all_.size(); }
 
  private:
@@ -202,6 +204,7 @@ class PacketPool final : public tlm::tlm_mm_interface {
   std::vector<Packet*> all_;
   std::vector<Packet*> free_;
   std::size_t in_use_ = 0;
+  std::size_t peak_ = 0;
 };
 
 }  // namespace podsim

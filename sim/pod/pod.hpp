@@ -109,6 +109,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
 
   // Where the host time went (setup, access phases, teardown), and the kernel's work.
   const HostPhases& host() const { return host_; }
+  const PacketPool& pool() const { return pool_; }
   // The pod's event queue ("pod.events"): every module's timed work.
   Dispatcher& events() { return events_; }
   const Dispatcher& events() const { return events_; }

@@ -436,6 +436,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     kernel["access_phase_serves"] = in.serves;
     kernel["access_phase_activations"] = in.activations;
     kernel["access_phase_notifications"] = in.notifications;
+    // The most packets held at once (this rank's, in a split run): every access in flight, every
+    // control message on its way, holds one.
+    kernel["packets_peak"] = pod.pool().peak_in_use();
     run["kernel"] = std::move(kernel);
   }
   // The phases in simulated time (host time: "host" above), and the measured window.

@@ -40,6 +40,7 @@ struct Row {
   double access_s = 0, setup_s = 0, teardown_s = 0;
   double rss_mib = 0;
   double serves = 0, activations = 0, notifications = 0;  // per remote access
+  std::uint64_t packets_peak = 0;
 };
 
 std::string slurp(const fs::path& p) {
@@ -205,6 +206,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     row.serves = number(k.at("access_phase_serves")) / n;
     row.activations = number(k.at("access_phase_activations")) / n;
     row.notifications = number(k.at("access_phase_notifications")) / n;
+    row.packets_peak = static_cast<std::uint64_t>(number(k.at("packets_peak")));
   }
 
   // The table: per-access host cost against the smallest pod of the same group (load).
@@ -218,9 +220,9 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   }
   std::string md =
       "| point | GPUs | load | remote accesses | per host second (access phase) | host us per "
-      "access | vs smallest | setup s | teardown s | peak RSS MiB | serves per access | "
-      "activations per access | notifications per access |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "access | vs smallest | setup s | teardown s | peak RSS MiB | peak packets held | serves per "
+      "access | activations per access | notifications per access |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   json::array jrows;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const Point& p = points[i];
@@ -236,7 +238,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     o["load"] = p.load;
     o["exit_code"] = r.exit_code;
     if (r.exit_code != 0 || r.accesses == 0) {
-      md += fmt::format("| {} | {} | {} | failed (exit {}) | | | | | | | | | |\n", p.name, p.gpus,
+      md += fmt::format("| {} | {} | {} | failed (exit {}) | | | | | | | | | | |\n", p.name, p.gpus,
                         p.load, r.exit_code);
       jrows.push_back(std::move(o));
       continue;
@@ -248,10 +250,11 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
                                 ? fmt::format("{:.2f}x", us / b->second.second)
                                 : "";
     md += fmt::format(
-        "| {} | {} | {} | {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {:.2f} | {:.2f} | "
+        "| {} | {} | {} | {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {} | {:.2f} | {:.2f} "
+        "| "
         "{:.2f} |\n",
         p.name, p.gpus, p.load, r.accesses, rate_text(rate), us, rel, r.setup_s, r.teardown_s,
-        r.rss_mib, r.serves, r.activations, r.notifications);
+        r.rss_mib, r.packets_peak, r.serves, r.activations, r.notifications);
     o["remote_accesses"] = r.accesses;
     o["access_phase_seconds"] = r.access_s;
     o["remote_accesses_per_host_second"] = rate;
@@ -259,6 +262,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     o["setup_seconds"] = r.setup_s;
     o["teardown_seconds"] = r.teardown_s;
     o["peak_rss_mib"] = r.rss_mib;
+    o["packets_peak"] = r.packets_peak;
     o["serves_per_access"] = r.serves;
     o["activations_per_access"] = r.activations;
     o["notifications_per_access"] = r.notifications;

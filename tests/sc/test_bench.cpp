@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string_view>
 
 #include "sim/core/sanitizers.hpp"
@@ -77,6 +78,9 @@ TEST_CASE("run.json says where the host time went and what the kernel did", "[be
   CHECK(num(k.at("access_phase_serves")) >= 8 * accesses);
   CHECK(num(k.at("access_phase_serves")) <= num(k.at("serves")));
   CHECK(num(k.at("access_phase_activations")) <= num(k.at("activations")));
+  // Each of the 8 GPUs keeps workload.traffic.outstanding (16) accesses in flight, each in a
+  // packet of its own.
+  CHECK(num(k.at("packets_peak")) >= 8 * 16);
 }
 
 TEST_CASE("podsim bench measures each pod size and load and writes its table", "[bench]") {
@@ -91,6 +95,7 @@ TEST_CASE("podsim bench measures each pod size and load and writes its table", "
   const json::array& points = doc.at("points").as_array();
   REQUIRE(points.size() == 7);
   std::vector<std::string> names;
+  std::map<std::string, double> packets;  // the most packets each point held at once
   for (const auto& p : points) {
     const json::object& o = p.as_object();
     names.emplace_back(o.at("point").as_string());
@@ -99,6 +104,7 @@ TEST_CASE("podsim bench measures each pod size and load and writes its table", "
     CHECK(num(o.at("remote_accesses_per_host_second")) > 0);
     CHECK(num(o.at("peak_rss_mib")) > 1);
     CHECK(num(o.at("serves_per_access")) >= 8);
+    packets[std::string(o.at("point").as_string())] = num(o.at("packets_peak"));
     // Where podsim run would start itself again for huge pages, each point (a process bench
     // starts) is started with them asked for instead.
     const json::value run = json::parse(slurp(
@@ -110,6 +116,12 @@ TEST_CASE("podsim bench measures each pod size and load and writes its table", "
                                           "default-4gpu-poisson", "default-12gpu-poisson",
                                           "all-peers-4gpu", "all-peers-12gpu",
                                           "all-peers-12gpu-8-initiators"});
+  // A closed loop holds its 32 outstanding accesses per GPU at once; Poisson injection at the
+  // same rate per GPU holds more the more GPUs there are (what makes a big pod's packets leave
+  // the host's caches).
+  CHECK(packets["default-4gpu-closed"] >= 4 * 32);
+  CHECK(packets["default-12gpu-closed"] >= 12 * 32);
+  CHECK(packets["default-12gpu-poisson"] > packets["default-4gpu-poisson"]);
   // Each point's cost is compared with the smallest pod of its kind.
   CHECK(r.out.find("| all-peers-12gpu-8-initiators | 12 | closed |") != std::string::npos);
   // A bad argument is a usage error, before anything runs.

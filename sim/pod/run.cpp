@@ -351,7 +351,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                                        static_cast<std::uint64_t>(pod.gather_seconds() * 1e9),
                                        c.sync_ns,
                                        pod.gpus_built(),
-                                       static_cast<std::uint64_t>(usage.ru_maxrss) * 1024};
+                                       static_cast<std::uint64_t>(usage.ru_maxrss) * 1024,
+                                       pod.pool().peak_in_use()};
     const std::size_t by_phase = mine.size();  // then windows and sync_ns per host phase
     for (const PartitionCounters::ByPhase& b : c.by_phase) {
       mine.push_back(b.windows);
@@ -377,6 +378,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       o["gather_seconds"] = static_cast<double>(v[8]) / 1e9;
       o["sync_seconds"] = static_cast<double>(v[9]) / 1e9;
       o["peak_rss_bytes"] = v[11];  // by the end of the run (rank 0's outputs come later)
+      // The most packets it held at once: its GPUs' accesses, and copies of those that came
+      // from other ranks (kernel.packets_peak is rank 0's).
+      o["packets_peak"] = v[12];
       // Where the windows fell: the host phase this rank was in as each one's exchange began.
       boost::json::object phases;
       for (std::size_t i = 0; i < HostPhases::kPhases; ++i)

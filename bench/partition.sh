@@ -18,7 +18,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # "command s" is the whole command (podsim run, or mpirun) as a user waits for it (start, build, run, outputs,
 # exit); "host s" is run.json's host_seconds (build and run, not writing the outputs).
-echo "| config | ranks | command s (range) | host s | setup s | access s | teardown s (gather) | x one rank (command / host / access) | lookahead ns (pod / GPU / switch) | windows (setup / access / teardown) | per rank: GPUs built, serves, MPI messages, MB sent, sync s, peak RSS MiB |"
+echo "| config | ranks | command s (range) | host s | setup s | access s | teardown s (gather) | x one rank (command / host / access) | lookahead ns (pod / GPU / switch) | windows (setup / access / teardown) | per rank: GPUs built, serves, MPI messages, MB sent, sync s, peak RSS MiB, peak packets |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for case in pod-1024 helios-72 pod-1024-direct-long; do
   config=configs/${case%-direct-long}.json
@@ -57,7 +57,7 @@ for r in ranks:
 for r in ranks:
     j = run(r); h = j['host']; p = j.get('partition')
     gather = max(x['gather_seconds'] for x in p['per_rank']) if p else 0
-    per = "; ".join(f"{x['gpus_built']}, {x['serves']}, {x['messages_sent']}, {x['bytes_sent']/1e6:.0f}, {x['sync_seconds']:.2f}, {x['peak_rss_bytes']/2**20:.0f}" for x in p['per_rank']) if p else f"all, {j['kernel']['serves']}, 0, 0, 0, {h['peak_rss_bytes']/2**20:.0f}"
+    per = "; ".join(f"{x['gpus_built']}, {x['serves']}, {x['messages_sent']}, {x['bytes_sent']/1e6:.0f}, {x['sync_seconds']:.2f}, {x['peak_rss_bytes']/2**20:.0f}, {x['packets_peak']}" for x in p['per_rank']) if p else f"all, {j['kernel']['serves']}, 0, 0, 0, {h['peak_rss_bytes']/2**20:.0f}, {j['kernel']['packets_peak']}"
     la = f"{p['lookahead_ns']:g} / {p['gpu_lookahead_ns']:g} / {p['switch_lookahead_ns']:g}" if p else ''
     # Rank 0's windows, and in which of its host phases they fell.
     ph = p['per_rank'][0]['phases'] if p else None

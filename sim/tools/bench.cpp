@@ -250,9 +250,8 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
                                 ? fmt::format("{:.2f}x", us / b->second.second)
                                 : "";
     md += fmt::format(
-        "| {} | {} | {} | {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {} | {:.2f} | {:.2f} "
-        "| "
-        "{:.2f} |\n",
+        "| {} | {} | {} | {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {} | {:.2f} | "
+        "{:.2f} | {:.2f} |\n",
         p.name, p.gpus, p.load, r.accesses, rate_text(rate), us, rel, r.setup_s, r.teardown_s,
         r.rss_mib, r.packets_peak, r.serves, r.activations, r.notifications);
     o["remote_accesses"] = r.accesses;

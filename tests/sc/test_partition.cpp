@@ -419,8 +419,6 @@ TEST_CASE("a split run says in which host phase each rank's windows fell", "[par
     CHECK(windows("access") > 0);
     CHECK(windows("teardown") > 0);
     CHECK(windows("setup") > windows("access"));
-    for (const char* phase : {"setup", "access", "teardown"})
-      CHECK(r.at("phases").at(phase).at("sync_seconds").to_number<double>() >= 0);
     // Its 4 GPUs keep their 16 outstanding accesses each in packets of its own.
     CHECK(r.at("packets_peak").to_number<std::uint64_t>() >= 4 * 16);
   }

@@ -317,6 +317,9 @@ int cmd_bench(const std::vector<std::string>& args) {
       "closed (closed loop, 32 outstanding per GPU) and/or poisson (50% offered load)")(
       "accesses", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{800000}}),
       "remote accesses per point, spread over the GPUs")(
+      "rounds", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{3}}),
+      "runs of each point, taking turns (every point once per round); host times are the "
+      "medians, and every round must give the same results (at most 100)")(
       "configs", po::value<std::string>()->default_value("configs"),
       "the folder holding helios-72.json and pod-1024.json (also measured)")(
       "no-shipped", "leave out helios-72.json and pod-1024.json")(
@@ -326,7 +329,8 @@ int cmd_bench(const std::vector<std::string>& args) {
       "set", po::value<std::vector<std::string>>()->composing(),
       "override one config value at every point (repeatable)")(
       "out,o", po::value<std::string>()->default_value("podsim-bench"),
-      "directory for bench.md, bench.json and points/")("quiet,q", "no progress on stderr");
+      "directory for bench.md, bench.json and points/ (points/NAME/ROUND/ with more than one "
+      "round)")("quiet,q", "no progress on stderr");
   po::variables_map vm;
   if (int rc = parse("bench", args, desc, false, vm)) return rc;
   if (vm.count("help")) {
@@ -361,6 +365,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   opt.loads = split(vm["loads"].as<std::string>());
   opt.accesses = vm["accesses"].as<AtLeast<1>>().value;
+  opt.rounds = static_cast<unsigned>(
+      std::min<std::uint64_t>(vm["rounds"].as<AtLeast<1>>().value, std::uint64_t{1} << 20));
   opt.configs_dir = vm["configs"].as<std::string>();
   opt.shipped = vm.count("no-shipped") == 0;
   opt.all_peers = vm.count("no-all-peers") == 0;

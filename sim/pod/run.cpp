@@ -108,6 +108,19 @@ std::uint64_t page_faults_so_far() {
   ::getrusage(RUSAGE_SELF, &usage);
   return page_faults(usage);
 }
+// The most memory this program has held resident: the kernel's high-water mark of its address
+// space (VmHWM), which starts afresh when the program starts. Not getrusage's ru_maxrss: Linux
+// carries into it the resident size of the image a process replaced when it started, which
+// for a run that podsim bench, sweep or a test started is a copy of that parent (a bench that
+// had read a 1,024-GPU point's results reported 220 MiB for the next 8-GPU point, its own
+// 35). ru_maxrss only where /proc cannot say.
+std::uint64_t peak_rss_bytes(const struct rusage& usage) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.starts_with("VmHWM:")) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+}
 }  // namespace
 
 int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
@@ -351,7 +364,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                                        static_cast<std::uint64_t>(pod.gather_seconds() * 1e9),
                                        c.sync_ns,
                                        pod.gpus_built(),
-                                       static_cast<std::uint64_t>(usage.ru_maxrss) * 1024,
+                                       peak_rss_bytes(usage),
                                        pod.pool().peak_in_use()};
     const std::size_t by_phase = mine.size();  // then windows and sync_ns per host phase
     for (const PartitionCounters::ByPhase& b : c.by_phase) {
@@ -643,7 +656,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     // the largest thing a run holds).
     struct rusage usage {};
     ::getrusage(RUSAGE_SELF, &usage);
-    run["host"].as_object()["peak_rss_bytes"] = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+    run["host"].as_object()["peak_rss_bytes"] = peak_rss_bytes(usage);
     // And the run's page faults, from reading its config to here: first touches of fresh
     // memory (4 KiB each, or 2 MiB on huge pages) and of the program's own pages.
     run["host"].as_object()["page_faults"] = page_faults(usage) - faults_at_start;

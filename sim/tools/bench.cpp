@@ -79,6 +79,10 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     fmt::print(err, "podsim bench: --accesses must be at least 1\n");
     return 2;
   }
+  if (opt.rounds < 1 || opt.rounds > 100) {
+    fmt::print(err, "podsim bench: --rounds {}: expected 1 to 100\n", opt.rounds);
+    return 2;
+  }
   // The same pod at every size: the default pod on one switch with a port per GPU, each GPU
   // importing from 7 peers (all of them at 8 GPUs) and loading and storing across them, the
   // same load per GPU; the accesses spread over the GPUs.
@@ -167,46 +171,102 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   const fs::path dir(opt.out_dir);
   fs::create_directories(dir / "points");
   const std::string self = self_executable();
-  std::vector<Row> rows(points.size());
+  // Each round runs every point once, in order, so that a slow spell of the machine falls on
+  // all points alike rather than on one point's every run.
+  std::vector<std::vector<Row>> runs(points.size());
   int rc = 0;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const Point& p = points[i];
-    const fs::path pdir = dir / "points" / p.name;
-    ChildJob j;
-    j.argv = {self, "run"};
-    if (p.config) j.argv.push_back(*p.config);
-    for (const auto& s : p.sets) {
-      j.argv.push_back("--set");
-      j.argv.push_back(s);
+  for (unsigned round = 1; round <= opt.rounds; ++round)
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const Point& p = points[i];
+      if (round > 1 && runs[i].front().exit_code != 0) continue;  // failed once: not again
+      const fs::path pdir = opt.rounds == 1 ? dir / "points" / p.name
+                                            : dir / "points" / p.name / std::to_string(round);
+      ChildJob j;
+      j.argv = {self, "run"};
+      if (p.config) j.argv.push_back(*p.config);
+      for (const auto& s : p.sets) {
+        j.argv.push_back("--set");
+        j.argv.push_back(s);
+      }
+      j.argv.insert(j.argv.end(), {"--quiet", "--out", pdir.string()});
+      j.stdout_path = (pdir.parent_path() / (pdir.filename().string() + ".stdout")).string();
+      j.stderr_path = (pdir.parent_path() / (pdir.filename().string() + ".stderr")).string();
+      fs::create_directories(pdir.parent_path());
+      if (!opt.quiet) {
+        if (opt.rounds == 1)
+          fmt::print(err, "[{}/{}] {} ...\n", i + 1, points.size(), p.name);
+        else
+          fmt::print(err, "[round {}/{}, {}/{}] {} ...\n", round, opt.rounds, i + 1, points.size(),
+                     p.name);
+      }
+      const ChildResult r = run_children({j}, 1).front();
+      Row& row = runs[i].emplace_back();
+      row.exit_code = r.exit_code;
+      if (r.exit_code != 0) {
+        rc = 1;
+        fmt::print(err, "podsim bench: point {} failed (exit {}); see {}\n", p.name, r.exit_code,
+                   j.stderr_path);
+        continue;
+      }
+      const std::string stats_text = slurp(pdir / "stats.json");
+      const json::value run = json::parse(slurp(pdir / "run.json"));
+      const json::value stats = json::parse(stats_text);
+      row.accesses = static_cast<std::uint64_t>(
+          number(stats.at("stats").at("pod.summary.remote_accesses").at("value")));
+      const json::object& host = run.at("host").as_object();
+      row.access_s = number(host.at("access_seconds"));
+      row.setup_s = number(host.at("setup_seconds"));
+      row.teardown_s = number(host.at("teardown_seconds"));
+      // The run's own peak (not wait4's, which counts this process's size at the fork).
+      row.rss_mib = number(host.at("peak_rss_bytes")) / (1024.0 * 1024.0);
+      const json::object& k = run.at("kernel").as_object();
+      const double n = row.accesses ? static_cast<double>(row.accesses) : 1.0;
+      row.serves = number(k.at("access_phase_serves")) / n;
+      row.activations = number(k.at("access_phase_activations")) / n;
+      row.notifications = number(k.at("access_phase_notifications")) / n;
+      row.packets_peak = static_cast<std::uint64_t>(number(k.at("packets_peak")));
+      if (round == 1) continue;
+      // The same config and seed give the same results, and the same work, every time: a
+      // round that does not is a fault of the simulator, not noise.
+      const Row& first = runs[i].front();
+      const char* what = stats_text != slurp(pdir.parent_path() / "1" / "stats.json") ? "stats.json"
+                         : row.serves != first.serves || row.activations != first.activations ||
+                                 row.notifications != first.notifications
+                             ? "the kernel's counts"
+                         : row.packets_peak != first.packets_peak ? "the peak packets held"
+                                                                  : nullptr;
+      if (what) {
+        rc = 1;
+        row.exit_code = -2;
+        fmt::print(err,
+                   "podsim bench: point {}: round {} gave other {} than round 1 (the same "
+                   "config and seed must give the same results); see {}\n",
+                   p.name, round, what, pdir.string());
+      }
     }
-    j.argv.insert(j.argv.end(), {"--quiet", "--out", pdir.string()});
-    j.stdout_path = (dir / "points" / (p.name + ".stdout")).string();
-    j.stderr_path = (dir / "points" / (p.name + ".stderr")).string();
-    if (!opt.quiet) fmt::print(err, "[{}/{}] {} ...\n", i + 1, points.size(), p.name);
-    const ChildResult r = run_children({j}, 1).front();
-    Row& row = rows[i];
-    row.exit_code = r.exit_code;
-    row.rss_mib = static_cast<double>(r.peak_rss_kb) / 1024.0;
-    if (r.exit_code != 0) {
-      rc = 1;
-      fmt::print(err, "podsim bench: point {} failed (exit {}); see {}\n", p.name, r.exit_code,
-                 j.stderr_path);
+  // Each point's row: the median of its rounds, figure by figure (the counts are the same in
+  // every round); a point with a failed round is reported as failed.
+  std::vector<Row> rows(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::vector<Row>& rr = runs[i];
+    const auto bad = std::find_if(rr.begin(), rr.end(),
+                                  [](const Row& r) { return r.exit_code != 0 || r.accesses == 0; });
+    if (bad != rr.end()) {
+      rows[i] = *bad;
       continue;
     }
-    const json::value run = json::parse(slurp(pdir / "run.json"));
-    const json::value stats = json::parse(slurp(pdir / "stats.json"));
-    row.accesses = static_cast<std::uint64_t>(
-        number(stats.at("stats").at("pod.summary.remote_accesses").at("value")));
-    const json::object& host = run.at("host").as_object();
-    row.access_s = number(host.at("access_seconds"));
-    row.setup_s = number(host.at("setup_seconds"));
-    row.teardown_s = number(host.at("teardown_seconds"));
-    const json::object& k = run.at("kernel").as_object();
-    const double n = row.accesses ? static_cast<double>(row.accesses) : 1.0;
-    row.serves = number(k.at("access_phase_serves")) / n;
-    row.activations = number(k.at("access_phase_activations")) / n;
-    row.notifications = number(k.at("access_phase_notifications")) / n;
-    row.packets_peak = static_cast<std::uint64_t>(number(k.at("packets_peak")));
+    rows[i] = rr.front();
+    auto median = [&](double Row::*field) {
+      std::vector<double> v;
+      for (const Row& r : rr)
+        v.push_back(r.*field);
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    rows[i].access_s = median(&Row::access_s);
+    rows[i].setup_s = median(&Row::setup_s);
+    rows[i].teardown_s = median(&Row::teardown_s);
+    rows[i].rss_mib = median(&Row::rss_mib);
   }
 
   // The table: per-access host cost against the smallest pod of the same group (load).
@@ -219,9 +279,12 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     if (it == base.end() || p.gpus < it->second.first) base[p.group] = {p.gpus, us};
   }
   std::string md =
-      "| point | GPUs | load | remote accesses | per host second (access phase) | host us per "
-      "access | vs smallest | setup s | teardown s | peak RSS MiB | peak packets held | serves per "
-      "access | activations per access | notifications per access |\n"
+      fmt::format(
+          "| point | GPUs | load | remote accesses | per host second (access phase) | host "
+          "us per access{} | vs smallest | setup s | teardown s | peak RSS MiB | peak "
+          "packets held | serves per access | activations per access | notifications "
+          "per access |\n",
+          opt.rounds > 1 ? fmt::format(" (median of {}: least-most)", opt.rounds) : "") +
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   json::array jrows;
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -238,8 +301,9 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     o["load"] = p.load;
     o["exit_code"] = r.exit_code;
     if (r.exit_code != 0 || r.accesses == 0) {
-      md += fmt::format("| {} | {} | {} | failed (exit {}) | | | | | | | | | | |\n", p.name, p.gpus,
-                        p.load, r.exit_code);
+      md += fmt::format("| {} | {} | {} | {} | | | | | | | | | | |\n", p.name, p.gpus, p.load,
+                        r.exit_code == -2 ? std::string("rounds differ")
+                                          : fmt::format("failed (exit {})", r.exit_code));
       jrows.push_back(std::move(o));
       continue;
     }
@@ -249,11 +313,26 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     const std::string rel = b != base.end() && b->second.second > 0
                                 ? fmt::format("{:.2f}x", us / b->second.second)
                                 : "";
+    // Every round's cost per access (the same accesses each time).
+    json::array rounds;
+    double least = us, most = us;
+    for (const Row& x : runs[i]) {
+      const double xus = x.access_s * 1e6 / static_cast<double>(x.accesses);
+      least = std::min(least, xus);
+      most = std::max(most, xus);
+      rounds.push_back(json::object{{"access_phase_seconds", x.access_s},
+                                    {"host_us_per_access", xus},
+                                    {"setup_seconds", x.setup_s},
+                                    {"teardown_seconds", x.teardown_s},
+                                    {"peak_rss_mib", x.rss_mib}});
+    }
+    const std::string spread =
+        runs[i].size() > 1 ? fmt::format(" ({:.2f}-{:.2f})", least, most) : std::string();
     md += fmt::format(
-        "| {} | {} | {} | {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {} | {:.2f} | "
+        "| {} | {} | {} | {} | {} | {:.2f}{} | {} | {:.2f} | {:.2f} | {:.0f} | {} | {:.2f} | "
         "{:.2f} | {:.2f} |\n",
-        p.name, p.gpus, p.load, r.accesses, rate_text(rate), us, rel, r.setup_s, r.teardown_s,
-        r.rss_mib, r.packets_peak, r.serves, r.activations, r.notifications);
+        p.name, p.gpus, p.load, r.accesses, rate_text(rate), us, spread, rel, r.setup_s,
+        r.teardown_s, r.rss_mib, r.packets_peak, r.serves, r.activations, r.notifications);
     o["remote_accesses"] = r.accesses;
     o["access_phase_seconds"] = r.access_s;
     o["remote_accesses_per_host_second"] = rate;
@@ -265,6 +344,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     o["serves_per_access"] = r.serves;
     o["activations_per_access"] = r.activations;
     o["notifications_per_access"] = r.notifications;
+    o["rounds"] = std::move(rounds);
     jrows.push_back(std::move(o));
   }
   write_file(dir / "bench.md", md);

@@ -1,6 +1,6 @@
 // `podsim bench`: how fast podsim simulates, on pods of several sizes under closed-loop and
 // Poisson load. Each point is its own `podsim run` (one process, run one after the other so
-// they do not disturb each other's timing); it reports
+// they do not disturb each other's timing), `rounds` times; it reports (medians of the rounds)
 //  - remote accesses per host second in the access phases alone (setup and teardown excluded:
 //    the run measures its phases with a host clock, see sim/pod/host_phases.hpp),
 //  - host seconds of setup and of teardown, and the peak RSS of the process,
@@ -22,6 +22,10 @@ struct BenchOptions {
   std::vector<std::string> loads = {"closed", "poisson"};
   // Remote accesses per point (spread evenly over the GPUs).
   std::uint64_t accesses = 800'000;
+  // Runs of each point (1 to 100), in rounds (every point once per round). Host times are the
+  // medians of the rounds; the results and deterministic counts must be the same in every
+  // round (a point whose rounds differ fails).
+  unsigned rounds = 3;
   // The shipped configs that are also measured (helios-72, pod-1024), from this folder; empty:
   // none.
   std::string configs_dir = "configs";

@@ -108,18 +108,16 @@ std::vector<ChildResult> run_children(
       ++next;
     }
     int status = 0;
-    struct rusage usage {};
-    const pid_t pid = ::wait4(-1, &status, 0, &usage);
+    const pid_t pid = ::waitpid(-1, &status, 0);
     if (pid < 0) {
       if (errno == EINTR) continue;
-      throw std::runtime_error(std::string("wait4: ") + std::strerror(errno));
+      throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
     }
     auto it = running.find(pid);
     if (it == running.end()) continue;  // not ours
     ChildResult& r = results[it->second];
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-    r.peak_rss_kb = usage.ru_maxrss;
     if (on_done) on_done(it->second, r);
     running.erase(it);
   }

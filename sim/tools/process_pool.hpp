@@ -18,7 +18,6 @@ struct ChildJob {
 struct ChildResult {
   int exit_code = -1;  // -1: killed by a signal or not started
   int signal = 0;
-  long peak_rss_kb = 0;  // the child's peak resident set size (wait4's ru_maxrss)
 };
 
 // Runs every job, `jobs` at once, and returns their results in the jobs' order. `on_done`

@@ -155,7 +155,6 @@ std::string pack_point(std::size_t i, const ChildResult& r, const fs::path& poin
   put<std::uint64_t>(b, i);
   put<std::int32_t>(b, r.exit_code);
   put<std::int32_t>(b, r.signal);
-  put<std::int64_t>(b, r.peak_rss_kb);
   put<std::uint8_t>(b, fs::is_directory(points_dir / stem) ? 1 : 0);  // even an empty one
   put<std::uint32_t>(b, static_cast<std::uint32_t>(files.size()));
   for (const auto& f : files) {
@@ -177,7 +176,6 @@ std::size_t unpack_point(const std::string& b, const fs::path& points_dir, std::
   ChildResult& r = results[i];
   r.exit_code = take<std::int32_t>(b, at);
   r.signal = take<std::int32_t>(b, at);
-  r.peak_rss_kb = static_cast<long>(take<std::int64_t>(b, at));
   if (take<std::uint8_t>(b, at)) fs::create_directories(points_dir / fmt::format("{:03}", i));
   const auto files = take<std::uint32_t>(b, at);
   for (std::uint32_t f = 0; f < files; ++f) {

@@ -318,8 +318,8 @@ int cmd_bench(const std::vector<std::string>& args) {
       "accesses", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{800000}}),
       "remote accesses per point, spread over the GPUs")(
       "rounds", po::value<AtLeast<1>>()->default_value(AtLeast<1>{{3}}),
-      "runs of each point, taking turns (every point once per round); host times are the "
-      "medians, and every round must give the same results (at most 100)")(
+      "runs of each point, 1 to 100, taking turns (every point once per round); host times "
+      "are the medians, and every round must give the same results")(
       "configs", po::value<std::string>()->default_value("configs"),
       "the folder holding helios-72.json and pod-1024.json (also measured)")(
       "no-shipped", "leave out helios-72.json and pod-1024.json")(
@@ -365,8 +365,12 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   opt.loads = split(vm["loads"].as<std::string>());
   opt.accesses = vm["accesses"].as<AtLeast<1>>().value;
-  opt.rounds = static_cast<unsigned>(
-      std::min<std::uint64_t>(vm["rounds"].as<AtLeast<1>>().value, std::uint64_t{1} << 20));
+  if (const std::uint64_t rounds = vm["rounds"].as<AtLeast<1>>().value; rounds <= 100) {
+    opt.rounds = static_cast<unsigned>(rounds);
+  } else {
+    fmt::print(std::cerr, "podsim bench: --rounds {}: expected 1 to 100\n", rounds);
+    return 2;
+  }
   opt.configs_dir = vm["configs"].as<std::string>();
   opt.shipped = vm.count("no-shipped") == 0;
   opt.all_peers = vm.count("no-all-peers") == 0;

@@ -34,8 +34,12 @@ struct Point {
   std::string group;  // "vs smallest" compares with this group's smallest pod
 };
 
+// A Row's exit_code when its round ran to the end but gave other results than round 1.
+constexpr int kRoundsDiffer = -1000;
+
 struct Row {
-  int exit_code = -1;
+  int exit_code = -1;  // the run's (-1: killed, by `signal`); kRoundsDiffer: see above
+  int signal = 0;
   std::uint64_t accesses = 0;
   double access_s = 0, setup_s = 0, teardown_s = 0;
   double rss_mib = 0;
@@ -61,6 +65,15 @@ std::vector<std::string> load_sets(const std::string& load) {
   if (load == "closed")
     return {"workload.traffic.injection=closed_loop", "workload.traffic.outstanding=32"};
   return {"workload.traffic.injection=poisson", "workload.traffic.offered_load=0.5"};
+}
+
+// Why a round did not give a result (empty: it did).
+std::string failure_of(const Row& r) {
+  if (r.exit_code == kRoundsDiffer) return "rounds differ";
+  if (r.signal != 0) return fmt::format("killed by signal {}", r.signal);
+  if (r.exit_code != 0) return fmt::format("failed (exit {})", r.exit_code);
+  if (r.accesses == 0) return "no remote accesses";
+  return {};
 }
 
 std::string rate_text(double r) {
@@ -169,6 +182,9 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   }
 
   const fs::path dir(opt.out_dir);
+  // The points' outputs are this run's alone (a bench run before into the same folder, with
+  // other points or rounds, leaves nothing behind to be taken for them).
+  fs::remove_all(dir / "points");
   fs::create_directories(dir / "points");
   const std::string self = self_executable();
   // Each round runs every point once, in order, so that a slow spell of the machine falls on
@@ -178,7 +194,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   for (unsigned round = 1; round <= opt.rounds; ++round)
     for (std::size_t i = 0; i < points.size(); ++i) {
       const Point& p = points[i];
-      if (round > 1 && runs[i].front().exit_code != 0) continue;  // failed once: not again
+      if (!runs[i].empty() && runs[i].back().exit_code != 0) continue;  // failed: not again
       const fs::path pdir = opt.rounds == 1 ? dir / "points" / p.name
                                             : dir / "points" / p.name / std::to_string(round);
       ChildJob j;
@@ -202,10 +218,11 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
       const ChildResult r = run_children({j}, 1).front();
       Row& row = runs[i].emplace_back();
       row.exit_code = r.exit_code;
+      row.signal = r.signal;
       if (r.exit_code != 0) {
         rc = 1;
-        fmt::print(err, "podsim bench: point {} failed (exit {}); see {}\n", p.name, r.exit_code,
-                   j.stderr_path);
+        fmt::print(err, "podsim bench: point {} {} in round {}; see {}\n", p.name, failure_of(row),
+                   round, j.stderr_path);
         continue;
       }
       const std::string stats_text = slurp(pdir / "stats.json");
@@ -228,16 +245,16 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
       if (round == 1) continue;
       // The same config and seed give the same results, and the same work, every time: a
       // round that does not is a fault of the simulator, not noise.
-      const Row& first = runs[i].front();
-      const char* what = stats_text != slurp(pdir.parent_path() / "1" / "stats.json") ? "stats.json"
-                         : row.serves != first.serves || row.activations != first.activations ||
-                                 row.notifications != first.notifications
-                             ? "the kernel's counts"
-                         : row.packets_peak != first.packets_peak ? "the peak packets held"
-                                                                  : nullptr;
+      const fs::path first_dir = pdir.parent_path() / "1";
+      const char* what =
+          stats_text != slurp(first_dir / "stats.json") ? "stats.json"
+          : json::serialize(k) !=
+                  json::serialize(json::parse(slurp(first_dir / "run.json")).at("kernel"))
+              ? "kernel counts (run.json's kernel)"
+              : nullptr;
       if (what) {
         rc = 1;
-        row.exit_code = -2;
+        row.exit_code = kRoundsDiffer;
         fmt::print(err,
                    "podsim bench: point {}: round {} gave other {} than round 1 (the same "
                    "config and seed must give the same results); see {}\n",
@@ -245,14 +262,13 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
       }
     }
   // Each point's row: the median of its rounds, figure by figure (the counts are the same in
-  // every round); a point with a failed round is reported as failed.
+  // every round); a point with a failed round is reported as failed (its last round, the one
+  // that failed: no round runs after a failure).
   std::vector<Row> rows(points.size());
   for (std::size_t i = 0; i < points.size(); ++i) {
     const std::vector<Row>& rr = runs[i];
-    const auto bad = std::find_if(rr.begin(), rr.end(),
-                                  [](const Row& r) { return r.exit_code != 0 || r.accesses == 0; });
-    if (bad != rr.end()) {
-      rows[i] = *bad;
+    if (!failure_of(rr.back()).empty()) {
+      rows[i] = rr.back();
       continue;
     }
     rows[i] = rr.front();
@@ -273,7 +289,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   std::map<std::string, std::pair<std::uint32_t, double>> base;  // group -> gpus, host us
   for (std::size_t i = 0; i < points.size(); ++i) {
     const Point& p = points[i];
-    if (p.group.empty() || rows[i].exit_code != 0 || rows[i].accesses == 0) continue;
+    if (p.group.empty() || !failure_of(rows[i]).empty()) continue;
     const double us = rows[i].access_s * 1e6 / static_cast<double>(rows[i].accesses);
     auto it = base.find(p.group);
     if (it == base.end() || p.gpus < it->second.first) base[p.group] = {p.gpus, us};
@@ -299,11 +315,31 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     o["set"] = std::move(sets);
     o["gpus"] = p.gpus;
     o["load"] = p.load;
-    o["exit_code"] = r.exit_code;
-    if (r.exit_code != 0 || r.accesses == 0) {
-      md += fmt::format("| {} | {} | {} | {} | | | | | | | | | | |\n", p.name, p.gpus, p.load,
-                        r.exit_code == -2 ? std::string("rounds differ")
-                                          : fmt::format("failed (exit {})", r.exit_code));
+    o["exit_code"] = r.exit_code == kRoundsDiffer ? 0 : r.exit_code;
+    // Every round that gave a result, its cost per access (the same accesses each time).
+    json::array rounds;
+    double least = 0, most = 0;
+    for (const Row& x : runs[i]) {
+      if (!failure_of(x).empty()) continue;
+      const double xus = x.access_s * 1e6 / static_cast<double>(x.accesses);
+      least = rounds.empty() ? xus : std::min(least, xus);
+      most = rounds.empty() ? xus : std::max(most, xus);
+      rounds.push_back(json::object{{"access_phase_seconds", x.access_s},
+                                    {"host_us_per_access", xus},
+                                    {"setup_seconds", x.setup_s},
+                                    {"teardown_seconds", x.teardown_s},
+                                    {"peak_rss_mib", x.rss_mib}});
+    }
+    if (const std::string why = failure_of(r); !why.empty()) {
+      // A run that failed (or differed) ended the point's rounds; one with no remote accesses
+      // (every round alike) did not.
+      const bool failed = r.exit_code != 0;
+      md += fmt::format(
+          "| {} | {} | {} | {} | | | | | | | | | | |\n", p.name, p.gpus, p.load,
+          failed && opt.rounds > 1 ? fmt::format("{} in round {}", why, runs[i].size()) : why);
+      o["failure"] = why;
+      if (failed) o["failed_round"] = runs[i].size();
+      o["rounds"] = std::move(rounds);
       jrows.push_back(std::move(o));
       continue;
     }
@@ -313,19 +349,6 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     const std::string rel = b != base.end() && b->second.second > 0
                                 ? fmt::format("{:.2f}x", us / b->second.second)
                                 : "";
-    // Every round's cost per access (the same accesses each time).
-    json::array rounds;
-    double least = us, most = us;
-    for (const Row& x : runs[i]) {
-      const double xus = x.access_s * 1e6 / static_cast<double>(x.accesses);
-      least = std::min(least, xus);
-      most = std::max(most, xus);
-      rounds.push_back(json::object{{"access_phase_seconds", x.access_s},
-                                    {"host_us_per_access", xus},
-                                    {"setup_seconds", x.setup_s},
-                                    {"teardown_seconds", x.teardown_s},
-                                    {"peak_rss_mib", x.rss_mib}});
-    }
     const std::string spread =
         runs[i].size() > 1 ? fmt::format(" ({:.2f}-{:.2f})", least, most) : std::string();
     md += fmt::format(

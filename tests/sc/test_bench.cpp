@@ -164,6 +164,43 @@ TEST_CASE("podsim bench measures each pod size and load and writes its table", "
   CHECK(run_podsim({"bench", "--rounds", "101"}, false).exit_code == 2);
 }
 
+TEST_CASE("podsim bench stops a point at its first failed round and reports it, the others run",
+          "[bench]") {
+  // A "helios-72.json" that runs out of simulated time (sim.max_time) before its accesses end:
+  // a run that starts and fails, where the bench's other point succeeds.
+  const fs::path configs = fs::path(write_temp_file("helios-72.json", R"({"name": "helios-72",
+    "pod": {"gpus": 4}, "sim": {"max_time": "100ns"}})"))
+                               .parent_path();
+  const std::string out = (configs / "bench-failing").string();
+  // What an earlier bench into the same folder left is gone.
+  fs::create_directories(fs::path(out) / "points" / "stale-point");
+  auto r = run_podsim(
+      {"bench", "--gpus", "4", "--loads", "closed", "--accesses", "800", "--no-all-peers",
+       "--rounds", "3", "--configs", configs.string(), "--quiet", "--out", out},
+      false);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("| helios-72 | 72 | closed | failed (exit 1) in round 1 |") !=
+        std::string::npos);
+  const json::value doc = json::parse(slurp((fs::path(out) / "bench.json").string()));
+  std::map<std::string, json::object> points;
+  for (const auto& p : doc.at("points").as_array())
+    points[std::string(p.at("point").as_string())] = p.as_object();
+  REQUIRE(points.count("helios-72") == 1);
+  REQUIRE(points.count("default-4gpu-closed") == 1);
+  const json::object& failed = points["helios-72"];
+  CHECK(failed.at("exit_code").as_int64() == 1);
+  CHECK(failed.at("failure").as_string() == "failed (exit 1)");
+  CHECK(num(failed.at("failed_round")) == 1);
+  CHECK(failed.at("rounds").as_array().empty());
+  CHECK_FALSE(fs::exists(fs::path(out) / "points" / "helios-72" / "2"));
+  const json::object& ok = points["default-4gpu-closed"];
+  CHECK(ok.at("exit_code").as_int64() == 0);
+  CHECK_FALSE(ok.contains("failure"));
+  CHECK(ok.at("rounds").as_array().size() == 3);
+  CHECK_FALSE(fs::exists(fs::path(out) / "points" / "stale-point"));
+}
+
 TEST_CASE("a run puts its heap on huge pages, which changes no result and saves page faults",
           "[bench]") {
   // A 72-GPU pod: about 100 MB of state, built and touched for the first time.

@@ -34,12 +34,10 @@ struct Point {
   std::string group;  // "vs smallest" compares with this group's smallest pod
 };
 
-// A Row's exit_code when its round ran to the end but gave other results than round 1.
-constexpr int kRoundsDiffer = -1000;
-
 struct Row {
-  int exit_code = -1;  // the run's (-1: killed, by `signal`); kRoundsDiffer: see above
+  int exit_code = -1;  // the run's (-1: killed, by `signal`)
   int signal = 0;
+  bool differs = false;  // ran to the end, but gave other results than round 1
   std::uint64_t accesses = 0;
   double access_s = 0, setup_s = 0, teardown_s = 0;
   double rss_mib = 0;
@@ -69,7 +67,7 @@ std::vector<std::string> load_sets(const std::string& load) {
 
 // Why a round did not give a result (empty: it did).
 std::string failure_of(const Row& r) {
-  if (r.exit_code == kRoundsDiffer) return "rounds differ";
+  if (r.differs) return "rounds differ";
   if (r.signal != 0) return fmt::format("killed by signal {}", r.signal);
   if (r.exit_code != 0) return fmt::format("failed (exit {})", r.exit_code);
   if (r.accesses == 0) return "no remote accesses";
@@ -191,10 +189,11 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   // all points alike rather than on one point's every run.
   std::vector<std::vector<Row>> runs(points.size());
   int rc = 0;
-  for (unsigned round = 1; round <= opt.rounds; ++round)
+  for (std::uint64_t round = 1; round <= opt.rounds; ++round)
     for (std::size_t i = 0; i < points.size(); ++i) {
       const Point& p = points[i];
-      if (!runs[i].empty() && runs[i].back().exit_code != 0) continue;  // failed: not again
+      if (!runs[i].empty() && (runs[i].back().exit_code != 0 || runs[i].back().differs))
+        continue;  // failed: not again
       const fs::path pdir = opt.rounds == 1 ? dir / "points" / p.name
                                             : dir / "points" / p.name / std::to_string(round);
       ChildJob j;
@@ -254,7 +253,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
               : nullptr;
       if (what) {
         rc = 1;
-        row.exit_code = kRoundsDiffer;
+        row.differs = true;
         fmt::print(err,
                    "podsim bench: point {}: round {} gave other {} than round 1 (the same "
                    "config and seed must give the same results); see {}\n",
@@ -315,7 +314,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     o["set"] = std::move(sets);
     o["gpus"] = p.gpus;
     o["load"] = p.load;
-    o["exit_code"] = r.exit_code == kRoundsDiffer ? 0 : r.exit_code;
+    o["exit_code"] = r.exit_code;
     // Every round that gave a result, its cost per access (the same accesses each time).
     json::array rounds;
     double least = 0, most = 0;
@@ -333,7 +332,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     if (const std::string why = failure_of(r); !why.empty()) {
       // A run that failed (or differed) ended the point's rounds; one with no remote accesses
       // (every round alike) did not.
-      const bool failed = r.exit_code != 0;
+      const bool failed = r.exit_code != 0 || r.differs;
       md += fmt::format(
           "| {} | {} | {} | {} | | | | | | | | | | |\n", p.name, p.gpus, p.load,
           failed && opt.rounds > 1 ? fmt::format("{} in round {}", why, runs[i].size()) : why);

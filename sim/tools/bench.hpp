@@ -25,7 +25,7 @@ struct BenchOptions {
   // Runs of each point (1 to 100), in rounds (every point once per round). Host times are the
   // medians of the rounds; the results and deterministic counts must be the same in every
   // round (a point whose rounds differ fails).
-  unsigned rounds = 3;
+  std::uint64_t rounds = 3;
   // The shipped configs that are also measured (helios-72, pod-1024), from this folder; empty:
   // none.
   std::string configs_dir = "configs";

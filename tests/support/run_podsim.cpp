@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace podsim::test {
 namespace fs = std::filesystem;
@@ -30,13 +31,40 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
+// The folders this test process made, removed when it exits (each test case runs in a process
+// of its own, so a case's files live as long as it does). PODSIM_TEST_KEEP=1 keeps them, to
+// look at; a process that crashes leaves its own behind.
+class ScratchDirs {
+ public:
+  ScratchDirs(const ScratchDirs&) = delete;
+  ScratchDirs& operator=(const ScratchDirs&) = delete;
+  static ScratchDirs& instance() {
+    static ScratchDirs dirs;
+    return dirs;
+  }
+  fs::path make() {
+    fs::path base = fs::temp_directory_path() / ("podsim-test-" + std::to_string(::getpid()) + "-" +
+                                                 std::to_string(made_.size()));
+    fs::remove_all(base);
+    fs::create_directories(base);
+    made_.push_back(base);
+    return base;
+  }
+  ~ScratchDirs() {
+    const char* keep = std::getenv("PODSIM_TEST_KEEP");
+    if (keep && std::string(keep) == "1") return;
+    std::error_code ignored;  // a test may already have removed or replaced one
+    for (const auto& d : made_)
+      fs::remove_all(d, ignored);
+  }
+
+ private:
+  ScratchDirs() = default;
+  std::vector<fs::path> made_;
+};
+
 fs::path fresh_dir() {
-  static int counter = 0;
-  fs::path base = fs::temp_directory_path() /
-                  ("podsim-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::remove_all(base);
-  fs::create_directories(base);
-  return base;
+  return ScratchDirs::instance().make();
 }
 
 std::optional<boost::json::value> read_json(const fs::path& p) {

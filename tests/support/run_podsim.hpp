@@ -1,5 +1,7 @@
 // Runs the podsim binary as a user would, in a fresh output directory, and reads what it
-// wrote. Used by the tests of the command line, the outputs and the validation tier.
+// wrote. Used by the tests of the command line, the outputs and the validation tier. The
+// folders made here (output directories, write_temp_file's) are removed when the test process
+// exits, unless PODSIM_TEST_KEEP=1.
 #pragma once
 
 #include <boost/json.hpp>

@@ -168,6 +168,7 @@ void Pod::control() {
     sc_core::wait(scenario_->finished_event());
   if (cfg_.workload.teardown) {
     // Every process exits, as the kernel would close what it holds; then revokes run.
+    teardown_begun_ = true;
     std::size_t exiting = 0;
     for (auto [gpu, process] : scenario_->processes()) {
       if (!owned_[gpu] || gpus_[gpu]->down()) continue;
@@ -460,8 +461,11 @@ void Pod::record_setup_digests(std::function<void(const SetupDigests&)> done) {
   });
   spawn_thread("setup_digests", [this, digests, done] {
     sc_core::wait(access_started_);
-    while (!local_settled())
+    while (!local_settled()) {
+      if (teardown_begun_) return;  // too late: what the drivers hold is being torn down
       sc_core::wait(to_sc(Time::us(1)));
+    }
+    if (teardown_begun_) return;
     digests->state_at = sim_now();
     digests->state = state_digests();
     done(*digests);

@@ -104,7 +104,9 @@ class Pod final : public sc_core::sc_module, public HasStats {
   // What the setup left: the caches' digests as the first access phase starts (before any
   // access), the state's once every driver has also finished what the setup started (an
   // exporter may still be answering the last import when its importer starts loading).
-  // `done` hears of them then; call before the run.
+  // `done` hears of them then; call before the run. If the teardown begins before the drivers
+  // have settled (a short access phase), or the run ends first, no digest is taken and `done`
+  // is never called: the state then would not be the setup's.
   void record_setup_digests(std::function<void(const SetupDigests&)> done);
 
   // Where the host time went (setup, access phases, teardown), and the kernel's work.
@@ -179,6 +181,7 @@ class Pod final : public sc_core::sc_module, public HasStats {
   std::vector<std::vector<TraceEntry>> access_log_;  // by GPU
   bool finished_ = false;
   bool ran_ = false;
+  bool teardown_begun_ = false;  // processes told to exit (state digests are taken before)
   std::vector<std::string> own_failures_;
   // The watchdog (sim.stall_limit): this rank's queues that have held packets and sent none
   // for `limit`, described; empty when none.

@@ -313,7 +313,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   // 4. Run.
   if (!replay.empty()) pod.replay(replay);
   if (opt.access_log) pod.record_accesses();
-  boost::json::object digest_doc;  // stays empty if no access phase starts
+  boost::json::object digest_doc;  // stays empty unless the setup settles in an access phase
   if (opt.state_digest)
     pod.record_setup_digests([&](const Pod::SetupDigests& s) {
       auto hex = [](const std::map<std::string, std::uint64_t>& m) {
@@ -628,7 +628,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       put(out_dir / "model.csv", failed_mark + m->csv());
     if (opt.access_log) put(*opt.access_log, failed_mark + format_trace(pod.access_log()));
     if (!failed_text.empty()) digest_doc["run_failed"] = failed_text;
-    if (opt.state_digest) put(*opt.state_digest, config::to_pretty_json(digest_doc));
+    if (opt.state_digest && digest_doc.contains("state"))
+      put(*opt.state_digest, config::to_pretty_json(digest_doc));
     if (timeline) {
       for (const StepRecord& r : pod.scenario().records())
         timeline->span(r.gpu, Timeline::Process + r.process, r.op, r.started, r.ended,
@@ -702,6 +703,20 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
           : "");
   }
   if (!pod.ok()) return 1;
+  if (opt.state_digest && !digest_doc.contains("state")) {
+    // Asked for and not taken: no file, rather than one that compares equal to another's.
+    fmt::print(
+        err,
+        "podsim: --state-digest: no digest written to {}: {}; give the access phase more "
+        "accesses (workload.traffic.accesses) so that the setup settles inside it\n",
+        *opt.state_digest,
+        pod.summary().access_end() > Time{}
+            ? fmt::format("the drivers were still finishing the setup when the access "
+                          "phase ({} to {}) ended",
+                          pretty(pod.summary().access_start()), pretty(pod.summary().access_end()))
+            : std::string("no access phase ended"));
+    return 1;
+  }
   if (opt.warnings_as_errors && !warnings.empty()) {
     std::string codes;
     for (const RunWarning& w : warnings)

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <boost/json.hpp>
+#include <filesystem>
 #include <regex>
 
 #include "tests/support/run_podsim.hpp"
@@ -143,4 +144,34 @@ TEST_CASE("direct setup is for the all_to_all workload, and says so when it cann
                           "gpu.vram.capacity=8MiB", "--set", "workload.buffer_size=16MiB"});
   CHECK(full.exit_code == 1);
   CHECK_THAT(full.err, Catch::Contains("direct setup") && Catch::Contains("ENOMEM"));
+}
+
+TEST_CASE(
+    "a state digest is the setup's or none: an access phase too short for the setup to "
+    "settle in writes no digest and says why",
+    "[setup]") {
+  // With 3 peers an exporter is still answering the last import about 10 us into the access
+  // phase, and 50 accesses a GPU take about 3 us: the teardown begins first (or, without one,
+  // the run ends), and what the drivers hold then is not what the setup left.
+  const std::string digest =
+      (std::filesystem::path(write_temp_file("marker", "")).parent_path() / "digest.json").string();
+  for (const char* teardown : {"workload.teardown=true", "workload.teardown=false"}) {
+    INFO(teardown);
+    auto r = run_podsim({"run", "--quiet", "--state-digest", digest, "--set", "workload.peers=3",
+                         "--set", "workload.traffic.accesses=50", "--set", teardown});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("--state-digest: no digest written") &&
+                          Catch::Contains("workload.traffic.accesses"));
+    CHECK_FALSE(std::filesystem::exists(digest));
+    CHECK(r.run);  // the run's own outputs are its results, and kept
+  }
+  // Long enough, it is written, taken inside the access phase.
+  auto r = run_podsim({"run", "--quiet", "--state-digest", digest, "--set", "workload.peers=3",
+                       "--set", "workload.traffic.accesses=2000"});
+  REQUIRE(r.exit_code == 0);
+  const json::object d = json::parse(slurp(digest)).as_object();
+  CHECK(d.at("state_at_ns").to_number<double>() >= d.at("caches_at_ns").to_number<double>());
+  CHECK(d.at("state_at_ns").to_number<double>() <=
+        r.run->at("phases").at("setup_ns").to_number<double>() +
+            r.run->at("phases").at("access_ns").to_number<double>());
 }

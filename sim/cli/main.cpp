@@ -338,13 +338,15 @@ int cmd_bench(const std::vector<std::string>& args) {
     return 0;
   }
   podsim::tools::BenchOptions opt;
+  // A comma-separated list: every item given (bench_command refuses an empty list).
   auto split = [](const std::string& s) {
     std::vector<std::string> out;
+    if (s.empty()) return out;
     std::string cur;
     for (char c : s + ",") {
       if (c != ',') {
         cur += c;
-      } else if (!cur.empty()) {
+      } else {
         out.push_back(cur);
         cur.clear();
       }
@@ -359,7 +361,10 @@ int cmd_bench(const std::vector<std::string>& args) {
       if (used != g.size() || n < 2 || n > 1024) throw std::invalid_argument(g);
       opt.gpus.push_back(static_cast<std::uint32_t>(n));
     } catch (const std::exception&) {
-      fmt::print(std::cerr, "podsim bench: --gpus {}: expected pod sizes from 2 to 1024\n", g);
+      fmt::print(std::cerr,
+                 "podsim bench: --gpus {}: {} is not a pod size (expected sizes from 2 to 1024, "
+                 "comma-separated)\n",
+                 vm["gpus"].as<std::string>(), g.empty() ? "an empty item" : "'" + g + "'");
       return 2;
     }
   }
@@ -367,6 +372,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   opt.accesses = vm["accesses"].as<AtLeast<1>>().value;
   opt.rounds = vm["rounds"].as<AtLeast<1>>().value;  // bench_command checks its range
   opt.configs_dir = vm["configs"].as<std::string>();
+  opt.configs_given = !vm["configs"].defaulted();
   opt.shipped = vm.count("no-shipped") == 0;
   opt.all_peers = vm.count("no-all-peers") == 0;
   if (vm.count("set")) opt.overrides = vm["set"].as<std::vector<std::string>>();

@@ -83,9 +83,42 @@ std::string rate_text(double r) {
 int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
   for (const auto& l : opt.loads)
     if (l != "closed" && l != "poisson") {
-      fmt::print(err, "podsim bench: --loads {}: expected closed or poisson\n", l);
+      fmt::print(err, "podsim bench: --loads: '{}' is not a load (expected closed or poisson)\n",
+                 l);
       return 2;
     }
+  // A point per size and load: each once (two of one name would share its folder).
+  if (opt.gpus.empty() || opt.loads.empty()) {
+    fmt::print(err, "podsim bench: {} is empty: expected at least one {}\n",
+               opt.gpus.empty() ? "--gpus" : "--loads", opt.gpus.empty() ? "pod size" : "load");
+    return 2;
+  }
+  for (std::size_t i = 0; i < opt.gpus.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (opt.gpus[i] == opt.gpus[j]) {
+        fmt::print(err, "podsim bench: --gpus gives {} twice\n", opt.gpus[i]);
+        return 2;
+      }
+  for (std::size_t i = 0; i < opt.loads.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (opt.loads[i] == opt.loads[j]) {
+        fmt::print(err, "podsim bench: --loads gives {} twice\n", opt.loads[i]);
+        return 2;
+      }
+  // What a point's name and row state is the bench's to set.
+  for (const std::string& s : opt.overrides) {
+    std::string key = s.substr(0, s.find('='));
+    key.erase(0, key.find_first_not_of(' '));
+    key.erase(key.find_last_not_of(' ') + 1);
+    for (const char* own : {"pod.gpus", "workload.traffic.injection"})
+      if (key == own) {
+        fmt::print(err,
+                   "podsim bench: --set {}: every point sets {} (choose with {}); a point's row "
+                   "would not say what ran\n",
+                   s, own, std::string(own) == "pod.gpus" ? "--gpus" : "--loads");
+        return 2;
+      }
+  }
   if (opt.accesses == 0) {
     fmt::print(err, "podsim bench: --accesses must be at least 1\n");
     return 2;
@@ -147,12 +180,23 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     }
     if (largest > 8) all_peers(fmt::format("all-peers-{}gpu-8-initiators", largest), largest, 8);
   }
-  // The shipped big pods as an architect runs them, with enough accesses to measure.
+  for (Point& p : points)
+    p.sets.insert(p.sets.end(), opt.overrides.begin(), opt.overrides.end());
+  // The shipped big pods as an architect runs them, with enough accesses to measure: their
+  // GPUs and load are what the config (with --set) says.
+  std::vector<std::string> skipped;
   if (opt.shipped && !opt.configs_dir.empty()) {
-    for (auto [file, n] : {std::pair<const char*, std::uint32_t>{"helios-72.json", 72},
-                           std::pair<const char*, std::uint32_t>{"pod-1024.json", 1024}}) {
+    if (opt.configs_given && !fs::is_directory(opt.configs_dir)) {
+      fmt::print(err,
+                 "podsim bench: --configs {}: not a folder (of helios-72.json and "
+                 "pod-1024.json)\n",
+                 opt.configs_dir);
+      return 2;
+    }
+    for (const char* file : {"helios-72.json", "pod-1024.json"}) {
       const fs::path cfg = fs::path(opt.configs_dir) / file;
       if (!fs::exists(cfg)) {
+        skipped.push_back(cfg.string());
         fmt::print(err, "podsim bench: {} not found (--configs names the folder): skipped\n",
                    cfg.string());
         continue;
@@ -160,14 +204,20 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
       Point p;
       p.name = fs::path(file).stem().string();
       p.config = cfg.string();
-      p.gpus = n;
-      p.load = "closed";
-      p.sets = {fmt::format("workload.traffic.accesses={}", (opt.accesses + n - 1) / n)};
+      p.sets = opt.overrides;
+      try {
+        const PodConfig c = load_pod_config(p.config, p.sets);
+        p.gpus = c.pod.gpus;
+        p.load = c.workload.traffic.injection == Injection::ClosedLoop ? "closed" : "poisson";
+      } catch (const config::ConfigError& e) {
+        fmt::print(err, "podsim bench: config error at point {}: {}\n", p.name, e.what());
+        return 2;
+      }
+      p.sets.insert(p.sets.begin(), fmt::format("workload.traffic.accesses={}",
+                                                (opt.accesses + p.gpus - 1) / p.gpus));
       points.push_back(std::move(p));
     }
   }
-  for (Point& p : points)
-    p.sets.insert(p.sets.end(), opt.overrides.begin(), opt.overrides.end());
 
   // Every point's config is checked before anything runs.
   for (const Point& p : points) {
@@ -180,10 +230,22 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
   }
 
   const fs::path dir(opt.out_dir);
-  // The points' outputs are this run's alone (a bench run before into the same folder, with
-  // other points or rounds, leaves nothing behind to be taken for them).
-  fs::remove_all(dir / "points");
-  fs::create_directories(dir / "points");
+  // The outputs are this run's alone: a bench run before into the same folder (with other
+  // points or rounds) leaves nothing behind to be taken for this one's, even if this one is
+  // stopped before it writes its table.
+  try {
+    if (fs::exists(dir) && !fs::is_directory(dir)) {
+      fmt::print(err, "podsim bench: --out {}: not a directory\n", dir.string());
+      return 2;
+    }
+    for (const char* f : {"bench.md", "bench.json"})
+      remove_if_regular(dir / f);
+    fs::remove_all(dir / "points");
+    fs::create_directories(dir / "points");
+  } catch (const fs::filesystem_error& e) {
+    fmt::print(err, "podsim bench: --out {}: {}\n", dir.string(), e.code().message());
+    return 2;
+  }
   const std::string self = self_executable();
   // Each round runs every point once, in order, so that a slow spell of the machine falls on
   // all points alike rather than on one point's every run.
@@ -369,8 +431,14 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     o["rounds"] = std::move(rounds);
     jrows.push_back(std::move(o));
   }
+  json::array jskipped;
+  for (const std::string& f : skipped) {
+    md += fmt::format("\nNot measured: {} (not found).\n", f);
+    jskipped.emplace_back(f);
+  }
   write_file(dir / "bench.md", md);
-  write_file(dir / "bench.json", config::to_pretty_json(json::object{{"points", jrows}}));
+  write_file(dir / "bench.json", config::to_pretty_json(json::object{
+                                     {"points", jrows}, {"skipped", std::move(jskipped)}}));
   out << md;
   return rc;
 }

@@ -27,13 +27,17 @@ struct BenchOptions {
   // round (a point whose rounds differ fails).
   std::uint64_t rounds = 3;
   // The shipped configs that are also measured (helios-72, pod-1024), from this folder; empty:
-  // none.
+  // none. A config missing from it is skipped, and the table says so; a folder the user gave
+  // (`configs_given`) that does not exist is an error.
   std::string configs_dir = "configs";
+  bool configs_given = false;
   bool shipped = true;
   // Also the default all_to_all as a new user runs it (every GPU importing from all others,
   // a 128-port switch), at each size up to 128, closed loop; and 8 initiators at the largest.
   bool all_peers = true;
-  std::vector<std::string> overrides;  // --set for every point (after the bench's own)
+  // --set for every point (after the bench's own); not of the keys a point's name states
+  // (pod.gpus, workload.traffic.injection: --gpus and --loads choose them).
+  std::vector<std::string> overrides;
   std::string out_dir = "podsim-bench";
   bool quiet = false;
 };

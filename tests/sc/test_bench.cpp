@@ -180,7 +180,10 @@ TEST_CASE("podsim bench stops a point at its first failed round and reports it, 
       false);
   INFO(r.err);
   CHECK(r.exit_code == 1);
-  CHECK(r.out.find("| helios-72 | 72 | closed | failed (exit 1) in round 1 |") !=
+  // The row says what the config ran (4 GPUs), not what the shipped helios-72 is; the folder
+  // has no pod-1024.json, and the table says it was not measured.
+  CHECK(r.out.find("| helios-72 | 4 | closed | failed (exit 1) in round 1 |") != std::string::npos);
+  CHECK(r.out.find("Not measured: " + (configs / "pod-1024.json").string() + " (not found).") !=
         std::string::npos);
   const json::value doc = json::parse(slurp((fs::path(out) / "bench.json").string()));
   std::map<std::string, json::object> points;
@@ -199,6 +202,54 @@ TEST_CASE("podsim bench stops a point at its first failed round and reports it, 
   CHECK_FALSE(ok.contains("failure"));
   CHECK(ok.at("rounds").as_array().size() == 3);
   CHECK_FALSE(fs::exists(fs::path(out) / "points" / "stale-point"));
+}
+
+TEST_CASE("podsim bench refuses what would make a row say other than what ran", "[bench]") {
+  const fs::path dir = fs::path(write_temp_file("x", "")).parent_path();
+  const std::string out = (dir / "bench").string();
+  auto bench = [&](std::vector<std::string> args, const std::string& to) {
+    std::vector<std::string> a = {"bench",      "--no-shipped", "--no-all-peers", "--rounds", "1",
+                                  "--accesses", "80",           "--quiet",        "--out",    to};
+    a.insert(a.end(), args.begin(), args.end());
+    return run_podsim(a, false);
+  };
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--gpus", "8,8"}, "--gpus gives 8 twice"},  // two rows, one folder
+           {{"--loads", "closed,closed"}, "--loads gives closed twice"},
+           {{"--gpus", ""}, "--gpus is empty"},
+           {{"--gpus", "8,,16"}, "an empty item is not a pod size"},
+           {{"--loads", "closed,,poisson"}, "'' is not a load"},
+           {{"--set", "pod.gpus=16"}, "every point sets pod.gpus (choose with --gpus)"},
+           {{"--set", " workload.traffic.injection =poisson"},
+            "every point sets workload.traffic.injection (choose with --loads)"},
+       }) {
+    INFO(args[0] << " " << args[1]);
+    auto r = bench(args, out);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(says));
+    CHECK_FALSE(fs::exists(out));
+  }
+  // A --configs folder that is not there, and an --out that is a file: usage errors.
+  auto r = run_podsim({"bench", "--no-all-peers", "--gpus", "8", "--configs",
+                       (dir / "nowhere").string(), "--out", out},
+                      false);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("nowhere: not a folder"));
+  const std::string file = write_temp_file("a-file", "");
+  r = bench({"--gpus", "8"}, file);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--out " + file + ": not a directory"));
+  // A bench stopped before it writes its table leaves no earlier bench's table behind to be
+  // read with its points.
+  REQUIRE(bench({"--gpus", "4"}, out).exit_code == 0);
+  REQUIRE(fs::exists(fs::path(out) / "bench.md"));
+  r = run_podsim_after("timeout 3 ",
+                       {"bench", "--no-shipped", "--no-all-peers", "--rounds", "1", "--gpus", "4",
+                        "--accesses", "400000000", "--quiet", "--out", out},
+                       false);
+  CHECK(r.exit_code != 0);
+  CHECK_FALSE(fs::exists(fs::path(out) / "bench.md"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "bench.json"));
 }
 
 TEST_CASE("a run puts its heap on huge pages, which changes no result and saves page faults",

@@ -13,6 +13,7 @@
 #include <ostream>
 
 #include "sim/core/crash_guard.hpp"
+#include "sim/core/digest.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/sanitizers.hpp"
@@ -223,6 +224,38 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
         fmt::print(err, "podsim: {} {}: is a directory\n", option, path.string());
         return 2;
       }
+    }
+  }
+
+  // Every rank must simulate the same pod. mpirun starts each rank with its own command line
+  // (an MPMD launch can give them different ones) and each reads its own files (a config or
+  // trace that differs between hosts): the resolved config and the traces' bytes are compared
+  // with rank 0's before anything is built or written.
+  if (ranks) {
+    PodConfig paths_aside = cfg;  // where a trace is may differ by host; what it holds may not
+    Digest d;
+    for (std::string* path : {&paths_aside.workload.traffic.trace, &paths_aside.workload.model,
+                              &paths_aside.workload.model_groups}) {
+      if (!path->empty()) {
+        std::ifstream in(*path, std::ios::binary);
+        d.add(std::string(std::istreambuf_iterator<char>(in), {}));
+      }
+      path->clear();
+    }
+    d.add(boost::json::serialize(write_pod_config(paths_aside)));
+    const std::uint64_t value = d.value();
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
+    const std::vector<ByteBuffer> all = ranks->gather(ByteBuffer(bytes, bytes + sizeof value));
+    std::vector<std::uint32_t> differ;
+    for (std::uint32_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0]) differ.push_back(r);
+    if (ranks->or_all(differ.empty() ? 0 : 1) != 0) {
+      if (writer)
+        fmt::print(err,
+                   "podsim: rank{} {} of {} resolved another config than rank 0 (or read other "
+                   "trace files): every rank must run the same command with the same files\n",
+                   differ.size() > 1 ? "s" : "", fmt::join(differ, ", "), ranks->ranks());
+      return 2;
     }
   }
 

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "sim/core/config_io.hpp"
+#include "sim/core/digest.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
@@ -124,6 +125,7 @@ const std::vector<Headline>& headline_stats() {
 namespace {
 
 constexpr int kPointTag = 7;
+constexpr int kGridTag = 8;  // rank 0's grid digest, to each rank
 std::string slurp(const fs::path& p);
 
 // A point's result and every file it wrote (points/NNN/..., NNN.stdout, NNN.stderr), as one
@@ -301,6 +303,37 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       return 2;
     }
   }
+  // Under mpirun every rank must sweep the same grid: each starts from its own command line
+  // (an MPMD launch can give them different ones) and reads its own config files (which can
+  // differ between hosts). Each compares what it would run with rank 0's before anything runs.
+  if (MpiWorld::launched()) {
+    Digest d;
+    for (const auto& p : points) {
+      if (const auto c = config_of(p)) {
+        std::ifstream in(*c, std::ios::binary);
+        d.add(std::string(std::istreambuf_iterator<char>(in), {}));
+      } else {
+        d.add(std::string_view("(the embedded default)"));
+      }
+      for (const auto& a : assignments(p))
+        d.add(a);
+    }
+    d.add(opt.seed ? *opt.seed + 1 : 0).add(opt.warnings_as_errors ? 1 : 0);
+    const std::string mine = std::to_string(d.value());
+    if (MpiWorld::rank() == 0)
+      for (int r = 1; r < MpiWorld::size(); ++r)
+        MpiWorld::send(r, kGridTag, mine);
+    const bool differs = MpiWorld::rank() != 0 && MpiWorld::receive(0, kGridTag) != mine;
+    if (const int last = MpiWorld::max_all(differs ? MpiWorld::rank() : 0); last != 0) {
+      if (MpiWorld::rank() == 0)
+        fmt::print(err,
+                   "podsim sweep: rank {} of {} (at least) would sweep another grid than rank 0 "
+                   "(other configs, files or options): every rank must run the same command "
+                   "with the same files\n",
+                   last, MpiWorld::size());
+      return 2;
+    }
+  }
   std::vector<Column> columns;
   for (const auto& h : headline_stats())
     columns.push_back({h.column, h.stat, h.field});
@@ -436,6 +469,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     }
     row["values"] = std::move(values);
     row["exit_code"] = code;
+    if (results[i].signal != 0) row["signal"] = results[i].signal;  // killed: exit_code -1
     csv += std::to_string(code);
     json::object stats;
     const fs::path sfile = dir / "points" / fmt::format("{:03}", i) / "stats.json";
@@ -550,7 +584,10 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     }
     if (failed_points) {
       const int code = row.at("exit_code").to_number<int>();
-      md += code ? fmt::format(" FAILED (exit {}) |", code) : std::string(" ok |");
+      md += row.as_object().contains("signal")
+                ? fmt::format(" FAILED (killed by signal {}) |", row.at("signal").to_number<int>())
+            : code ? fmt::format(" FAILED (exit {}) |", code)
+                   : std::string(" ok |");
     }
     if (any_warnings) {
       std::string w;
@@ -567,7 +604,8 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   if (failed_points)
     md += fmt::format(
         "\n{} point(s) FAILED: their numbers are not the results of the run as configured "
-        "(points/NNN/run.json says why, or points/NNN.stderr where the run wrote none).\n",
+        "(points/NNN/run.json says why, or points/NNN.stderr where the run wrote none; a point "
+        "killed by a signal wrote neither).\n",
         failed_points);
   try {
     write_file(dir / "sweep.md", md);

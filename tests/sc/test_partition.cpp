@@ -500,3 +500,24 @@ TEST_CASE("a run the watchdog stops split over 2 and 3 ranks gives the one-rank 
   CHECK_THAT(r.err, Catch::Contains("pod.gpu0.port0 (transmit)") &&
                         Catch::Contains("pod.fabric.plane0.switch0 output 0"));
 }
+
+TEST_CASE("ranks started with different configs are refused before anything is written",
+          "[partition]") {
+  // An MPMD launch, or a config file that differs between hosts: each rank would simulate its
+  // part of another pod, and rank 0 write the mixture as its own config's results.
+  const std::string out =
+      (std::filesystem::path(podsim::test::write_temp_file("x", "")).parent_path() / "out")
+          .string();
+  auto run = [&](const char* accesses) {
+    return std::vector<std::string>{"run",   "--quiet",
+                                    "--set", std::string("workload.traffic.accesses=") + accesses,
+                                    "--out", out};
+  };
+  const PodsimRun r = podsim::test::run_podsim_mpi_apart(run("5"), run("50"));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("rank 1 of 2 resolved another config than rank 0"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  // The same command on both runs.
+  CHECK(podsim::test::run_podsim_mpi_apart(run("5"), run("5")).exit_code == 0);
+  CHECK(std::filesystem::exists(std::filesystem::path(out) / "stats.json"));
+}

@@ -363,3 +363,43 @@ TEST_CASE("a sweep lists each point's warnings, and --warnings-as-errors fails t
              Catch::Contains("Points with warnings") &&
                  Catch::Contains("point 000 (accesses=20): window_too_short, too_few_accesses"));
 }
+
+TEST_CASE("under mpirun, ranks given different grids are refused before anything runs",
+          "[sweep][mpi]") {
+  const std::string out =
+      (std::filesystem::path(podsim::test::write_temp_file("x", "")).parent_path() / "sweep")
+          .string();
+  auto sweep = [&](const char* values) {
+    return std::vector<std::string>{"sweep",  "--quiet",
+                                    "--vary", std::string("workload.traffic.accesses=") + values,
+                                    "--out",  out};
+  };
+  const auto r = podsim::test::run_podsim_mpi_apart(sweep("5,6"), sweep("5,7"));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("rank 1 of 2 (at least) would sweep another grid"));
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("a sweep point killed by a signal says so", "[sweep]") {
+  // With 2 s of CPU time a process (ulimit -t), the long point is killed (SIGKILL at the
+  // limit); the short one and the sweep itself (which waits) are not.
+  const std::string out =
+      (std::filesystem::path(podsim::test::write_temp_file("x", "")).parent_path() / "sweep")
+          .string();
+  const auto r = podsim::test::run_podsim_after(
+      "ulimit -t 2; ",
+      {"sweep", "--quiet", "--vary", "workload.traffic.accesses=5,400000000", "--out", out}, false);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  const boost::json::value doc = boost::json::parse(podsim::test::slurp(out + "/sweep.json"));
+  const auto& rows = doc.at("points").as_array();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].at("exit_code").as_int64() == 0);
+  CHECK_FALSE(rows[0].as_object().contains("signal"));
+  CHECK(rows[1].at("exit_code").as_int64() == -1);
+  REQUIRE(rows[1].as_object().contains("signal"));
+  const auto signal = rows[1].at("signal").as_int64();
+  CHECK(signal > 0);
+  CHECK_THAT(podsim::test::slurp(out + "/sweep.md"),
+             Catch::Contains("| FAILED (killed by signal " + std::to_string(signal) + ") |"));
+}

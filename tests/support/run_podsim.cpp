@@ -119,7 +119,9 @@ PodsimRun run_podsim_after(const std::string& shell_prefix, const std::vector<st
   return run_command(shell_prefix, args, add_out);
 }
 
-PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out) {
+namespace {
+// mpirun's own words before the ranks' command, as the tests run it (as root, as CI does).
+std::string mpi_launcher() {
 #if defined(__SANITIZE_ADDRESS__)
   // Open MPI's own allocations outlive MPI_Finalize, in plugins it has unloaded by the time
   // LeakSanitizer looks (so no suppression can name them): leak checks are off for these ranks
@@ -128,10 +130,21 @@ PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool a
 #else
   const std::string sanitizer;
 #endif
-  return run_command(sanitizer + "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
-                         quote(PODSIM_MPIEXEC) + " --oversubscribe -n " + std::to_string(ranks) +
-                         " ",
-                     args, add_out);
+  return sanitizer + "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+         quote(PODSIM_MPIEXEC) + " --oversubscribe ";
+}
+}  // namespace
+
+PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out) {
+  return run_command(mpi_launcher() + "-n " + std::to_string(ranks) + " ", args, add_out);
+}
+
+PodsimRun run_podsim_mpi_apart(const std::vector<std::string>& rank0,
+                               const std::vector<std::string>& rank1) {
+  std::string first = mpi_launcher() + "-n 1 " + quote(PODSIM_EXE);
+  for (const auto& a : rank0)
+    first += " " + quote(a);
+  return run_command(first + " : -n 1 ", rank1, false);
 }
 
 std::string slurp(const std::string& path) {

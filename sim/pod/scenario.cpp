@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -859,9 +860,8 @@ Errno ScenarioRunner::run_step(const Step& s, ProcessState& ps, std::string& det
 // ---- direct setup ----------------------------------------------------------------------------
 
 namespace {
-// Which pass of direct setup carries out a step: 0 (a process's buffer, its local mapping, its
-// export and the handles it sends), 1 (imports: the fd, its mapping, its closing), or none
-// (left to run).
+// Whether direct setup carries out a step (a process's buffers, their mappings, exports, the
+// handles it sends, its imports, their mappings and closings: some value), or leaves it to run.
 std::optional<int> setup_pass(const StepKind& kind) {
   return std::visit(Overload{[](const AllocStep&) -> std::optional<int> { return 0; },
                              [](const ExportStep&) -> std::optional<int> { return 0; },
@@ -986,28 +986,49 @@ struct ScenarioRunner::DirectSetup {
 };
 
 std::vector<Step> ScenarioRunner::direct_setup(const std::vector<Step>& steps) {
-  // The protocol's order, per GPU process: its buffer, mapping and export first (every GPU),
-  // then its imports in step order; what the other steps need (handles, mappings, VAs) is
+  // The protocol's order: each process's setup steps in its own list order (what a process
+  // holds, its handles, NPA ranges and VAs, follows from that order), an import only once its
+  // handle has been sent (in the protocol the process waits for it there). Processes go in
+  // turn, each as far as it can; what the other steps need (handles, mappings, VAs) is
   // recorded as run_step records it. Barriers and access phases are left to run.
   std::vector<Step> rest;
+  std::map<Key, std::deque<std::size_t>> queued;  // each process's setup steps, in order
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (setup_pass(steps[i].kind))
+      queued[Key{steps[i].common.gpu, steps[i].common.process}].push_back(i);
+    else
+      rest.push_back(steps[i]);
+  }
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> messages;  // from, to
-  for (int pass = 0; pass < 2 && failures_.empty(); ++pass) {
-    for (std::size_t i = 0; i < steps.size() && failures_.empty(); ++i) {
-      const Step& step = steps[i];
-      const StepCommon& s = step.common;
-      const std::optional<int> when = setup_pass(step.kind);
-      if (!when) {
-        if (pass == 0) rest.push_back(step);
-        continue;
+  for (bool progress = true; progress && failures_.empty();) {
+    progress = false;
+    for (auto& [key, q] : queued) {
+      while (!q.empty() && failures_.empty()) {
+        const std::size_t i = q.front();
+        const Step& step = steps[i];
+        const StepCommon& s = step.common;
+        if (const auto* imp = std::get_if<ImportStep>(&step.kind);
+            imp && !handles_[s.gpu].count(imp->handle))
+          break;  // waits for its handle
+        GpuNode& node = *gpus_[s.gpu];
+        const auto p = static_cast<driver::ProcessId>(s.process);
+        DirectSetup setup{*this, i, step, s, states_[key], node, node.driver.driver(), p, messages};
+        std::visit(setup, step.kind);
+        q.pop_front();
+        progress = true;
       }
-      if (*when != pass) continue;
-      GpuNode& node = *gpus_[s.gpu];
-      const auto p = static_cast<driver::ProcessId>(s.process);
-      ProcessState& ps = states_[Key{s.gpu, s.process}];
-      DirectSetup setup{*this, i, step, s, ps, node, node.driver.driver(), p, messages};
-      std::visit(setup, step.kind);
     }
   }
+  for (const auto& [key, q] : queued)
+    if (!q.empty() && failures_.empty()) {
+      const Step& step = steps[q.front()];
+      failures_.push_back(fmt::format(
+          "direct setup, step {} ({} on gpu{} process {}): waits for handle {}, which no step "
+          "sends it",
+          q.front(), op_name(step.op()), key.first, key.second,
+          std::get<ImportStep>(step.kind).handle));
+      break;
+    }
   // The interrupt rings those messages went through, set up on both sides.
   for (const auto& [pair, n] : messages) {
     gpus_[pair.first]->mailbox.direct_ring(static_cast<AccelId>(pair.second), 0, true, n);

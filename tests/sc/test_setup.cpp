@@ -175,3 +175,43 @@ TEST_CASE(
         r.run->at("phases").at("setup_ns").to_number<double>() +
             r.run->at("phases").at("access_ns").to_number<double>());
 }
+
+TEST_CASE("direct setup of a model trace whose groups overlap leaves the protocol's state",
+          "[setup]") {
+  // GPUs 2 and 3 are in both groups: each has a window for each, exported, and imports both
+  // groups' peers. The protocol runs a GPU's steps in its list order (group a's window, its
+  // imports, then group b's), and its VAs, buffers and NPA ranges follow that order.
+  const std::string trace = write_temp_file("overlap.json", R"({
+    "groups": {"a": [0, 1, 2, 3], "b": [2, 3, 4, 5]},
+    "nodes": [
+      {"id": "c0", "gpu": 0, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB"},
+      {"id": "c1", "gpu": 1, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB"},
+      {"id": "c2", "gpu": 2, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB"},
+      {"id": "c3", "gpu": 3, "type": "collective", "op": "all_reduce", "group": "a", "bytes": "64KiB"},
+      {"id": "d2", "gpu": 2, "type": "collective", "op": "all_gather", "group": "b", "bytes": "64KiB", "deps": ["c2"]},
+      {"id": "d3", "gpu": 3, "type": "collective", "op": "all_gather", "group": "b", "bytes": "64KiB", "deps": ["c3"]},
+      {"id": "d4", "gpu": 4, "type": "collective", "op": "all_gather", "group": "b", "bytes": "64KiB"},
+      {"id": "d5", "gpu": 5, "type": "collective", "op": "all_gather", "group": "b", "bytes": "64KiB"}
+    ]})");
+  auto run = [&](const char* mode) {
+    const std::string digest = write_temp_file(std::string("model-") + mode + ".json", "");
+    auto r = run_podsim({"run", "--quiet", "--state-digest", digest, "--set", "workload.kind=model",
+                         "--set", "workload.model=" + trace, "--set",
+                         "gpu.mailbox.transport=control_class", "--set",
+                         std::string("workload.setup=") + mode});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return std::make_pair(r, json::parse(slurp(digest)));
+  };
+  const auto [protocol, pd] = run("protocol");
+  const auto [direct, dd] = run("direct");
+  for (const char* what : {"state", "caches"}) {
+    const json::object& p = pd.at(what).as_object();
+    const json::object& d = dd.at(what).as_object();
+    REQUIRE(p.size() == d.size());
+    for (const auto& kv : p) {
+      INFO(what << " " << std::string(kv.key()));
+      CHECK(kv.value() == d.at(kv.key()));
+    }
+  }
+}

@@ -661,7 +661,8 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       put(out_dir / "model.csv", failed_mark + m->csv());
     if (opt.access_log) put(*opt.access_log, failed_mark + format_trace(pod.access_log()));
     if (!failed_text.empty()) digest_doc["run_failed"] = failed_text;
-    if (opt.state_digest && digest_doc.contains("state"))
+    // Not taken in a run that went well: no file (said below); a failed run's says it failed.
+    if (opt.state_digest && (digest_doc.contains("state") || !failed_text.empty()))
       put(*opt.state_digest, config::to_pretty_json(digest_doc));
     if (timeline) {
       for (const StepRecord& r : pod.scenario().records())

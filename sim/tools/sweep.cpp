@@ -604,8 +604,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   if (failed_points)
     md += fmt::format(
         "\n{} point(s) FAILED: their numbers are not the results of the run as configured "
-        "(points/NNN/run.json says why, or points/NNN.stderr where the run wrote none; a point "
-        "killed by a signal wrote neither).\n",
+        "(points/NNN/run.json says why, or points/NNN.stderr where the run wrote none).\n",
         failed_points);
   try {
     write_file(dir / "sweep.md", md);

@@ -79,9 +79,18 @@ std::optional<Duplicate> find_duplicate_key(std::string_view text) {
   struct Frame {
     bool object;
     bool expect_key;
+    std::string path;       // this object's or array's
+    std::string last_key;   // an object's: the key whose value comes next
+    std::size_t index = 0;  // an array's: the element that comes next
     std::map<std::string, std::size_t, std::less<>> keys;
   };
   std::vector<Frame> stack;
+  // The path of a value that opens here: its parent's and its key or index.
+  auto child_path = [&]() -> std::string {
+    if (stack.empty()) return {};
+    const Frame& f = stack.back();
+    return join_path(f.path, f.object ? f.last_key : std::to_string(f.index));
+  };
   std::size_t i = 0;
   while (i < text.size()) {
     const char c = text[i];
@@ -105,18 +114,21 @@ std::optional<Duplicate> find_duplicate_key(std::string_view text) {
             !ec && v.is_string())
           key = std::string(v.as_string());
         const auto [it, fresh] = f.keys.emplace(key, start);
-        if (!fresh) return Duplicate{key, it->second, start};
+        if (!fresh) return Duplicate{key, join_path(f.path, key), it->second, start};
         f.expect_key = false;
+        f.last_key = key;
       }
     } else {
       if (c == '{')
-        stack.push_back({true, true, {}});
+        stack.push_back({true, true, child_path(), {}, 0, {}});
       else if (c == '[')
-        stack.push_back({false, false, {}});
+        stack.push_back({false, false, child_path(), {}, 0, {}});
       else if ((c == '}' || c == ']') && !stack.empty())
         stack.pop_back();
       else if (c == ',' && !stack.empty() && stack.back().object)
         stack.back().expect_key = true;
+      else if (c == ',' && !stack.empty())
+        ++stack.back().index;
       ++i;
     }
   }
@@ -141,7 +153,7 @@ ConfigDoc ConfigDoc::from_text(std::string_view text, std::string source_name) {
   if (const auto d = find_duplicate_key(text)) {
     const auto [l1, c1] = line_col(text, d->first);
     const auto [l2, c2] = line_col(text, d->second);
-    throw ConfigError(source_name, "",
+    throw ConfigError(source_name, d->path,
                       fmt::format("line {}, column {}: the key \"{}\" appears twice in one "
                                   "object (first at line {}, column {})",
                                   l2, c2, d->key, l1, c1));
@@ -192,7 +204,7 @@ void ConfigDoc::apply_override(std::string_view assignment) {
     else
       value = json::string(text);
     if (const auto d = find_duplicate_key(text); d && !ec)
-      throw ConfigError(origin, "",
+      throw ConfigError(origin, join_path(path, d->path),
                         fmt::format("the key \"{}\" appears twice in one object", d->key));
     refuse_nul(value, std::string(assignment.substr(0, eq)), origin);
   }
@@ -404,7 +416,7 @@ std::string JsonReader::kind_of(const json::value& v) {
 }
 
 std::string JsonReader::describe(const json::value& v) {
-  if (v.is_object() || v.is_array()) return kind_of(v);
+  if (v.is_object() || v.is_array() || v.is_null()) return kind_of(v);
   if (v.is_double()) return kind_of(v) + " " + fmt::format("{}", v.get_double());
   return kind_of(v) + " " + json::serialize(v);
 }

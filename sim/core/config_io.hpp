@@ -6,6 +6,7 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -37,6 +38,7 @@ class ConfigError : public std::runtime_error {
 // the first (and a mistyped value in it). Keys compare as JSON reads them (escapes undone).
 struct Duplicate {
   std::string key;
+  std::string path;           // the key's path from the document's root ("pod.gpus")
   std::size_t first, second;  // byte offsets
 };
 std::optional<Duplicate> find_duplicate_key(std::string_view text);
@@ -109,10 +111,14 @@ std::string what_of() {
 }
 template <class T>
 std::string show(const T& v) {
-  if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>)
+  if constexpr (std::is_floating_point_v<T>) {
+    char buf[32];  // the shortest that reads back: 0.001, 5 (not JSON's 1E-3, 5E0)
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
     return boost::json::serialize(write_value(v));
-  else
+  } else {
     return to_string(v);
+  }
 }
 }  // namespace detail
 
@@ -335,7 +341,9 @@ class DocWriter {
     if (b.lo) allowed += ">= " + detail::show(*b.lo);
     if (b.hi) allowed += std::string(allowed.empty() ? "" : ", ") + "<= " + detail::show(*b.hi);
     rows_.push_back({join_path(prefix_, key), short_type<T>(),
-                     boost::json::serialize(detail::write_value(ref)), allowed, std::string(desc)});
+                     std::is_floating_point_v<T> ? detail::show(ref)
+                                                 : boost::json::serialize(detail::write_value(ref)),
+                     allowed, std::string(desc)});
   }
   template <class T>
   void field(std::string_view key, const std::vector<T>& ref, std::string_view desc,

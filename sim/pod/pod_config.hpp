@@ -113,6 +113,11 @@ struct PodConfig {
         c.fail("workload.targets." + std::to_string(i),
                "GPU " + std::to_string(workload.targets[i]) + " does not exist (pod.gpus is " +
                    std::to_string(pod.gpus) + ")");
+    if (const std::uint32_t vpod = pod.vpod_size ? pod.vpod_size : pod.gpus;
+        workload.kind == WorkloadKind::AllToAll && workload.peers > 0 && workload.peers >= vpod)
+      c.fail("workload.peers", "each GPU imports from at most the " + std::to_string(vpod - 1) +
+                                   " other GPUs of its vPod (pod.vpod_size, or pod.gpus), got " +
+                                   std::to_string(workload.peers) + " (0: every one)");
     if (workload.buffer_size < workload.traffic.access_size)
       c.fail("workload.buffer_size", "smaller than workload.traffic.access_size");
     if (workload.kind == WorkloadKind::Collective) check_collective(*this, c);
@@ -243,7 +248,8 @@ void check_scenario(const PodConfig& cfg, C& c) {
   const WorkloadConfig& w = cfg.workload;
   if (w.setup == SetupMode::Direct && w.kind == WorkloadKind::Scenario)
     c.fail("workload.setup",
-           "\"direct\" sets up the all_to_all and collective workloads only; a scenario's steps "
+           "\"direct\" sets up the all_to_all, collective and model workloads only; a scenario's "
+           "steps "
            "run as written");
   if (w.kind != WorkloadKind::Scenario) {
     if (!w.steps.empty())

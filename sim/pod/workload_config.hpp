@@ -447,7 +447,8 @@ inline constexpr std::array<EnumName<SetupMode>, 2> kSetupModeNames{{
     {"protocol", SetupMode::Protocol,
      "the driver's export, import and mapping calls and every protocol message, simulated"},
     {"direct", SetupMode::Direct,
-     "all_to_all and collective: the pod starts in the state the protocol would leave (tables, "
+     "all_to_all, collective and model: the pod starts in the state the protocol would leave "
+     "(tables, "
      "connections, NPA ranges, pins, page tables, rings), without simulating it"},
 }};
 
@@ -482,7 +483,8 @@ struct WorkloadConfig {
     v.choice("kind", kind, "what the GPUs do",
              std::span<const EnumName<WorkloadKind>>(kWorkloadKindNames));
     v.choice("setup", setup,
-             "all_to_all and collective: how the buffers get exported, imported and mapped before "
+             "all_to_all, collective and model: how the buffers get exported, imported and mapped "
+             "before "
              "the accesses (direct: for studies of the access phase on big pods)",
              std::span<const EnumName<SetupMode>>(kSetupModeNames));
     v.field("buffer_size", buffer_size, "all_to_all: size of the buffer each GPU exports",

@@ -128,8 +128,8 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
     return 2;
   }
   // The same pod at every size: the default pod on one switch with a port per GPU, each GPU
-  // importing from 7 peers (all of them at 8 GPUs) and loading and storing across them, the
-  // same load per GPU; the accesses spread over the GPUs.
+  // importing from 7 peers (all of them at 8 GPUs; every other below) and loading and storing
+  // across them, the same load per GPU; the accesses spread over the GPUs.
   std::vector<Point> points;
   for (const std::string& load : opt.loads)
     for (std::uint32_t n : opt.gpus) {
@@ -141,7 +141,7 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
       const std::uint64_t per_gpu = (opt.accesses + n - 1) / n;
       p.sets = {fmt::format("pod.gpus={}", n),
                 fmt::format("fabric.switch.ports={}", std::max(n, 64u)),
-                "gpu.driver.accel_max=1024", "workload.peers=7",
+                "gpu.driver.accel_max=1024", fmt::format("workload.peers={}", std::min(7u, n - 1)),
                 fmt::format("workload.traffic.accesses={}", per_gpu)};
       for (auto& s : load_sets(load))
         p.sets.push_back(s);

@@ -109,6 +109,13 @@ TEST_CASE("checks across sections name the key at fault", "[config]") {
   CHECK_THAT(e.message(), Catch::Contains("fabric.switch.ports is 64"));
   CHECK(error_of(R"({"pod": {"gpus": 4}, "workload": {"initiators": [0, 4]}})").path() ==
         "workload.initiators.1");
+  // More peers than a GPU has is an error, not every peer (0 says that).
+  const ConfigError peers = error_of(R"({"pod": {"gpus": 8}, "workload": {"peers": 8}})");
+  CHECK(peers.path() == "workload.peers");
+  CHECK_THAT(peers.message(), Catch::Contains("at most the 7 other GPUs"));
+  CHECK(error_of(R"({"pod": {"gpus": 8, "vpod_size": 4}, "workload": {"peers": 4}})").path() ==
+        "workload.peers");
+  CHECK_NOTHROW(read(R"({"pod": {"gpus": 8}, "workload": {"peers": 7}})"));
 }
 
 TEST_CASE("an NPA window must reach past where its mode's ranges start", "[config][driver]") {
@@ -267,6 +274,9 @@ TEST_CASE("a key given twice in one object is an error naming both places", "[co
                                         Catch::Contains("line 2, column 3") &&
                                         Catch::Contains("\"gpus\" appears twice") &&
                                         Catch::Contains("first at line 1, column 10"));
+  CHECK(e.path() == "pod.gpus");  // where it is, not only its name
+  CHECK(error_of(R"({"workload": {"steps": [{"gpu": 0}, {"gpu": 1, "op": "alloc", "gpu": 2}]}})")
+            .path() == "workload.steps.1.gpu");
   // The same key in two objects, in an array, or inside a string is not a duplicate.
   CHECK_NOTHROW(read(R"({"pod": {"gpus": 4}, "fabric": {"switch": {"ports": 64}},
     // "gpus" in a comment, "pod" in a string: "name": "pod"
@@ -277,6 +287,7 @@ TEST_CASE("a key given twice in one object is an error naming both places", "[co
   const ConfigError set = error_of("{}", {R"(pod={"gpus": 2, "gpus": 3})"});
   CHECK_THAT(std::string(set.what()),
              Catch::Contains("--set") && Catch::Contains("\"gpus\" appears twice"));
+  CHECK(set.path() == "pod.gpus");
 }
 
 TEST_CASE("a NUL character in a key or a string is an error naming where", "[config]") {

@@ -416,11 +416,12 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       mine.push_back(i);
       jobs.push_back(job_of(i, points_dir));
     }
+  // Progress counts every point of the sweep (rank 0 prints the others' as they arrive).
   std::size_t done = 0;
   const auto ran = run_children(jobs, opt.jobs, [&](std::size_t k, const ChildResult& r) {
     ++done;
-    if (!opt.quiet)
-      fmt::print(err, "[{}/{}] point {:03} ({}) exit {}\n", done, jobs.size(), mine[k],
+    if (!opt.quiet && me == 0)
+      fmt::print(err, "[{}/{}] point {:03} ({}) exit {}\n", done, points.size(), mine[k],
                  fmt::join(points[mine[k]], ", "), r.exit_code);
   });
   std::vector<ChildResult> results(points.size());
@@ -436,8 +437,8 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     const std::size_t i =
         unpack_point(MpiWorld::receive(-1, kPointTag, &from), points_dir, points.size(), results);
     if (!opt.quiet)
-      fmt::print(err, "point {:03} ({}) from rank {}: exit {}\n", i, fmt::join(points[i], ", "),
-                 from, results[i].exit_code);
+      fmt::print(err, "[{}/{}] point {:03} ({}) exit {}, from rank {}\n", ++done, points.size(), i,
+                 fmt::join(points[i], ", "), results[i].exit_code, from);
   }
 
   // One row per point, in grid order.

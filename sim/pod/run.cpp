@@ -128,103 +128,131 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   // The run's page faults are counted from here (not the program's start, nor a first image's
   // before restart_with_huge_heap).
   const std::uint64_t faults_at_start = page_faults_so_far();
-  // 1. The config: everything is checked before anything is built or written.
-  PodConfig cfg;
-  try {
-    cfg = load_pod_config(opt.config_path, opt.overrides);
-  } catch (const config::ConfigError& e) {
-    fmt::print(err, "podsim: config error: {}\n", e.what());
-    return 2;
-  }
-  if (opt.seed) cfg.seed = *opt.seed;
-
-  // Split across ranks: every rank checked the same config the same way (and failed alike,
-  // above); rank 0 alone writes and prints.
+  // Split across ranks: rank 0 alone writes and prints.
   RankComm* const ranks = opt.ranks && opt.ranks->ranks() > 1 ? opt.ranks : nullptr;
   const bool writer = !ranks || ranks->rank() == 0;
-  if (ranks) {
-    const char* refused = opt.timeline       ? "--trace"
-                          : opt.access_log   ? "--access-log"
-                          : opt.state_digest ? "--state-digest"
-                                             : nullptr;
-    if (refused) {
-      fmt::print(err, "podsim: {} is not available when the pod is split across ranks\n", refused);
-      return 2;
-    }
-  }
 
-  // A trace to replay: a relative path is relative to the config file that names it, or to
-  // the current directory when a --set names it (docs/traces.md); it is checked line by line
-  // now, before anything is written.
-  // A model trace: the same rule for its path; read and checked now.
-  if (cfg.workload.kind == WorkloadKind::Model) {
-    auto resolve = [&](std::string& path, const std::string& key) {
-      if (path.empty()) return;
-      fs::path p(path);
-      const bool from_set =
-          std::any_of(opt.overrides.begin(), opt.overrides.end(), [&](const std::string& s) {
-            return s.rfind(key + "=", 0) == 0 || s.rfind("workload=", 0) == 0;
-          });
-      if (p.is_relative() && opt.config_path && !from_set)
-        p = fs::path(*opt.config_path).parent_path() / p;
-      path = fs::absolute(p).lexically_normal().string();
-    };
-    resolve(cfg.workload.model, "workload.model");
-    resolve(cfg.workload.model_groups, "workload.model_groups");
+  // 1. The config: everything is checked before anything is built or written. Each check gives
+  // its exit code; a split run's ranks then agree, so that a rank refusing alone (given another
+  // command line, or reading other files) ends every rank rather than leaving them waiting.
+  PodConfig cfg;
+  std::vector<TraceEntry> replay;                       // a trace to replay, read and checked
+  std::vector<std::pair<const char*, fs::path>> extra;  // --access-log, --trace, --state-digest
+  const int checked = [&]() -> int {
     try {
-      (void)load_model_trace(cfg.workload.model, cfg.pod.gpus,
-                             cfg.workload.collective.chunk_size.count(), cfg.workload.model_groups);
-    } catch (const ModelTraceError& e) {
-      fmt::print(err, "podsim: model trace error: {}\n", e.what());
+      cfg = load_pod_config(opt.config_path, opt.overrides);
+    } catch (const config::ConfigError& e) {
+      fmt::print(err, "podsim: config error: {}\n", e.what());
       return 2;
     }
-  }
-  std::vector<TraceEntry> replay;
-  if (!cfg.workload.traffic.trace.empty()) {
-    fs::path trace(cfg.workload.traffic.trace);
-    const bool from_set =
-        std::any_of(opt.overrides.begin(), opt.overrides.end(), [](const std::string& s) {
-          return s.rfind("workload.traffic.trace=", 0) == 0 ||
-                 s.rfind("workload.traffic=", 0) == 0 || s.rfind("workload=", 0) == 0;
-        });
-    if (trace.is_relative() && opt.config_path && !from_set)
-      trace = fs::path(*opt.config_path).parent_path() / trace;
-    cfg.workload.traffic.trace = fs::absolute(trace).lexically_normal().string();
-    try {
-      replay = load_trace(cfg.workload.traffic.trace, cfg.pod.gpus);
-    } catch (const TraceError& e) {
-      fmt::print(err, "podsim: trace error: {}\n", e.what());
-      return 2;
-    }
-  }
+    if (opt.seed) cfg.seed = *opt.seed;
 
-  // The files asked for beside the directory's (--access-log, --trace, --state-digest): none
-  // may be one of the run's own outputs or another's (checked before anything is written),
-  // and each must be writable, found before the run rather than after it. (A split run
-  // refuses them, above.)
-  std::vector<std::pair<const char*, fs::path>> extra;
-  if (opt.access_log) extra.emplace_back("--access-log", *opt.access_log);
-  if (opt.timeline) extra.emplace_back("--trace", *opt.timeline);
-  if (opt.state_digest) extra.emplace_back("--state-digest", *opt.state_digest);
-  {
-    std::error_code ec;
-    std::vector<std::pair<std::string, fs::path>> taken;
-    for (const char* f : kRunOutputs)
-      taken.emplace_back(fmt::format("the run's {}", f),
-                         fs::weakly_canonical(fs::path(opt.out_dir) / f, ec));
-    for (const auto& [option, path] : extra) {
-      const fs::path full = fs::weakly_canonical(path, ec);
-      for (const auto& [what, other] : taken)
-        if (full == other) {
-          fmt::print(err, "podsim: {} {} would overwrite {}\n", option, path.string(), what);
-          return 2;
-        }
-      taken.emplace_back(fmt::format("{}'s file", option), full);
-      if (fs::is_directory(path, ec)) {
-        fmt::print(err, "podsim: {} {}: is a directory\n", option, path.string());
+    if (ranks) {
+      const char* refused = opt.timeline       ? "--trace"
+                            : opt.access_log   ? "--access-log"
+                            : opt.state_digest ? "--state-digest"
+                                               : nullptr;
+      if (refused) {
+        fmt::print(err, "podsim: {} is not available when the pod is split across ranks\n",
+                   refused);
         return 2;
       }
     }
+
+    // A trace to replay: a relative path is relative to the config file that names it, or to
+    // the current directory when a --set names it (docs/traces.md); it is checked line by line
+    // now, before anything is written.
+    // A model trace: the same rule for its path; read and checked now.
+    if (cfg.workload.kind == WorkloadKind::Model) {
+      auto resolve = [&](std::string& path, const std::string& key) {
+        if (path.empty()) return;
+        fs::path p(path);
+        const bool from_set =
+            std::any_of(opt.overrides.begin(), opt.overrides.end(), [&](const std::string& s) {
+              return s.rfind(key + "=", 0) == 0 || s.rfind("workload=", 0) == 0;
+            });
+        if (p.is_relative() && opt.config_path && !from_set)
+          p = fs::path(*opt.config_path).parent_path() / p;
+        path = fs::absolute(p).lexically_normal().string();
+      };
+      resolve(cfg.workload.model, "workload.model");
+      resolve(cfg.workload.model_groups, "workload.model_groups");
+      try {
+        (void)load_model_trace(cfg.workload.model, cfg.pod.gpus,
+                               cfg.workload.collective.chunk_size.count(),
+                               cfg.workload.model_groups);
+      } catch (const ModelTraceError& e) {
+        fmt::print(err, "podsim: model trace error: {}\n", e.what());
+        return 2;
+      }
+    }
+    if (!cfg.workload.traffic.trace.empty()) {
+      fs::path trace(cfg.workload.traffic.trace);
+      const bool from_set =
+          std::any_of(opt.overrides.begin(), opt.overrides.end(), [](const std::string& s) {
+            return s.rfind("workload.traffic.trace=", 0) == 0 ||
+                   s.rfind("workload.traffic=", 0) == 0 || s.rfind("workload=", 0) == 0;
+          });
+      if (trace.is_relative() && opt.config_path && !from_set)
+        trace = fs::path(*opt.config_path).parent_path() / trace;
+      cfg.workload.traffic.trace = fs::absolute(trace).lexically_normal().string();
+      try {
+        replay = load_trace(cfg.workload.traffic.trace, cfg.pod.gpus);
+      } catch (const TraceError& e) {
+        fmt::print(err, "podsim: trace error: {}\n", e.what());
+        return 2;
+      }
+    }
+
+    // The files asked for beside the directory's (--access-log, --trace, --state-digest): none
+    // may be one of the run's own outputs or another's (checked before anything is written),
+    // and each must be writable, found before the run rather than after it. (A split run
+    // refuses them, above.)
+    if (opt.access_log) extra.emplace_back("--access-log", *opt.access_log);
+    if (opt.timeline) extra.emplace_back("--trace", *opt.timeline);
+    if (opt.state_digest) extra.emplace_back("--state-digest", *opt.state_digest);
+    {
+      std::error_code ec;
+      std::vector<std::pair<std::string, fs::path>> taken;
+      for (const char* f : kRunOutputs)
+        taken.emplace_back(fmt::format("the run's {}", f),
+                           fs::weakly_canonical(fs::path(opt.out_dir) / f, ec));
+      for (const auto& [option, path] : extra) {
+        const fs::path full = fs::weakly_canonical(path, ec);
+        for (const auto& [what, other] : taken)
+          if (full == other) {
+            fmt::print(err, "podsim: {} {} would overwrite {}\n", option, path.string(), what);
+            return 2;
+          }
+        taken.emplace_back(fmt::format("{}'s file", option), full);
+        if (fs::is_directory(path, ec)) {
+          fmt::print(err, "podsim: {} {}: is a directory\n", option, path.string());
+          return 2;
+        }
+      }
+    }
+
+    return 0;
+  }();
+  if (ranks) {
+    // A bit per rank that refused (the 64th for every rank from 63 on).
+    const std::uint64_t refused =
+        ranks->or_all(checked ? 1ull << std::min<std::uint32_t>(ranks->rank(), 63) : 0);
+    if (refused != 0) {
+      if (writer && !checked) {
+        std::vector<std::string> which;
+        for (std::uint32_t r = 1; r < 64; ++r)
+          if (refused >> r & 1) which.push_back(r < 63 ? std::to_string(r) : "63 and up");
+        fmt::print(err,
+                   "podsim: rank{} {} of {} refused the run where rank 0 did not (another "
+                   "command line, config or files): every rank must run the same command with "
+                   "the same files\n",
+                   which.size() > 1 ? "s" : "", fmt::join(which, ", "), ranks->ranks());
+      }
+      return checked ? checked : 2;
+    }
+  } else if (checked) {
+    return checked;
   }
 
   // Every rank must simulate the same pod. mpirun starts each rank with its own command line
@@ -234,15 +262,23 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   if (ranks) {
     PodConfig paths_aside = cfg;  // where a trace is may differ by host; what it holds may not
     Digest d;
+    auto add_file = [&](const std::string& path) {
+      std::ifstream in(path, std::ios::binary);
+      d.add(std::string(std::istreambuf_iterator<char>(in), {}));
+    };
     for (std::string* path : {&paths_aside.workload.traffic.trace, &paths_aside.workload.model,
                               &paths_aside.workload.model_groups}) {
-      if (!path->empty()) {
-        std::ifstream in(*path, std::ios::binary);
-        d.add(std::string(std::istreambuf_iterator<char>(in), {}));
+      if (path->empty()) continue;
+      if (fs::is_regular_file(*path)) {
+        add_file(*path);
+      } else {  // a Chakra trace's prefix: PREFIX.0.et, PREFIX.1.et, ...
+        for (std::size_t n = 0; fs::is_regular_file(fmt::format("{}.{}.et", *path, n)); ++n)
+          add_file(fmt::format("{}.{}.et", *path, n));
       }
       path->clear();
     }
     d.add(boost::json::serialize(write_pod_config(paths_aside)));
+    d.add(opt.warnings_as_errors ? 1 : 0);  // the exit code of a run with warnings
     const std::uint64_t value = d.value();
     const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
     const std::vector<ByteBuffer> all = ranks->gather(ByteBuffer(bytes, bytes + sizeof value));
@@ -738,7 +774,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   }
   if (!pod.ok()) return 1;
   if (opt.state_digest && !digest_doc.contains("state")) {
-    // Asked for and not taken: no file, rather than one that compares equal to another's.
+    // Asked for and not taken: no file (an earlier run's there goes too), rather than one
+    // that compares equal to another's.
+    remove_if_regular(*opt.state_digest);
     fmt::print(
         err,
         "podsim: --state-digest: no digest written to {}: {}; give the access phase more "

@@ -1024,7 +1024,7 @@ std::vector<Step> ScenarioRunner::direct_setup(const std::vector<Step>& steps) {
       const Step& step = steps[q.front()];
       failures_.push_back(fmt::format(
           "direct setup, step {} ({} on gpu{} process {}): waits for handle {}, which no step "
-          "sends it",
+          "sends it first (imports that wait on each other across processes, or no send at all)",
           q.front(), op_name(step.op()), key.first, key.second,
           std::get<ImportStep>(step.kind).handle));
       break;

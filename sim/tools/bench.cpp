@@ -105,17 +105,17 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
         fmt::print(err, "podsim bench: --loads gives {} twice\n", opt.loads[i]);
         return 2;
       }
-  // What a point's name and row state is the bench's to set.
+  // What a point's name and row state is the bench's to set: neither it nor a section holding
+  // it (--set pod={"gpus": 4}) may be set.
   for (const std::string& s : opt.overrides) {
-    std::string key = s.substr(0, s.find('='));
-    key.erase(0, key.find_first_not_of(' '));
-    key.erase(key.find_last_not_of(' ') + 1);
-    for (const char* own : {"pod.gpus", "workload.traffic.injection"})
-      if (key == own) {
+    const std::string key = s.substr(0, s.find('='));
+    for (const std::string own : {"pod.gpus", "workload.traffic.injection"})
+      if (own == key || (own.size() > key.size() && own.compare(0, key.size(), key) == 0 &&
+                         own[key.size()] == '.')) {
         fmt::print(err,
                    "podsim bench: --set {}: every point sets {} (choose with {}); a point's row "
                    "would not say what ran\n",
-                   s, own, std::string(own) == "pod.gpus" ? "--gpus" : "--loads");
+                   s, own, own == "pod.gpus" ? "--gpus" : "--loads");
         return 2;
       }
   }

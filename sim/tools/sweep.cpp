@@ -226,9 +226,15 @@ std::string number_text(const json::value& v) {
 }  // namespace
 
 int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  // Under mpirun a rank that refuses the sweep tells the others (who would wait for it at the
+  // agreement below): it takes part in that agreement, as a refusal, and goes.
+  auto refuse = [](int code) {
+    if (MpiWorld::launched()) (void)MpiWorld::max_all(MpiWorld::rank() + 1);
+    return code;
+  };
   if (opt.vary.empty()) {
     fmt::print(err, "podsim sweep: nothing to vary (give --vary key.path=v1,v2,...)\n");
-    return 2;
+    return refuse(2);
   }
   // A key varied twice (or inside another varied key, or also --set) would leave one of the
   // two settings silently unused: the grid would name values no point ran with.
@@ -244,7 +250,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
         if (overlaps(opt.vary[a].key, opt.vary[b].key)) {
           fmt::print(err, "podsim sweep: --vary {} and --vary {}: the same setting varied twice\n",
                      opt.vary[a].key, opt.vary[b].key);
-          return 2;
+          return refuse(2);
         }
     for (const std::string& set : opt.overrides) {
       const std::string key = set.substr(0, set.find('='));
@@ -254,7 +260,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
                      "podsim sweep: --set {} and --vary {}: the same setting both fixed and "
                      "varied\n",
                      key, v.key);
-          return 2;
+          return refuse(2);
         }
     }
   }
@@ -267,7 +273,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
                "podsim sweep: a config file ({}) and --vary config=...: give the configs one "
                "way\n",
                *opt.config_path);
-    return 2;
+    return refuse(2);
   }
   // The grid, first --vary outermost.
   std::vector<std::vector<std::string>> points{{}};
@@ -300,38 +306,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       if (config_axis) what.insert(what.begin(), "config=" + points[i][*config_axis]);
       fmt::print(err, "podsim sweep: config error at point {} ({}): {}\n", i, fmt::join(what, " "),
                  e.what());
-      return 2;
-    }
-  }
-  // Under mpirun every rank must sweep the same grid: each starts from its own command line
-  // (an MPMD launch can give them different ones) and reads its own config files (which can
-  // differ between hosts). Each compares what it would run with rank 0's before anything runs.
-  if (MpiWorld::launched()) {
-    Digest d;
-    for (const auto& p : points) {
-      if (const auto c = config_of(p)) {
-        std::ifstream in(*c, std::ios::binary);
-        d.add(std::string(std::istreambuf_iterator<char>(in), {}));
-      } else {
-        d.add(std::string_view("(the embedded default)"));
-      }
-      for (const auto& a : assignments(p))
-        d.add(a);
-    }
-    d.add(opt.seed ? *opt.seed + 1 : 0).add(opt.warnings_as_errors ? 1 : 0);
-    const std::string mine = std::to_string(d.value());
-    if (MpiWorld::rank() == 0)
-      for (int r = 1; r < MpiWorld::size(); ++r)
-        MpiWorld::send(r, kGridTag, mine);
-    const bool differs = MpiWorld::rank() != 0 && MpiWorld::receive(0, kGridTag) != mine;
-    if (const int last = MpiWorld::max_all(differs ? MpiWorld::rank() : 0); last != 0) {
-      if (MpiWorld::rank() == 0)
-        fmt::print(err,
-                   "podsim sweep: rank {} of {} (at least) would sweep another grid than rank 0 "
-                   "(other configs, files or options): every rank must run the same command "
-                   "with the same files\n",
-                   last, MpiWorld::size());
-      return 2;
+      return refuse(2);
     }
   }
   std::vector<Column> columns;
@@ -360,8 +335,54 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
                  "podsim sweep: --table {}: not a column (the headline columns are {}; "
                  "add others with --stat)\n",
                  t, headline);
+      return refuse(2);
+    }
+
+  // Under mpirun every rank must sweep the same grid: each starts from its own command line
+  // (an MPMD launch can give them different ones) and reads its own config files (which can
+  // differ between hosts). The ranks first agree that none refused the sweep (above); then
+  // each compares what it would run with rank 0's before anything runs.
+  if (MpiWorld::launched()) {
+    if (const int refused = MpiWorld::max_all(0); refused != 0) {
+      if (MpiWorld::rank() == 0)
+        fmt::print(err,
+                   "podsim sweep: rank {} of {} (at least) refused the sweep where rank 0 did "
+                   "not (another command line, config or files): every rank must run the same "
+                   "command with the same files\n",
+                   refused - 1, MpiWorld::size());
       return 2;
     }
+    Digest d;
+    for (const auto& p : points) {
+      if (const auto c = config_of(p)) {
+        std::ifstream in(*c, std::ios::binary);
+        d.add(std::string(std::istreambuf_iterator<char>(in), {}));
+      } else {
+        d.add(std::string_view("(the embedded default)"));
+      }
+      for (const auto& a : assignments(p))
+        d.add(a);
+    }
+    d.add(opt.seed ? 1 : 0).add(opt.seed.value_or(0)).add(opt.warnings_as_errors ? 1 : 0);
+    for (const auto& t : table)
+      d.add(t);
+    for (const auto& c : columns)
+      d.add(c.name);
+    const std::string mine = std::to_string(d.value());
+    if (MpiWorld::rank() == 0)
+      for (int r = 1; r < MpiWorld::size(); ++r)
+        MpiWorld::send(r, kGridTag, mine);
+    const bool differs = MpiWorld::rank() != 0 && MpiWorld::receive(0, kGridTag) != mine;
+    if (const int last = MpiWorld::max_all(differs ? MpiWorld::rank() : 0); last != 0) {
+      if (MpiWorld::rank() == 0)
+        fmt::print(err,
+                   "podsim sweep: rank {} of {} (at least) would sweep another grid than rank 0 "
+                   "(other configs, files or options): every rank must run the same command "
+                   "with the same files\n",
+                   last, MpiWorld::size());
+      return 2;
+    }
+  }
 
   const fs::path dir(opt.out_dir);
   const std::string self = self_executable();

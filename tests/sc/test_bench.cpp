@@ -220,8 +220,11 @@ TEST_CASE("podsim bench refuses what would make a row say other than what ran", 
            {{"--gpus", "8,,16"}, "an empty item is not a pod size"},
            {{"--loads", "closed,,poisson"}, "'' is not a load"},
            {{"--set", "pod.gpus=16"}, "every point sets pod.gpus (choose with --gpus)"},
-           {{"--set", " workload.traffic.injection =poisson"},
+           {{"--set", "workload.traffic.injection=poisson"},
             "every point sets workload.traffic.injection (choose with --loads)"},
+           {{"--set", R"(pod={"gpus": 16})"}, "every point sets pod.gpus"},  // its section
+           {{"--set", R"(workload={"traffic": {"injection": "poisson"}})"},
+            "every point sets workload.traffic.injection"},
        }) {
     INFO(args[0] << " " << args[1]);
     auto r = bench(args, out);

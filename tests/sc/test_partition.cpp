@@ -517,6 +517,14 @@ TEST_CASE("ranks started with different configs are refused before anything is w
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("rank 1 of 2 resolved another config than rank 0"));
   CHECK_FALSE(std::filesystem::exists(out));
+  // A rank that refuses on its own (here an option a split run cannot honour) ends every rank,
+  // rather than leaving rank 0 waiting for it.
+  auto digest = run("5");
+  digest.insert(digest.end(), {"--state-digest", out + ".digest"});
+  const PodsimRun alone = podsim::test::run_podsim_mpi_apart(run("5"), digest);
+  CHECK(alone.exit_code == 2);
+  CHECK_THAT(alone.err, Catch::Contains("rank 1 of 2 refused the run where rank 0 did not"));
+  CHECK_FALSE(std::filesystem::exists(out));
   // The same command on both runs.
   CHECK(podsim::test::run_podsim_mpi_apart(run("5"), run("5")).exit_code == 0);
   CHECK(std::filesystem::exists(std::filesystem::path(out) / "stats.json"));

@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "tests/support/run_podsim.hpp"
@@ -157,6 +158,7 @@ TEST_CASE(
       (std::filesystem::path(write_temp_file("marker", "")).parent_path() / "digest.json").string();
   for (const char* teardown : {"workload.teardown=true", "workload.teardown=false"}) {
     INFO(teardown);
+    std::ofstream(digest) << R"({"state": {"an earlier run's": "digest"}})";  // goes too
     auto r = run_podsim({"run", "--quiet", "--state-digest", digest, "--set", "workload.peers=3",
                          "--set", "workload.traffic.accesses=50", "--set", teardown});
     CHECK(r.exit_code == 1);

@@ -378,6 +378,11 @@ TEST_CASE("under mpirun, ranks given different grids are refused before anything
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("rank 1 of 2 (at least) would sweep another grid"));
   CHECK_FALSE(std::filesystem::exists(out));
+  // A rank whose grid has a bad point ends every rank, rather than leaving rank 0 waiting.
+  const auto bad = podsim::test::run_podsim_mpi_apart(sweep("5"), sweep("-1"));
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("rank 1 of 2 (at least) refused the sweep"));
+  CHECK_FALSE(std::filesystem::exists(out));
 }
 
 TEST_CASE("a sweep point killed by a signal says so", "[sweep]") {

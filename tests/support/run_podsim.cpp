@@ -120,8 +120,9 @@ PodsimRun run_podsim_after(const std::string& shell_prefix, const std::vector<st
 }
 
 namespace {
-// mpirun's own words before the ranks' command, as the tests run it (as root, as CI does).
-std::string mpi_launcher() {
+// mpirun's own words before the ranks' command, as the tests run it (as root, as CI does);
+// `limit` (e.g. "timeout 300 ") goes just before mpirun.
+std::string mpi_launcher(const std::string& limit = "") {
 #if defined(__SANITIZE_ADDRESS__)
   // Open MPI's own allocations outlive MPI_Finalize, in plugins it has unloaded by the time
   // LeakSanitizer looks (so no suppression can name them): leak checks are off for these ranks
@@ -130,7 +131,7 @@ std::string mpi_launcher() {
 #else
   const std::string sanitizer;
 #endif
-  return sanitizer + "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+  return sanitizer + "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + limit +
          quote(PODSIM_MPIEXEC) + " --oversubscribe ";
 }
 }  // namespace
@@ -141,7 +142,9 @@ PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool a
 
 PodsimRun run_podsim_mpi_apart(const std::vector<std::string>& rank0,
                                const std::vector<std::string>& rank1) {
-  std::string first = mpi_launcher() + "-n 1 " + quote(PODSIM_EXE);
+  // Ranks that do not agree could wait for each other: a hang fails the test (exit 124)
+  // rather than stalling the suite.
+  std::string first = mpi_launcher("timeout 300 ") + "-n 1 " + quote(PODSIM_EXE);
   for (const auto& a : rank0)
     first += " " + quote(a);
   return run_command(first + " : -n 1 ", rank1, false);

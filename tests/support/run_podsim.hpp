@@ -34,7 +34,7 @@ PodsimRun run_podsim_after(const std::string& shell_prefix, const std::vector<st
 // The same under `mpirun --oversubscribe -n RANKS` (allowed to run as root, as CI does).
 PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out = true);
 // Two ranks started with their own command lines (an MPMD launch: `mpirun -n 1 podsim RANK0 :
-// -n 1 podsim RANK1`); no --out is added.
+// -n 1 podsim RANK1`), stopped after 300 s (exit 124); no --out is added.
 PodsimRun run_podsim_mpi_apart(const std::vector<std::string>& rank0,
                                const std::vector<std::string>& rank1);
 

@@ -26,6 +26,13 @@ std::string join_path(std::string_view prefix, std::string_view key) {
   return std::string(prefix) + "." + std::string(key);
 }
 
+bool paths_overlap(std::string_view a, std::string_view b) {
+  const std::string_view shorter = a.size() <= b.size() ? a : b;
+  const std::string_view longer = a.size() <= b.size() ? b : a;
+  return shorter == longer ||
+         (longer.substr(0, shorter.size()) == shorter && longer[shorter.size()] == '.');
+}
+
 namespace {
 
 json::parse_options lenient_syntax() {

@@ -66,6 +66,8 @@ class ConfigDoc {
 };
 
 std::string join_path(std::string_view prefix, std::string_view key);
+// Whether two key paths name the same setting or one holds the other ("pod" and "pod.gpus").
+bool paths_overlap(std::string_view a, std::string_view b);
 
 // Type descriptions for messages ("an integer", "a time such as ...").
 namespace detail {

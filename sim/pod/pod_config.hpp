@@ -249,8 +249,7 @@ void check_scenario(const PodConfig& cfg, C& c) {
   if (w.setup == SetupMode::Direct && w.kind == WorkloadKind::Scenario)
     c.fail("workload.setup",
            "\"direct\" sets up the all_to_all, collective and model workloads only; a scenario's "
-           "steps "
-           "run as written");
+           "steps run as written");
   if (w.kind != WorkloadKind::Scenario) {
     if (!w.steps.empty())
       c.fail("workload.steps", "steps run only when workload.kind is \"scenario\"");

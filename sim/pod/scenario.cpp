@@ -861,18 +861,14 @@ Errno ScenarioRunner::run_step(const Step& s, ProcessState& ps, std::string& det
 
 namespace {
 // Whether direct setup carries out a step (a process's buffers, their mappings, exports, the
-// handles it sends, its imports, their mappings and closings: some value), or leaves it to run.
-std::optional<int> setup_pass(const StepKind& kind) {
-  return std::visit(Overload{[](const AllocStep&) -> std::optional<int> { return 0; },
-                             [](const ExportStep&) -> std::optional<int> { return 0; },
-                             [](const SendHandleStep&) -> std::optional<int> { return 0; },
-                             [](const MapStep& m) -> std::optional<int> {
-                               return m.from == MapStep::From::Buffer ? 0 : 1;
-                             },
-                             [](const ImportStep&) -> std::optional<int> { return 1; },
-                             [](const CloseFdStep&) -> std::optional<int> { return 1; },
-                             [](const auto&) -> std::optional<int> { return std::nullopt; }},
-                    kind);
+// handles it sends, its imports, their mappings and closings), or leaves it to run.
+bool set_up_directly(const StepKind& kind) {
+  return std::visit(
+      Overload{[](const AllocStep&) { return true; }, [](const ExportStep&) { return true; },
+               [](const SendHandleStep&) { return true; }, [](const MapStep&) { return true; },
+               [](const ImportStep&) { return true; }, [](const CloseFdStep&) { return true; },
+               [](const auto&) { return false; }},
+      kind);
 }
 }  // namespace
 
@@ -982,7 +978,7 @@ struct ScenarioRunner::DirectSetup {
     if (e != Errno::Ok) error(std::string(errno_name(e)));
     ps.fds.erase(c.fd);
   }
-  void operator()(const auto&) {}  // not a setup step (setup_pass says so first)
+  void operator()(const auto&) {}  // not a setup step (set_up_directly says so first)
 };
 
 std::vector<Step> ScenarioRunner::direct_setup(const std::vector<Step>& steps) {
@@ -994,7 +990,7 @@ std::vector<Step> ScenarioRunner::direct_setup(const std::vector<Step>& steps) {
   std::vector<Step> rest;
   std::map<Key, std::deque<std::size_t>> queued;  // each process's setup steps, in order
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (setup_pass(steps[i].kind))
+    if (set_up_directly(steps[i].kind))
       queued[Key{steps[i].common.gpu, steps[i].common.process}].push_back(i);
     else
       rest.push_back(steps[i]);

@@ -448,8 +448,7 @@ inline constexpr std::array<EnumName<SetupMode>, 2> kSetupModeNames{{
      "the driver's export, import and mapping calls and every protocol message, simulated"},
     {"direct", SetupMode::Direct,
      "all_to_all, collective and model: the pod starts in the state the protocol would leave "
-     "(tables, "
-     "connections, NPA ranges, pins, page tables, rings), without simulating it"},
+     "(tables, connections, NPA ranges, pins, page tables, rings), without simulating it"},
 }};
 
 // What a step that fails (returns an errno other than its `expect`) does to the run.
@@ -484,8 +483,7 @@ struct WorkloadConfig {
              std::span<const EnumName<WorkloadKind>>(kWorkloadKindNames));
     v.choice("setup", setup,
              "all_to_all, collective and model: how the buffers get exported, imported and mapped "
-             "before "
-             "the accesses (direct: for studies of the access phase on big pods)",
+             "before the accesses (direct: for studies of the access phase on big pods)",
              std::span<const EnumName<SetupMode>>(kSetupModeNames));
     v.field("buffer_size", buffer_size, "all_to_all: size of the buffer each GPU exports",
             between(Bytes(4096), Bytes::GiB(64)));

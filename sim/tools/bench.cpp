@@ -93,25 +93,21 @@ int bench_command(const BenchOptions& opt, std::ostream& out, std::ostream& err)
                opt.gpus.empty() ? "--gpus" : "--loads", opt.gpus.empty() ? "pod size" : "load");
     return 2;
   }
-  for (std::size_t i = 0; i < opt.gpus.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (opt.gpus[i] == opt.gpus[j]) {
-        fmt::print(err, "podsim bench: --gpus gives {} twice\n", opt.gpus[i]);
-        return 2;
+  auto given_twice = [&](const char* option, const auto& list) {
+    for (auto it = list.begin(); it != list.end(); ++it)
+      if (std::find(list.begin(), it, *it) != it) {
+        fmt::print(err, "podsim bench: {} gives {} twice\n", option, *it);
+        return true;
       }
-  for (std::size_t i = 0; i < opt.loads.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (opt.loads[i] == opt.loads[j]) {
-        fmt::print(err, "podsim bench: --loads gives {} twice\n", opt.loads[i]);
-        return 2;
-      }
+    return false;
+  };
+  if (given_twice("--gpus", opt.gpus) || given_twice("--loads", opt.loads)) return 2;
   // What a point's name and row state is the bench's to set: neither it nor a section holding
   // it (--set pod={"gpus": 4}) may be set.
   for (const std::string& s : opt.overrides) {
     const std::string key = s.substr(0, s.find('='));
     for (const std::string own : {"pod.gpus", "workload.traffic.injection"})
-      if (own == key || (own.size() > key.size() && own.compare(0, key.size(), key) == 0 &&
-                         own[key.size()] == '.')) {
+      if (config::paths_overlap(own, key)) {
         fmt::print(err,
                    "podsim bench: --set {}: every point sets {} (choose with {}); a point's row "
                    "would not say what ran\n",

@@ -239,15 +239,9 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   // A key varied twice (or inside another varied key, or also --set) would leave one of the
   // two settings silently unused: the grid would name values no point ran with.
   {
-    auto overlaps = [](const std::string& a, const std::string& b) {  // equal, or one inside
-      const std::string& shorter = a.size() <= b.size() ? a : b;
-      const std::string& longer = a.size() <= b.size() ? b : a;
-      return shorter == longer ||
-             (longer.compare(0, shorter.size(), shorter) == 0 && longer[shorter.size()] == '.');
-    };
     for (std::size_t a = 0; a < opt.vary.size(); ++a)
       for (std::size_t b = a + 1; b < opt.vary.size(); ++b)
-        if (overlaps(opt.vary[a].key, opt.vary[b].key)) {
+        if (config::paths_overlap(opt.vary[a].key, opt.vary[b].key)) {
           fmt::print(err, "podsim sweep: --vary {} and --vary {}: the same setting varied twice\n",
                      opt.vary[a].key, opt.vary[b].key);
           return refuse(2);
@@ -255,7 +249,7 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     for (const std::string& set : opt.overrides) {
       const std::string key = set.substr(0, set.find('='));
       for (const Vary& v : opt.vary)
-        if (overlaps(key, v.key)) {
+        if (config::paths_overlap(key, v.key)) {
           fmt::print(err,
                      "podsim sweep: --set {} and --vary {}: the same setting both fixed and "
                      "varied\n",
@@ -354,12 +348,8 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     }
     Digest d;
     for (const auto& p : points) {
-      if (const auto c = config_of(p)) {
-        std::ifstream in(*c, std::ios::binary);
-        d.add(std::string(std::istreambuf_iterator<char>(in), {}));
-      } else {
-        d.add(std::string_view("(the embedded default)"));
-      }
+      const auto c = config_of(p);
+      d.add(c ? slurp(*c) : std::string("(the embedded default)"));
       for (const auto& a : assignments(p))
         d.add(a);
     }

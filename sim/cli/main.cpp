@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <new>
 #include <sstream>
 #include <string>
@@ -59,6 +60,10 @@ void validate_count(boost::any& v, const std::vector<std::string>& values) {
   std::uint64_t n = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
   const bool ok = !s.empty() && s.front() != '+' && ec == std::errc() && end == s.data() + s.size();
+  if (ec == std::errc::result_out_of_range && end == s.data() + s.size())
+    throw po::error_with_option_name(
+        fmt::format("the argument '{}' for option '%canonical_option%' is too large (at most {})",
+                    s, std::numeric_limits<std::uint64_t>::max()));
   if (!ok || n < Min)
     throw po::error_with_option_name(fmt::format(
         "the argument '{}' for option '%canonical_option%' is not a whole number of at least {}", s,
@@ -124,6 +129,46 @@ int parse(const std::string& cmd, const std::vector<std::string>& args,
   return 0;
 }
 
+// Under mpirun every rank must start the same command: a rank that ends before its first
+// exchange with the others (its command line refused, --help, another command: an MPMD launch
+// gives each rank its own command line) would leave them waiting there for ever. So every rank
+// takes part in this agreement exactly once: one starting `podsim run` or `podsim sweep` just
+// before it starts, any other as it ends (sc_main). Unless all started the same, none goes on;
+// rank 0 says what each rank did, with what the others printed (they are silenced).
+enum class Started : int { nothing = 0, run = 1, sweep = 2 };
+bool g_agreed = false;
+
+bool agree_to_start(Started mine) {
+  using podsim::tools::MpiWorld;
+  g_agreed = true;
+  if (!MpiWorld::launched()) return true;
+  const std::vector<int> all = MpiWorld::gather_all(static_cast<int>(mine));
+  if (std::all_of(all.begin(), all.end(), [&](int c) { return c == all[0]; })) return true;
+  constexpr int kWhyTag = 9;
+  const int me = MpiWorld::rank();
+  if (me != 0 && all[me] != all[0]) MpiWorld::send(0, kWhyTag, MpiWorld::silenced());
+  if (me == 0) {
+    auto what = [](int c) {
+      return c == 1   ? "started `podsim run`"
+             : c == 2 ? "started `podsim sweep`"
+                      : "started nothing (its command line ended it)";
+    };
+    fmt::print(std::cerr,
+               "podsim: the ranks did not all start the same command (every rank must run the "
+               "same command with the same files); rank 0 {}, and:\n",
+               what(all[0]));
+    for (int r = 1; r < MpiWorld::size(); ++r) {
+      if (all[r] == all[0]) continue;
+      std::string said = MpiWorld::receive(r, kWhyTag);
+      while (!said.empty() && said.back() == '\n')
+        said.pop_back();
+      fmt::print(std::cerr, "  rank {} {}{}\n", r, what(all[r]),
+                 said.empty() ? "" : ", saying: " + said);
+    }
+  }
+  return false;
+}
+
 int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool print_only) {
   po::options_description desc(fmt::format("podsim {} [CONFIG.json] [options]", cmd));
   desc.add_options()("help,h", "this help")(
@@ -183,6 +228,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
     std::cerr << "podsim run: --trace-sample must be at least 1\n";
     return 2;
   }
+  if (!agree_to_start(Started::run)) return 2;
   // Under mpirun, the pod is split across the ranks.
   std::unique_ptr<podsim::RankComm> ranks;
   if (podsim::tools::MpiWorld::launched()) {
@@ -238,6 +284,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   opt.quiet = vm.count("quiet") > 0;
   opt.warnings_as_errors = vm.count("warnings-as-errors") > 0;
   if (podsim::tools::MpiWorld::rank() != 0) opt.quiet = true;  // rank 0 reports progress
+  if (!agree_to_start(Started::sweep)) return 2;
   return podsim::tools::sweep_command(opt, std::cout, std::cerr);
 }
 
@@ -530,7 +577,11 @@ int sc_main(int argc, char* argv[]) {
     std::cerr.rdbuf(silenced.rdbuf());
   }
   g_terminal_err = err;
-  const int rc = dispatch(argc, argv);
+  MpiWorld::set_silenced(&silenced);
+  int rc = dispatch(argc, argv);
+  // A rank that started neither a run nor a sweep still takes part in the ranks' agreement.
+  if (MpiWorld::launched() && !g_agreed && !agree_to_start(Started::nothing) && rc == 0) rc = 2;
+  MpiWorld::set_silenced(nullptr);
   std::cout.rdbuf(out);
   std::cerr.rdbuf(err);
   MpiWorld::finalize();

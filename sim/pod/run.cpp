@@ -5,12 +5,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <sstream>
 
 #include "sim/core/crash_guard.hpp"
 #include "sim/core/digest.hpp"
@@ -138,11 +140,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   PodConfig cfg;
   std::vector<TraceEntry> replay;                       // a trace to replay, read and checked
   std::vector<std::pair<const char*, fs::path>> extra;  // --access-log, --trace, --state-digest
+  std::ostringstream why;  // what a refusal says (a split run's rank 0 prints the others')
   const int checked = [&]() -> int {
     try {
       cfg = load_pod_config(opt.config_path, opt.overrides);
     } catch (const config::ConfigError& e) {
-      fmt::print(err, "podsim: config error: {}\n", e.what());
+      fmt::print(why, "podsim: config error: {}\n", e.what());
       return 2;
     }
     if (opt.seed) cfg.seed = *opt.seed;
@@ -153,7 +156,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                             : opt.state_digest ? "--state-digest"
                                                : nullptr;
       if (refused) {
-        fmt::print(err, "podsim: {} is not available when the pod is split across ranks\n",
+        fmt::print(why, "podsim: {} is not available when the pod is split across ranks\n",
                    refused);
         return 2;
       }
@@ -182,7 +185,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
                                cfg.workload.collective.chunk_size.count(),
                                cfg.workload.model_groups);
       } catch (const ModelTraceError& e) {
-        fmt::print(err, "podsim: model trace error: {}\n", e.what());
+        fmt::print(why, "podsim: model trace error: {}\n", e.what());
         return 2;
       }
     }
@@ -199,7 +202,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       try {
         replay = load_trace(cfg.workload.traffic.trace, cfg.pod.gpus);
       } catch (const TraceError& e) {
-        fmt::print(err, "podsim: trace error: {}\n", e.what());
+        fmt::print(why, "podsim: trace error: {}\n", e.what());
         return 2;
       }
     }
@@ -221,12 +224,12 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
         const fs::path full = fs::weakly_canonical(path, ec);
         for (const auto& [what, other] : taken)
           if (full == other) {
-            fmt::print(err, "podsim: {} {} would overwrite {}\n", option, path.string(), what);
+            fmt::print(why, "podsim: {} {} would overwrite {}\n", option, path.string(), what);
             return 2;
           }
         taken.emplace_back(fmt::format("{}'s file", option), full);
         if (fs::is_directory(path, ec)) {
-          fmt::print(err, "podsim: {} {}: is a directory\n", option, path.string());
+          fmt::print(why, "podsim: {} {}: is a directory\n", option, path.string());
           return 2;
         }
       }
@@ -234,20 +237,37 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
 
     return 0;
   }();
+  err << why.str();
   if (ranks) {
     // A bit per rank that refused (the 64th for every rank from 63 on).
     const std::uint64_t refused =
         ranks->or_all(checked ? 1ull << std::min<std::uint32_t>(ranks->rank(), 63) : 0);
     if (refused != 0) {
-      if (writer && !checked) {
+      // Rank 0 prints what each other rank that refused said (they are silenced), once for
+      // each different message that rank 0 did not print itself.
+      const std::string mine = why.str();
+      const std::vector<ByteBuffer> said =
+          ranks->gather(checked ? ByteBuffer(mine.begin(), mine.end()) : ByteBuffer());
+      if (writer) {
         std::vector<std::string> which;
         for (std::uint32_t r = 1; r < 64; ++r)
           if (refused >> r & 1) which.push_back(r < 63 ? std::to_string(r) : "63 and up");
-        fmt::print(err,
-                   "podsim: rank{} {} of {} refused the run where rank 0 did not (another "
-                   "command line, config or files): every rank must run the same command with "
-                   "the same files\n",
-                   which.size() > 1 ? "s" : "", fmt::join(which, ", "), ranks->ranks());
+        if (!checked)
+          fmt::print(err,
+                     "podsim: rank{} {} of {} refused the run where rank 0 did not (another "
+                     "command line, config or files): every rank must run the same command "
+                     "with the same files\n",
+                     which.size() > 1 ? "s" : "", fmt::join(which, ", "), ranks->ranks());
+        std::vector<std::string> printed{mine};
+        for (std::uint32_t r = 1; r < said.size(); ++r) {
+          std::string text(said[r].begin(), said[r].end());
+          if (text.empty() || std::find(printed.begin(), printed.end(), text) != printed.end())
+            continue;
+          printed.push_back(text);
+          while (!text.empty() && text.back() == '\n')
+            text.pop_back();
+          fmt::print(err, "podsim: rank {} said: {}\n", r, text);
+        }
       }
       return checked ? checked : 2;
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <sstream>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
@@ -107,6 +108,23 @@ int MpiWorld::max_all(int v) {
   int out = v;
   check(MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   return out;
+}
+
+std::vector<int> MpiWorld::gather_all(int v) {
+  std::vector<int> out(static_cast<std::size_t>(g_size), v);
+  if (g_active)
+    check(MPI_Allgather(&v, 1, MPI_INT, out.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  return out;
+}
+
+namespace {
+const std::ostringstream* g_silenced = nullptr;
+}
+void MpiWorld::set_silenced(const std::ostringstream* text) {
+  g_silenced = text;
+}
+std::string MpiWorld::silenced() {
+  return g_silenced ? g_silenced->str() : std::string();
 }
 
 void MpiWorld::abort(int code) {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace podsim::tools {
 
@@ -24,6 +26,13 @@ class MpiWorld {
   static std::string receive(int from, int tag, int* source = nullptr);
   // The largest of each rank's `v` (every rank gets it).
   static int max_all(int v);
+  // Every rank's `v`, in rank order (every rank gets them all).
+  static std::vector<int> gather_all(int v);
+  // What this rank has printed so far that nobody saw: a rank other than 0 is silenced (rank 0
+  // speaks for all), so when it refuses alone it sends this to rank 0 to print. main() names
+  // the buffer; empty until then.
+  static void set_silenced(const std::ostringstream* text);
+  static std::string silenced();
   // Ends every rank at once with `code` (a rank that cannot go on).
   [[noreturn]] static void abort(int code);
 };

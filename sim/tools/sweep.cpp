@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -126,6 +127,30 @@ namespace {
 
 constexpr int kPointTag = 7;
 constexpr int kGridTag = 8;  // rank 0's grid digest, to each rank
+constexpr int kWhyTag = 10;  // what a rank that refused the sweep printed, to rank 0
+
+// Under mpirun, the ranks agree whether any refused the sweep (`code` nonzero: this one did, and
+// has printed why). Returns 0 if none did, else the code to exit with. When rank 0 did not
+// refuse, it names the last rank that did and prints what that rank said (the other ranks are
+// silenced); when it did, its own message stands for all.
+int agree_on_refusals(int code, std::ostream& err) {
+  if (!MpiWorld::launched()) return code;
+  const int last = MpiWorld::max_all(code ? MpiWorld::rank() + 1 : 0) - 1;
+  if (last < 0) return 0;
+  if (last != 0 && MpiWorld::rank() == last) MpiWorld::send(0, kWhyTag, MpiWorld::silenced());
+  if (last != 0 && MpiWorld::rank() == 0) {
+    std::string said = MpiWorld::receive(last, kWhyTag);
+    if (code) return code;
+    while (!said.empty() && said.back() == '\n')
+      said.pop_back();
+    fmt::print(err,
+               "podsim sweep: rank {} of {}{} refused the sweep where rank 0 did not (every "
+               "rank must run the same command with the same files){}{}\n",
+               last, MpiWorld::size(), last > 1 ? " (at least)" : "",
+               said.empty() ? "" : ", saying: ", said);
+  }
+  return code ? code : 2;
+}
 std::string slurp(const fs::path& p);
 
 // A point's result and every file it wrote (points/NNN/..., NNN.stdout, NNN.stderr), as one
@@ -228,10 +253,7 @@ std::string number_text(const json::value& v) {
 int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   // Under mpirun a rank that refuses the sweep tells the others (who would wait for it at the
   // agreement below): it takes part in that agreement, as a refusal, and goes.
-  auto refuse = [](int code) {
-    if (MpiWorld::launched()) (void)MpiWorld::max_all(MpiWorld::rank() + 1);
-    return code;
-  };
+  auto refuse = [&err](int code) { return agree_on_refusals(code, err); };
   if (opt.vary.empty()) {
     fmt::print(err, "podsim sweep: nothing to vary (give --vary key.path=v1,v2,...)\n");
     return refuse(2);
@@ -336,16 +358,38 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   // (an MPMD launch can give them different ones) and reads its own config files (which can
   // differ between hosts). The ranks first agree that none refused the sweep (above); then
   // each compares what it would run with rank 0's before anything runs.
-  if (MpiWorld::launched()) {
-    if (const int refused = MpiWorld::max_all(0); refused != 0) {
-      if (MpiWorld::rank() == 0)
-        fmt::print(err,
-                   "podsim sweep: rank {} of {} (at least) refused the sweep where rank 0 did "
-                   "not (another command line, config or files): every rank must run the same "
-                   "command with the same files\n",
-                   refused - 1, MpiWorld::size());
-      return 2;
+  // A rank other than 0 runs its points in a scratch directory of its own (their files go to
+  // rank 0 to be written): one that cannot make it refuses the sweep too, before anything runs.
+  const int ranks = MpiWorld::size(), me = MpiWorld::rank();
+  const fs::path dir(opt.out_dir);
+  fs::path points_dir = dir / "points";
+  struct Staging {  // a rank's scratch directory goes when this function is left, by an error too
+    fs::path dir;
+    ~Staging() {
+      std::error_code ignored;
+      if (!dir.empty()) fs::remove_all(dir, ignored);
     }
+  } staging;
+  if (me != 0) {
+    std::error_code ec;
+    const fs::path tmp = fs::temp_directory_path(ec);
+    if (!ec) {
+      points_dir = tmp / fmt::format("podsim-sweep-{}-rank{}", ::getpid(), me) / "points";
+      staging.dir = points_dir.parent_path();
+      fs::create_directories(points_dir, ec);
+    }
+    if (ec) {
+      const char* tmpdir = std::getenv("TMPDIR");
+      fmt::print(err,
+                 "podsim sweep: cannot make this rank's scratch directory in the temporary "
+                 "directory ({}): {}\n",
+                 tmpdir ? fmt::format("TMPDIR={}", tmpdir) : std::string("/tmp"), ec.message());
+      return refuse(2);
+    }
+  }
+
+  if (MpiWorld::launched()) {
+    if (const int refused = agree_on_refusals(0, err)) return refused;
     Digest d;
     for (const auto& p : points) {
       const auto c = config_of(p);
@@ -374,7 +418,6 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     }
   }
 
-  const fs::path dir(opt.out_dir);
   const std::string self = self_executable();
   // Point i's run, its outputs under `points` (points/NNN/, NNN.stdout, NNN.stderr).
   auto job_of = [&](std::size_t i, const fs::path& points_dir) {
@@ -399,27 +442,14 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
   // Under mpirun the points are dealt out over the ranks (point i to rank i mod ranks), each
   // rank running its own `-j` at a time; the other ranks send their points' files to rank 0,
   // which writes everything as one machine would.
-  const int ranks = MpiWorld::size(), me = MpiWorld::rank();
   // What an earlier sweep left in DIR goes first, so a sweep that fails part way never leaves
   // a set of sweep files that look like its own.
   if (me == 0) {
     for (const char* f : {"sweep.csv", "sweep.json", "sweep.md"})
       fs::remove(dir / f);
     fs::remove_all(dir / "points");
+    fs::create_directories(points_dir);
   }
-  const fs::path points_dir = me == 0 ? dir / "points"
-                                      : fs::temp_directory_path() /
-                                            fmt::format("podsim-sweep-{}-rank{}", ::getpid(), me) /
-                                            "points";
-  // A rank's private directory goes when this function is left, by an error too.
-  struct Staging {
-    fs::path dir;
-    ~Staging() {
-      std::error_code ignored;
-      if (!dir.empty()) fs::remove_all(dir, ignored);
-    }
-  } staging{me == 0 ? fs::path() : points_dir.parent_path()};
-  fs::create_directories(points_dir);
   std::vector<std::size_t> mine;
   std::vector<ChildJob> jobs;
   for (std::size_t i = 0; i < points.size(); ++i)

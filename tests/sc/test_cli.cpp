@@ -167,13 +167,20 @@ TEST_CASE(
         std::vector<std::string>{"run", "--trace-max-events", "-1"},
         std::vector<std::string>{"run", "--trace-sample", "0"},
         std::vector<std::string>{"run", "--seed", "1e3"},
-        std::vector<std::string>{"run", "--seed", "18446744073709551616"},  // 2^64
         std::vector<std::string>{"run", "--seed", "+5"},
         std::vector<std::string>{"sweep", "--vary", "pod.gpus=2,4", "-j", "0"}}) {
     INFO(args[1] << " " << args.back());
     auto r = run_podsim(args, false);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains("is not a whole number of at least"));
+  }
+  // A whole number past 2^64 - 1 is too large, not "not a whole number".
+  for (const char* n : {"18446744073709551616", "99999999999999999999999"}) {
+    auto r = run_podsim({"run", "--seed", n}, false);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(std::string("the argument '") + n +
+                                      "' for option '--seed' is too large (at most "
+                                      "18446744073709551615)"));
   }
   // The largest seed, as --seed and as --set seed: the same run.
   auto flag = run_podsim(

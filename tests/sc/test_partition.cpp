@@ -524,8 +524,40 @@ TEST_CASE("ranks started with different configs are refused before anything is w
   const PodsimRun alone = podsim::test::run_podsim_mpi_apart(run("5"), digest);
   CHECK(alone.exit_code == 2);
   CHECK_THAT(alone.err, Catch::Contains("rank 1 of 2 refused the run where rank 0 did not"));
+  // ... and rank 0 prints what rank 1 said (the other ranks are silenced).
+  CHECK_THAT(alone.err, Catch::Contains("podsim: rank 1 said: podsim: --state-digest is not "
+                                        "available when the pod is split across ranks"));
   CHECK_FALSE(std::filesystem::exists(out));
   // The same command on both runs.
   CHECK(podsim::test::run_podsim_mpi_apart(run("5"), run("5")).exit_code == 0);
   CHECK(std::filesystem::exists(std::filesystem::path(out) / "stats.json"));
+}
+
+TEST_CASE("ranks that do not all start the same command end together", "[partition]") {
+  // An MPMD launch gives each rank its own command line: a rank that ends before its first
+  // exchange with the others (its command line refused, --help, another command) would leave
+  // them waiting for it. Each case runs under a 300 s timeout (exit 124 if it hangs).
+  const std::string out =
+      (std::filesystem::path(podsim::test::write_temp_file("x", "")).parent_path() / "out")
+          .string();
+  const std::vector<std::string> run{"run", "--quiet", "--set", "workload.traffic.accesses=5",
+                                     "--out", out};
+  const PodsimRun bad = podsim::test::run_podsim_mpi_apart(run, {"run", "--no-such-option"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("the ranks did not all start the same command") &&
+                          Catch::Contains("rank 0 started `podsim run`") &&
+                          Catch::Contains("rank 1 started nothing (its command line ended it), "
+                                          "saying: podsim run: unrecognised option "
+                                          "'--no-such-option'"));
+  const PodsimRun sweep = podsim::test::run_podsim_mpi_apart(
+      run, {"sweep", "--quiet", "--vary", "workload.traffic.accesses=5", "--out", out});
+  CHECK(sweep.exit_code == 2);
+  CHECK_THAT(sweep.err, Catch::Contains("rank 1 started `podsim sweep`"));
+  // Rank 0 asked only for help: it prints it, but the run did not happen.
+  const PodsimRun help = podsim::test::run_podsim_mpi_apart({"run", "--help"}, run);
+  CHECK(help.exit_code != 0);
+  CHECK(help.exit_code != 124);
+  CHECK_THAT(help.err, Catch::Contains("rank 0 started nothing") &&
+                           Catch::Contains("rank 1 started `podsim run`"));
+  CHECK_FALSE(std::filesystem::exists(out));
 }

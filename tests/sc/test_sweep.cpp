@@ -381,7 +381,18 @@ TEST_CASE("under mpirun, ranks given different grids are refused before anything
   // A rank whose grid has a bad point ends every rank, rather than leaving rank 0 waiting.
   const auto bad = podsim::test::run_podsim_mpi_apart(sweep("5"), sweep("-1"));
   CHECK(bad.exit_code == 2);
-  CHECK_THAT(bad.err, Catch::Contains("rank 1 of 2 (at least) refused the sweep"));
+  CHECK_THAT(bad.err, Catch::Contains("rank 1 of 2 refused the sweep where rank 0 did not") &&
+                          Catch::Contains("saying: podsim sweep: config error at point 0"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  // A rank that cannot make its scratch directory (its TMPDIR a file) refuses the sweep too,
+  // saying why, before any point runs.
+  const std::string file = podsim::test::write_temp_file("not-a-dir", "");
+  const auto tmp = podsim::test::run_podsim_mpi_apart(sweep("5,6"), sweep("5,6"), "TMPDIR=" + file);
+  CHECK(tmp.exit_code == 2);
+  CHECK_THAT(tmp.err, Catch::Contains("rank 1 of 2 refused the sweep where rank 0 did not") &&
+                          Catch::Contains("cannot make this rank's scratch directory in the "
+                                          "temporary directory (TMPDIR=" +
+                                          file + "): Not a directory"));
   CHECK_FALSE(std::filesystem::exists(out));
 }
 

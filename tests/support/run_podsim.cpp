@@ -141,13 +141,15 @@ PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool a
 }
 
 PodsimRun run_podsim_mpi_apart(const std::vector<std::string>& rank0,
-                               const std::vector<std::string>& rank1) {
+                               const std::vector<std::string>& rank1,
+                               const std::string& rank1_env) {
   // Ranks that do not agree could wait for each other: a hang fails the test (exit 124)
   // rather than stalling the suite.
   std::string first = mpi_launcher("timeout 300 ") + "-n 1 " + quote(PODSIM_EXE);
   for (const auto& a : rank0)
     first += " " + quote(a);
-  return run_command(first + " : -n 1 ", rank1, false);
+  return run_command(first + " : -n 1 " + (rank1_env.empty() ? "" : "env " + rank1_env + " "),
+                     rank1, false);
 }
 
 std::string slurp(const std::string& path) {

@@ -34,9 +34,11 @@ PodsimRun run_podsim_after(const std::string& shell_prefix, const std::vector<st
 // The same under `mpirun --oversubscribe -n RANKS` (allowed to run as root, as CI does).
 PodsimRun run_podsim_mpi(int ranks, const std::vector<std::string>& args, bool add_out = true);
 // Two ranks started with their own command lines (an MPMD launch: `mpirun -n 1 podsim RANK0 :
-// -n 1 podsim RANK1`), stopped after 300 s (exit 124); no --out is added.
+// -n 1 podsim RANK1`), stopped after 300 s (exit 124); no --out is added. `rank1_env`
+// (e.g. "TMPDIR=/x") is rank 1's environment besides mpirun's.
 PodsimRun run_podsim_mpi_apart(const std::vector<std::string>& rank0,
-                               const std::vector<std::string>& rank1);
+                               const std::vector<std::string>& rank1,
+                               const std::string& rank1_env = "");
 
 std::string source_path(const std::string& relative);
 std::string write_temp_file(const std::string& name, const std::string& text);

@@ -73,9 +73,10 @@ void ComputeAgent::start(const TrafficConfig& traffic, std::vector<AccessRegion>
   regions_ = std::move(regions);
   local_.clear();
   remote_.clear();
+  const std::uint64_t size = traffic.access_size.count(), stride = access_stride(size);
   for (const AccessRegion& r : regions_)
     (r.local ? local_ : remote_)
-        .push_back(Pick{r.va, r.bytes / traffic.access_size.count(), r.bytes});
+        .push_back(Pick{r.va, r.bytes < size ? 0 : (r.bytes - size) / stride + 1, r.bytes});
   stream_ = {};
   replaying_ = replay.has_value();
   replay_ = replay ? std::move(*replay) : std::vector<TraceEntry>{};
@@ -238,7 +239,7 @@ std::uint64_t ComputeAgent::pick_address() {
     Stream& s = stream_[pool == &local_ ? 1 : 0];
     const Pick& r = (*pool)[s.region % pool->size()];
     const std::uint64_t va = r.va + s.offset;
-    s.offset += size;
+    s.offset += access_stride(size);
     if (s.offset + size > r.bytes) {
       s.offset = 0;
       ++s.region;
@@ -252,7 +253,7 @@ std::uint64_t ComputeAgent::pick_address() {
     idx = rng_.below(pool->size());
   }
   const Pick& r = (*pool)[idx];
-  return r.va + rng_.below(r.slots) * size;
+  return r.va + rng_.below(r.slots) * access_stride(size);
 }
 
 void ComputeAgent::issue_one() {
@@ -277,6 +278,14 @@ std::uint64_t ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t s
                                                           : TraceOp::Atomic,
                                   va, size});
   const bool read = op == AccessOp::Read;
+  // One request, one page (and one 256-byte block): the MMUs translate an access's first byte,
+  // and VRAM serves its bytes from there on. Generated addresses, traces and collectives keep
+  // to this; anything else would write past its page unseen.
+  if (va % 256 + size > 256)
+    throw std::logic_error(
+        fmt::format("GPU {}: an access of {} B at {:#x} crosses a 256-byte "
+                    "boundary",
+                    self_, size, va));
 
   tlm::tlm_generic_payload& gp = pool_.acquire();
   Access& a = access_of(gp);

@@ -174,7 +174,7 @@ class ComputeAgent final : public sc_core::sc_module, public HasStats {
   // peers, three arrays indexed by the region chosen were three cache misses an access).
   struct Pick {
     std::uint64_t va;
-    std::uint64_t slots;  // accesses of access_size it holds
+    std::uint64_t slots;  // places for an access of access_size, access_stride() apart
     std::uint64_t bytes;
   };
   std::vector<Pick> local_, remote_;  // regions_ by kind, in order

@@ -1,12 +1,20 @@
 #pragma once
 
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <string>
 
 #include "sim/core/params.hpp"
 #include "sim/core/units.hpp"
 
 namespace podsim {
+
+// Accesses of `size` bytes (64 to 256, a multiple of 64) go this far apart: the size rounded up
+// to a power of two (192 B: 256), so that none crosses a 256-byte block, and none a page.
+constexpr std::uint64_t access_stride(std::uint64_t size) {
+  return std::bit_ceil(size);
+}
 
 // The compute agent itself (part of every GPU).
 struct ComputeConfig {

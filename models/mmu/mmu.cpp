@@ -32,7 +32,11 @@ MmuCore::MmuCore(const MmuConfig& cfg, Rng rng)
       l2_(cfg.l2.entries, cfg.l2.ways, cfg.l2.replacement, Rng(rng.next())),
       pwc_tags_(cfg.pwc_entries, 0),
       pwc_last_use_(cfg.pwc_entries, 0),
-      walker_free_(cfg.walkers) {}
+      walker_free_(cfg.walkers) {
+  // A TLB of no entries is no TLB: nothing is looked up, so no lookup time is spent.
+  for (TlbConfig* tlb : {&cfg_.l1, &cfg_.l2})
+    if (tlb->entries == 0) tlb->latency = Time{};
+}
 
 std::uint64_t MmuCore::pwc_tag(std::uint32_t space, std::uint32_t level, std::uint64_t prefix) {
   // valid (bit 0), level (bits 1-3), space (bits 4-19), prefix (bits 20-63)

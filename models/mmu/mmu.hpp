@@ -26,7 +26,8 @@ struct TlbConfig {
 
   template <class V>
   void visit(V& v) {
-    v.field("entries", entries, "entries (0: no such TLB)", between<std::uint32_t>(0, 1u << 20));
+    v.field("entries", entries, "entries (0: no such TLB, and no lookup time)",
+            between<std::uint32_t>(0, 1u << 20));
     v.field("ways", ways,
             "associativity (entries must be a multiple; at most 4,096, so a line's tag holds "
             "its replacement rank and a 55-bit address's page; a VMID up to 15)",

@@ -58,7 +58,12 @@ tlm::tlm_sync_enum NpaMmu::bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
 
 void NpaMmu::answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
   const auto plane = static_cast<int>(access_of(gp).plane);
-  if (access_of(gp).posted) {  // a posted store: nobody waits for it, our reference goes
+  if (const Access& a = access_of(gp); a.posted) {  // nobody waits for it: our reference goes
+    if (a.status != AccessStatus::Ok && a.mailbox == MailboxWrite::None) {
+      posted_lost_.inc();
+      posted_lost_bytes_ += a.size;
+      if (a.measured != Measured::No) m_posted_lost_bytes_ += a.size;
+    }
     gp.release();
     return;
   }

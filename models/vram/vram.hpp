@@ -80,6 +80,11 @@ class Vram final : public sc_core::sc_module, public HasStats {
   }
   const StatGroup& stat_group() const override { return stats_; }
   const VramConfig& config() const { return cfg_; }
+  // When the last posted store (a data store that gets no response) landed here, and the last
+  // measured one (Time{}: none). Its issuer counts a posted store done as it issues it, so the
+  // run's access phase and measured window end no earlier than these.
+  Time posted_landed() const { return posted_landed_; }
+  Time measured_posted_landed() const { return m_posted_landed_; }
 
  private:
   struct Arrival {
@@ -156,6 +161,7 @@ class Vram final : public sc_core::sc_module, public HasStats {
   Formula balance_;
   Formula pinned_;
   MeasuredBusy measured_;
+  Time posted_landed_, m_posted_landed_;  // rarely touched: posted stores only
 };
 
 }  // namespace podsim

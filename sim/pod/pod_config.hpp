@@ -132,10 +132,12 @@ struct PodConfig {
       for (const auto& s : workload.steps)
         if (s.access_size) largest = std::max<std::uint64_t>(largest, s.access_size->count());
       const std::uint64_t need = tl_bytes(largest, fabric.port);
-      // A GPU port's receive buffer, and a switch input's: each packet passes both.
+      // A GPU port's receive buffer, and a switch's input buffer and output queue: each packet
+      // passes all three.
       const std::pair<const char*, Bytes> buffers[] = {
           {"fabric.port.rx_buffer", fabric.port.rx_buffer},
-          {"fabric.switch.input_buffer", fabric.switch_.input_buffer}};
+          {"fabric.switch.input_buffer", fabric.switch_.input_buffer},
+          {"fabric.switch.output_buffer", fabric.switch_.output_buffer}};
       for (const auto& [key, size] : buffers)
         if (size.count() < need)
           c.fail(key, "must hold the largest packet this workload sends (" +

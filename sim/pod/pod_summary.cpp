@@ -16,10 +16,11 @@ PodSummary::PodSummary(std::uint32_t planes, Time sample_interval)
                  "remote latency)",
                  ComputeAgent::breakdown_parts(), kPsPerNs),
       bandwidth_(stats_, "achieved_bandwidth", "GB/s",
-                 "remote payload bytes per second over the access phases, all GPUs",
+                 "remote payload bytes delivered per second over the access phases, all GPUs (lost "
+                 "posted stores left out)",
                  [this] { return achieved_bandwidth() / 1e9; }),
       phase_time_(stats_, "access_phase_time", "ns",
-                  "from the first access issued to the last completed",
+                  "from the first access issued to the last completed (a posted store: landed)",
                   [this] { return access_phase().as_ns(); }),
       plane_balance_(
           stats_, "plane_balance", "ratio",
@@ -34,7 +35,7 @@ PodSummary::PodSummary(std::uint32_t planes, Time sample_interval)
                    "mean time of a measured remote access in each hop, all GPUs",
                    ComputeAgent::breakdown_parts(), kPsPerNs),
       m_bandwidth_(measured_, "achieved_bandwidth", "GB/s",
-                   "measured remote payload bytes per second over the measured window",
+                   "measured remote payload bytes delivered per second over the measured window",
                    [this] { return measured_bandwidth() / 1e9; }),
       m_start_(measured_, "window_start", "ns",
                "when the measured window began: the first measured remote access (one issued "
@@ -87,6 +88,13 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     send_time_.merge(g->driver.send_time());
     for (std::size_t t = 1; t < driver::kMsgTypes; ++t)
       messages_[t - 1]->inc(d.messages_sent(static_cast<driver::MsgType>(t)));
+    // A posted store is done for its issuer as it issues it; the phase and the window end no
+    // earlier than it lands (here, at its target).
+    if (const Time t = g->vram.posted_landed(); t > Time{}) phase_.cover(t, t);
+    if (const Time t = g->vram.measured_posted_landed(); t > Time{}) window_.cover(t, t);
+    posted_lost_.inc(g->npa_mmu.posted_lost());
+    lost_bytes_ += g->npa_mmu.posted_lost_bytes();
+    m_lost_bytes_ += g->npa_mmu.measured_posted_lost_bytes();
     const ComputeAgent& a = g->agent;
     faults_.inc(a.faults());
     gpuvm_faults_.inc(a.gpuvm_faults());
@@ -155,6 +163,8 @@ void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
   out.push_back(static_cast<std::uint64_t>(window_.end.as_ps()));
   out.push_back(m_bytes_);
   out.push_back(max_phases_);
+  out.push_back(lost_bytes_);
+  out.push_back(m_lost_bytes_);
   for (const auto& h : halves_) {
     out.push_back(h.count);
     out.push_back(h.latency_ps);
@@ -163,7 +173,7 @@ void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
 }
 
 const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std::uint64_t* end) {
-  if (end - in < 14) throw std::runtime_error("pod summary: another rank's figures are cut short");
+  if (end - in < 16) throw std::runtime_error("pod summary: another rank's figures are cut short");
   auto at = [&](std::size_t i) { return Time::ps(static_cast<std::int64_t>(in[i])); };
   if (in[0] != 0) phase_.cover(at(1), at(2));
   payload_ += static_cast<double>(in[3]);
@@ -172,11 +182,13 @@ const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std
   if (in[5] & 1) window_.cover(at(6), at(7));
   m_bytes_ += in[8];
   max_phases_ = std::max(max_phases_, in[9]);
+  lost_bytes_ += in[10];
+  m_lost_bytes_ += in[11];
   for (int h = 0; h < 2; ++h) {
-    halves_[h].count += in[10 + 2 * h];
-    halves_[h].latency_ps += in[11 + 2 * h];
+    halves_[h].count += in[12 + 2 * h];
+    halves_[h].latency_ps += in[13 + 2 * h];
   }
-  return series_.merge_packed(in + 14, end);
+  return series_.merge_packed(in + 16, end);
 }
 
 std::vector<std::pair<std::string, const Distribution*>> PodSummary::latency_paths() const {
@@ -192,12 +204,15 @@ std::vector<std::pair<std::string, const Distribution*>> PodSummary::latency_pat
 
 double PodSummary::achieved_bandwidth() const {
   const double t = access_phase().as_seconds();
-  return t > 0 ? static_cast<double>(bytes_.value()) / t : 0.0;
+  return t > 0 && bytes_.value() > lost_bytes_
+             ? static_cast<double>(bytes_.value() - lost_bytes_) / t
+             : 0.0;
 }
 
 double PodSummary::measured_bandwidth() const {
   const double t = window_.length().as_seconds();
-  return t > 0 ? static_cast<double>(m_bytes_) / t : 0.0;
+  return t > 0 && m_bytes_ > m_lost_bytes_ ? static_cast<double>(m_bytes_ - m_lost_bytes_) / t
+                                           : 0.0;
 }
 
 double PodSummary::plane_balance() const {

@@ -78,6 +78,7 @@ class PodSummary {
   std::uint64_t remote_faults() const { return remote_faults_.value(); }
   std::uint64_t unreachable() const { return unreachable_.value(); }
   std::uint64_t retries() const { return retries_.value(); }
+  std::uint64_t posted_lost() const { return posted_lost_.value(); }
   double achieved_bandwidth() const;  // bytes/s of remote payload in the access phases
   Time access_phase() const { return phase_.length(); }
   // The access phases' span: from the first access issued to the last completed (none: 0, 0).
@@ -125,6 +126,9 @@ class PodSummary {
   Span window_;
   bool windowed_ = false;
   std::uint64_t m_bytes_ = 0;
+  // Payload bytes of posted stores lost at their targets (all, measured): counted as moved by
+  // their issuers (remote_bytes), not delivered, so not in the bandwidths.
+  std::uint64_t lost_bytes_ = 0, m_lost_bytes_ = 0;
   std::array<ComputeAgent::Half, 2> halves_{};
   std::uint64_t max_phases_ = 0;
   double payload_ = 0, wire_ = 0;  // bytes over every GPU port
@@ -141,6 +145,10 @@ class PodSummary {
                          "of faults: refused by the exporter (no valid NPA mapping)"};
   Counter unreachable_{stats_, "unreachable", "count", "of faults: sent to a GPU that was down"};
   Counter retries_{stats_, "retries", "count", "accesses re-issued after a retry answer"};
+  Counter posted_lost_{stats_, "posted_lost", "count",
+                       "posted stores answered with a retry or a fault at their target (revoked "
+                       "or unmapped as they landed): nobody waits for the answer, so they are "
+                       "lost"};
   Counter bytes_{stats_, "remote_bytes", "bytes", "payload bytes of remote accesses"};
   Distribution latency_{stats_, "remote_latency", "ns", "latency of remote accesses, all GPUs",
                         kPsPerNs};

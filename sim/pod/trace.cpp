@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "models/compute/compute_config.hpp"
+
 namespace podsim {
 
 TraceError::TraceError(const std::string& file, std::size_t line, const std::string& message)
@@ -87,8 +89,13 @@ std::vector<TraceEntry> parse_stream(std::streambuf& in, const std::string& name
       throw TraceError(name, n, fmt::format("address \"{}\" is not a number", f[3]));
     if (!parse_u64(f[4], size) || size < 64 || size > 256 || size % 64 != 0)
       throw TraceError(name, n, fmt::format("size \"{}\" is not 64, 128, 192 or 256", f[4]));
-    if (va % size != 0)
-      throw TraceError(name, n, fmt::format("address {} is not aligned to its size", f[3]));
+    if (va % access_stride(size) != 0)
+      throw TraceError(name, n,
+                       size == 192
+                           ? fmt::format("address {} is not aligned to 256 bytes (a 192-byte "
+                                         "access may not cross a 256-byte block)",
+                                         f[3])
+                           : fmt::format("address {} is not aligned to its size", f[3]));
     e.va = va;
     e.size = static_cast<std::uint32_t>(size);
     if (last.size() <= e.gpu) last.resize(e.gpu + 1, Time{});

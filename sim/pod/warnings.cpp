@@ -83,6 +83,18 @@ static void served_warnings(const PodSummary& s, std::vector<RunWarning>& out) {
                                    "not in the latency or bandwidth figures",
                                    num(s.faults()), num(s.remote_accesses()), join(parts, "; "))});
   }
+  if (s.posted_lost() > 0)
+    out.push_back(
+        {"posted_lost",
+         fmt::format(
+             "{} posted stores were lost: their target answered with a retry or a fault "
+             "(its mapping revoked or gone as they landed: pod.gpuN.npa_mmu.posted_lost), "
+             "and nobody waits for a posted store's answer. A posted store is done for "
+             "its GPU as it is issued, so the access phase can end, and the teardown "
+             "revoke, with stores still queued in the fabric; they count in remote_bytes "
+             "(sent), not in the bandwidths (delivered). Pace them below what their targets "
+             "take (workload.traffic.offered_load), or use stores with responses",
+             num(s.posted_lost()))});
   if (s.retries() > 0)
     out.push_back(
         {"retried", fmt::format("{} times an access was answered \"retry\" (its page being revoked "
@@ -236,7 +248,7 @@ std::vector<RunWarning> run_warnings(const Pod& pod, const std::vector<std::stri
   const std::string top_hop = bd.part_count() ? bd.part_name(top) : std::string();
   const std::string top_kind = top_hop.substr(top_hop.find('.') + 1);
   if (t.injection == Injection::Poisson && t.trace.empty() && t.local_fraction < 1.0 &&
-      cfg.workload.kind == WorkloadKind::AllToAll && measured > 0) {
+      cfg.workload.kind == WorkloadKind::AllToAll && s.measured_accesses() > 0) {
     const PortConfig& port = cfg.fabric.port;
     const double port_bytes_per_s =
         static_cast<double>(port.lane_rate.bits_per_second()) * port.lanes / 8.0;

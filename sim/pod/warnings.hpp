@@ -16,7 +16,8 @@ class Pod;
 struct RunWarning {
   std::string code;  // offered_load_not_reached, dominant_hop, window_too_short,
                      // window_spans_phases, posted_closed_loop, too_few_accesses,
-                     // latency_trending, not_served, retried, breakdown_incomplete
+                     // latency_trending, not_served, posted_lost, retried,
+                     // breakdown_incomplete
   std::string text;
 };
 

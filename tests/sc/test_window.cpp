@@ -299,6 +299,56 @@ TEST_CASE("posted stores in a closed loop are said not to time the fabric", "[wi
   CHECK_FALSE(has(warning_codes(p), "posted_closed_loop"));
 }
 
+TEST_CASE(
+    "posted stores that outrun their target are lost to the teardown: counted, said, and not in "
+    "the bandwidth",
+    "[window]") {
+  // Seven GPUs post 256 B stores into GPU 0 at their full port rate: GPU 0's one port takes a
+  // seventh of it, so most are still queued when the last is issued (done, for its GPU), and
+  // the teardown revokes GPU 0's export under them.
+  const std::vector<std::string> base{"run",   "--quiet",
+                                      "--set", "workload.traffic.posted_writes=true",
+                                      "--set", "workload.traffic.read_fraction=0",
+                                      "--set", "workload.traffic.access_size=256B",
+                                      "--set", "workload.traffic.injection=poisson",
+                                      "--set", "workload.targets=[0]",
+                                      "--set", "workload.traffic.accesses=3000"};
+  auto over = base;
+  over.insert(over.end(), {"--set", "workload.traffic.offered_load=1"});
+  auto r = run_podsim(over);
+  REQUIRE(r.exit_code == 0);
+  double issued = 0;
+  for (int g = 1; g < 8; ++g)
+    issued += r.stat(fmt::format("pod.gpu{}.agent.posted_writes", g));
+  CHECK(issued == 21000);
+  const double lost = r.stat("pod.summary.posted_lost");
+  CHECK(lost > 1000);
+  CHECK(r.stat("pod.gpu0.npa_mmu.posted_lost") == lost);
+  // Every store either landed in GPU 0's VRAM (beside the driver's own writes there) or was lost.
+  const double landed = r.stat("pod.gpu0.vram.writes") - r.stat("pod.gpu0.mailbox.writes_landed");
+  CHECK(landed + lost == issued);
+  CHECK(has(warning_codes(r), "posted_lost"));
+  std::string count = std::to_string(static_cast<long>(lost));  // as the warning writes it
+  for (auto at = count.size(); at > 3; at -= 3)
+    count.insert(at - 3, ",");
+  CHECK_THAT(warning_text(r, "posted_lost"), Catch::StartsWith(count + " posted stores were lost"));
+  CHECK(has(warning_codes(r), "offered_load_not_reached"));
+  // What was delivered, over the phase to the last landing: below what GPU 0's port carries
+  // (100 GB/s on the wire, 87.2% of it payload at 256 B); issued, it would be 7 times that.
+  const double delivered = landed * 256;
+  const double bw = r.stat("pod.summary.achieved_bandwidth");
+  CHECK(bw <= 87.2);
+  CHECK(bw == Approx(delivered / r.stat("pod.summary.access_phase_time")).epsilon(1e-9));
+  CHECK(r.stat("pod.summary.measured.achieved_bandwidth") == Approx(bw).epsilon(1e-9));
+  // Paced below what GPU 0 takes, nothing is lost and nothing said.
+  auto paced = base;
+  paced.insert(paced.end(), {"--set", "workload.traffic.offered_load=0.1"});
+  auto p = run_podsim(paced);
+  REQUIRE(p.exit_code == 0);
+  CHECK(p.stat("pod.summary.posted_lost") == 0);
+  CHECK_FALSE(has(warning_codes(p), "posted_lost"));
+}
+
 TEST_CASE("a run without an access phase has it all as setup", "[window]") {
   auto r = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=0"});
   REQUIRE(r.exit_code == 0);

@@ -343,15 +343,20 @@ TEST_CASE("a --set written with a space, or an array without brackets, says how 
         2);
 }
 
-TEST_CASE("a switch input buffer smaller than the largest packet is a config error naming it",
-          "[config]") {
-  CHECK_THROWS_WITH(
-      read("{}", {"fabric.switch.input_buffer=79B"}),
-      Catch::Contains("fabric.switch.input_buffer") && Catch::Contains("at least 80B, got 79B"));
-  CHECK_THROWS_WITH(
-      read("{}", {"fabric.switch.input_buffer=271B", "workload.traffic.access_size=256B"}),
-      Catch::Contains("at least 272B, got 271B"));
-  CHECK_NOTHROW(read("{}", {"fabric.switch.input_buffer=80B"}));
+TEST_CASE(
+    "a switch input buffer or output queue smaller than the largest packet is a config error "
+    "naming it",
+    "[config]") {
+  // A packet that fits neither waits for room that never comes: the pod deadlocks.
+  for (const std::string key : {"fabric.switch.input_buffer", "fabric.switch.output_buffer"}) {
+    INFO(key);
+    CHECK_THROWS_WITH(read("{}", {key + "=79B"}),
+                      Catch::Contains(key) && Catch::Contains("at least 80B, got 79B"));
+    CHECK_THROWS_WITH(read("{}", {key + "=256B", "workload.traffic.access_size=256B"}),
+                      Catch::Contains(key) && Catch::Contains("at least 272B, got 256B"));
+    CHECK_NOTHROW(read("{}", {key + "=80B"}));
+    CHECK_NOTHROW(read("{}", {key + "=272B", "workload.traffic.access_size=256B"}));
+  }
 }
 
 TEST_CASE("a config saved with a UTF-8 byte-order mark reads as without it", "[config]") {

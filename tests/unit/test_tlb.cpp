@@ -207,6 +207,24 @@ TEST_CASE("MMU: hits, misses and walk costs are what the pattern implies", "[mmu
   CHECK(l2 == 8);
 }
 
+TEST_CASE("MMU: a TLB of no entries is no TLB and costs no lookup time", "[mmu]") {
+  const PageTable t = table_of(64);
+  for (const bool no_l1 : {true, false}) {
+    MmuConfig c = small_mmu();
+    (no_l1 ? c.l1 : c.l2).entries = 0;  // its latency (5 or 20 ns) stays set
+    MmuCore mmu(c, Rng(1));
+    const Time now = Time::us(1);
+    INFO((no_l1 ? "no L1" : "no L2"));
+    const auto cold = mmu.translate(0, 0, now, &t);
+    CHECK(cold.done == now + Time::ns((no_l1 ? 20 : 5) + 4 * 100));
+    // Looked up again: a hit in the TLB there is, after its own lookup time only.
+    const auto warm = mmu.translate(0, 0, now + Time::us(1), &t);
+    CHECK(warm.l1_hit == !no_l1);
+    CHECK(warm.l2_hit == no_l1);
+    CHECK(warm.done == now + Time::us(1) + Time::ns(no_l1 ? 20 : 5));
+  }
+}
+
 TEST_CASE("MMU: fragments widen the TLB's reach, 2 MiB pages shorten the walk", "[mmu]") {
   MmuCore mmu(small_mmu(), Rng(1));
   const PageTable t = table_of(512, kFragment2M);

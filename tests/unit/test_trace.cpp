@@ -47,6 +47,11 @@ TEST_CASE("a malformed trace line is an error naming the file and line", "[trace
            Case{"0 0 R 0x1000 100", "size \"100\" is not 64, 128, 192 or 256"},
            Case{"0 0 R 0x1000 512", "size \"512\" is not 64"},
            Case{"0 0 R 0x1040 128", "not aligned to its size"},
+           // 192 B at a multiple of 192 may cross a 256-byte block, and a page (0xfc0 + 192)
+           Case{"0 0 W 0xfc0 192",
+                "address 0xfc0 is not aligned to 256 bytes (a 192-byte "
+                "access may not cross a 256-byte block)"},
+           Case{"0 0 W 0x10c0 192", "not aligned to 256 bytes"},
        }) {
     INFO(c.line);
     const std::string text = std::string("# header\n0 0 R 0x2000 64\n") + c.line + "\n";
@@ -57,6 +62,7 @@ TEST_CASE("a malformed trace line is an error naming the file and line", "[trace
       CHECK_THAT(e.what(), Catch::StartsWith("bad.trace:3: ") && Catch::Contains(c.says));
     }
   }
+  CHECK(parse_trace("0 0 W 0x1100 192\n", "ok.trace", 8).at(0).size == 192);
 }
 
 TEST_CASE("time may not go back for one GPU, but GPUs interleave freely", "[trace]") {

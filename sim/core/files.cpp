@@ -1,5 +1,6 @@
 #include "sim/core/files.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -78,6 +79,31 @@ void remove_if_regular(const std::filesystem::path& path) {
   std::error_code ignored;
   if (std::filesystem::symlink_status(path, ignored).type() == std::filesystem::file_type::regular)
     std::filesystem::remove(path, ignored);
+}
+
+std::string read_text_file(const std::filesystem::path& path, std::size_t max_bytes) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::runtime_error(path.string() + ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path.string() + ": cannot open it for reading");
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof chunk).gcount() > 0) {
+    const std::string_view got(chunk, static_cast<std::size_t>(in.gcount()));
+    if (const auto nul = got.find('\0'); nul != std::string_view::npos) {
+      const auto line =
+          1 + std::count(text.begin(), text.end(), '\n') +
+          std::count(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+      throw std::runtime_error(path.string() + ":" + std::to_string(line) + ": a NUL byte");
+    }
+    if (text.size() + got.size() > max_bytes)
+      throw std::runtime_error(path.string() + ": larger than " + std::to_string(max_bytes >> 20) +
+                               " MiB");
+    text.append(got);
+  }
+  if (in.bad()) throw std::runtime_error(path.string() + ": cannot read it");
+  return text;
 }
 
 }  // namespace podsim

@@ -2,8 +2,10 @@
 // beside it, checked (a full disk, a missing directory) and renamed into place. Plain C++.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <string_view>
 
 namespace podsim {
@@ -36,5 +38,12 @@ void write_file(const std::filesystem::path& path, std::string_view bytes);
 // Removes `path` if it is a regular file: never a device, a FIFO or a symlink someone named
 // as an output (write_file writes through those). Quietly.
 void remove_if_regular(const std::filesystem::path& path);
+
+// The whole of a text file `path` (a FIFO or /dev/stdin too, read as a stream), read in
+// pieces and stopped early: a NUL byte (never in a text file: /dev/zero, a binary; "PATH:LINE:
+// a NUL byte") or more than `max_bytes` (/dev/urandom, a wrong file) throws std::runtime_error
+// saying which, as does a directory or a file that cannot be read; each message starts with
+// `path`, for the caller to add what the file should have been.
+std::string read_text_file(const std::filesystem::path& path, std::size_t max_bytes);
 
 }  // namespace podsim

@@ -1,4 +1,5 @@
 #include "sim/pod/model_trace.hpp"
+#include "sim/core/files.hpp"
 
 #include <fmt/format.h>
 
@@ -331,6 +332,8 @@ ModelTrace parse_model_trace(const std::string& text, const std::string& name, s
 
 // What every form of trace must satisfy once its nodes and dependencies are read.
 void check_model_trace(const ModelTrace& t, const std::string& name, std::uint64_t chunk_size) {
+  // A trace of nothing would run as a workload that did all it was given, in no time.
+  if (t.nodes.empty()) throw ModelTraceError(name + ": no nodes in it: nothing to run");
   // A collective's pieces are steps of a program held in memory, as for
   // workload.collective.sizes.
   for (const ModelNode& n : t.nodes) {
@@ -494,15 +497,19 @@ ModelTrace load_model_trace(const std::string& path, std::uint32_t gpus, std::ui
                           "PREFIX.1.et, ...)");
   if (std::filesystem::is_directory(path, ec))
     throw ModelTraceError(path + ": is a directory, not a model trace");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  if (!std::ifstream(path, std::ios::binary))
     throw ModelTraceError(path +
                           ": cannot open the model trace (a JSON file, or the prefix of "
                           "a Chakra trace's PREFIX.0.et, PREFIX.1.et, ...)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ModelTraceError(path + ": cannot read the model trace");
-  return parse_model_trace(text.str(), path, gpus, chunk_size);
+  // A JSON trace is text, and at most 1 GiB (/dev/zero or /dev/urandom is not read on until
+  // memory runs out).
+  std::string text;
+  try {
+    text = read_text_file(path, std::size_t{1} << 30);
+  } catch (const std::runtime_error& e) {
+    throw ModelTraceError(std::string(e.what()) + ": not a JSON model trace");
+  }
+  return parse_model_trace(text, path, gpus, chunk_size);
 }
 
 std::optional<Time> ModelTrace::critical_path() const {

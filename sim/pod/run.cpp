@@ -31,6 +31,7 @@
 #include "sim/pod/tables.hpp"
 #include "sim/pod/trace.hpp"
 #include "sim/pod/warnings.hpp"
+#include "sim/pod/workload_files.hpp"
 
 #ifndef PODSIM_VERSION
 #define PODSIM_VERSION "0.0.0"
@@ -162,64 +163,42 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
       }
     }
 
-    // A trace to replay: a relative path is relative to the config file that names it, or to
-    // the current directory when a --set names it (docs/traces.md); it is checked line by line
-    // now, before anything is written.
-    // A model trace: the same rule for its path; read and checked now.
-    if (cfg.workload.kind == WorkloadKind::Model) {
-      auto resolve = [&](std::string& path, const std::string& key) {
-        if (path.empty()) return;
-        fs::path p(path);
-        const bool from_set =
-            std::any_of(opt.overrides.begin(), opt.overrides.end(), [&](const std::string& s) {
-              return s.rfind(key + "=", 0) == 0 || s.rfind("workload=", 0) == 0;
-            });
-        if (p.is_relative() && opt.config_path && !from_set)
-          p = fs::path(*opt.config_path).parent_path() / p;
-        path = fs::absolute(p).lexically_normal().string();
-      };
-      resolve(cfg.workload.model, "workload.model");
-      resolve(cfg.workload.model_groups, "workload.model_groups");
-      try {
-        (void)load_model_trace(cfg.workload.model, cfg.pod.gpus,
-                               cfg.workload.collective.chunk_size.count(),
-                               cfg.workload.model_groups);
-      } catch (const ModelTraceError& e) {
-        fmt::print(why, "podsim: model trace error: {}\n", e.what());
-        return 2;
-      }
-    }
-    if (!cfg.workload.traffic.trace.empty()) {
-      fs::path trace(cfg.workload.traffic.trace);
-      const bool from_set =
-          std::any_of(opt.overrides.begin(), opt.overrides.end(), [](const std::string& s) {
-            return s.rfind("workload.traffic.trace=", 0) == 0 ||
-                   s.rfind("workload.traffic=", 0) == 0 || s.rfind("workload=", 0) == 0;
-          });
-      if (trace.is_relative() && opt.config_path && !from_set)
-        trace = fs::path(*opt.config_path).parent_path() / trace;
-      cfg.workload.traffic.trace = fs::absolute(trace).lexically_normal().string();
-      try {
-        replay = load_trace(cfg.workload.traffic.trace, cfg.pod.gpus);
-      } catch (const TraceError& e) {
-        fmt::print(why, "podsim: trace error: {}\n", e.what());
-        return 2;
-      }
+    try {
+      replay = resolve_workload_files(cfg, opt.config_path, opt.overrides);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(why, "podsim: {}\n", e.what());
+      return 2;
     }
 
     // The files asked for beside the directory's (--access-log, --trace, --state-digest): none
-    // may be one of the run's own outputs or another's (checked before anything is written),
-    // and each must be writable, found before the run rather than after it. (A split run
-    // refuses them, above.)
+    // may be one of the run's own outputs or another's, nor may any output be a file the run
+    // reads (its config, its traces); and each must be writable. All found before anything is
+    // written. (A split run refuses them, above.)
     if (opt.access_log) extra.emplace_back("--access-log", *opt.access_log);
     if (opt.timeline) extra.emplace_back("--trace", *opt.timeline);
     if (opt.state_digest) extra.emplace_back("--state-digest", *opt.state_digest);
     {
       std::error_code ec;
-      std::vector<std::pair<std::string, fs::path>> taken;
-      for (const char* f : kRunOutputs)
-        taken.emplace_back(fmt::format("the run's {}", f),
-                           fs::weakly_canonical(fs::path(opt.out_dir) / f, ec));
+      std::vector<std::pair<std::string, fs::path>> inputs, taken;
+      if (opt.config_path)
+        inputs.emplace_back(fmt::format("the config file {}", *opt.config_path),
+                            fs::weakly_canonical(*opt.config_path, ec));
+      for (const std::string* in :
+           {&cfg.workload.traffic.trace, &cfg.workload.model, &cfg.workload.model_groups})
+        if (!in->empty())
+          inputs.emplace_back(fmt::format("the input file {}", *in), fs::weakly_canonical(*in, ec));
+      const fs::path out_dir = fs::weakly_canonical(opt.out_dir, ec);
+      for (const char* f : kRunOutputs) {
+        const fs::path out = out_dir / f;
+        for (const auto& [what, in] : inputs)
+          if (out == in) {
+            fmt::print(why, "podsim: the run's {} (in {}) would overwrite {}: give another --out\n",
+                       f, opt.out_dir, what);
+            return 2;
+          }
+        taken.emplace_back(fmt::format("the run's {}", f), out);
+      }
+      taken.insert(taken.end(), inputs.begin(), inputs.end());
       for (const auto& [option, path] : extra) {
         const fs::path full = fs::weakly_canonical(path, ec);
         for (const auto& [what, other] : taken)
@@ -232,6 +211,32 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
           fmt::print(why, "podsim: {} {}: is a directory\n", option, path.string());
           return 2;
         }
+      }
+      for (const auto& [option, path] : extra) {
+        const fs::path full = fs::weakly_canonical(path, ec);
+        // Writable: its temporary file (what write_file renames into place) can be made; or,
+        // where something other than a regular file is there (a symlink, a device, a FIFO:
+        // written through), it may be written. A file in the output directory, not made yet,
+        // will be (the directory is checked as it is made).
+        const auto kind = fs::symlink_status(path, ec).type();
+        if (kind != fs::file_type::not_found && kind != fs::file_type::regular) {
+          if (::access(path.c_str(), W_OK) != 0) {
+            fmt::print(why, "podsim: {} {}: cannot write there: {}\n", option, path.string(),
+                       std::strerror(errno));
+            return 2;
+          }
+          continue;
+        }
+        const fs::path parent = full.parent_path();
+        if (!fs::exists(parent, ec) && parent == out_dir) continue;
+        const fs::path probe = fs::path(path.string() + ".tmp");
+        const bool existed = fs::exists(probe, ec);
+        if (!std::ofstream(probe, std::ios::app)) {
+          fmt::print(why, "podsim: {} {}: cannot write there (cannot create {}: {})\n", option,
+                     path.string(), probe.string(), std::strerror(errno));
+          return 2;
+        }
+        if (!existed) fs::remove(probe, ec);
       }
     }
 
@@ -371,34 +376,16 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
         fs::remove(out_dir / (std::string(f) + ".tmp"), ec);  // a killed run's, half-written
       }
       fs::remove(out_dir / "report.html", ec);  // drawn from the earlier run's results
+      // So do the files asked for beside them (an earlier run's access log or timeline would
+      // pass for this one's if this one is stopped); written through, a device or FIFO stays.
+      for (const auto& [option, path] : extra) {
+        remove_if_regular(path);
+        remove_if_regular(path.string() + ".tmp");
+      }
     }
   }
   if (ranks) no_dir = ranks->or_all(no_dir ? 1 : 0) != 0;
   if (no_dir) return 2;
-  // Each extra file writable: its temporary file (what write_file renames into place) can
-  // be made; or, where something other than a regular file is there (a symlink, a device, a
-  // FIFO: written through), it may be written.
-  if (writer)
-    for (const auto& [option, path] : extra) {
-      const auto kind = fs::symlink_status(path, ec).type();
-      if (kind != fs::file_type::not_found && kind != fs::file_type::regular) {
-        if (::access(path.c_str(), W_OK) != 0) {
-          fmt::print(err, "podsim: {} {}: cannot write there: {}\n", option, path.string(),
-                     std::strerror(errno));
-          return 2;
-        }
-        continue;
-      }
-      const fs::path probe = fs::path(path.string() + ".tmp");
-      const bool existed = fs::exists(probe, ec);
-      if (!std::ofstream(probe, std::ios::app)) {
-        fmt::print(err, "podsim: {} {}: cannot write there: {}\n", option, path.string(),
-                   std::strerror(errno));
-        return 2;
-      }
-      if (!existed) fs::remove(probe, ec);
-    }
-
   // 4. Run.
   if (!replay.empty()) pod.replay(replay);
   if (opt.access_log) pod.record_accesses();

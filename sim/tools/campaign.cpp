@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/core/rng.hpp"
+#include "sim/pod/pod_config_io.hpp"
 #include "sim/tools/process_pool.hpp"
 
 namespace podsim::tools {
@@ -220,6 +223,20 @@ int campaign_command(const CampaignOptions& opt, std::ostream& out, std::ostream
     fmt::print(err, "podsim campaign: --seeds and --jobs must be at least 1\n");
     return 2;
   }
+  if (opt.seeds - 1 > std::numeric_limits<std::uint64_t>::max() - opt.first_seed) {
+    fmt::print(err,
+               "podsim campaign: --first {} and --seeds {} go past the largest seed, 2^64 - 1\n",
+               opt.first_seed, opt.seeds);
+    return 2;
+  }
+  // A --set that no config takes is the command line's error, not the generator's: checked on
+  // the default pod before any seed runs (the scenarios' own keys are checked as each runs).
+  try {
+    (void)load_pod_config(std::nullopt, opt.overrides);
+  } catch (const config::ConfigError& e) {
+    fmt::print(err, "podsim campaign: config error: {}\n", e.what());
+    return 2;
+  }
   const fs::path dir(opt.out_dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -227,48 +244,55 @@ int campaign_command(const CampaignOptions& opt, std::ostream& out, std::ostream
     fmt::print(err, "podsim campaign: cannot create {}: {}\n", dir.string(), ec.message());
     return 2;
   }
-  std::vector<ChildJob> jobs;
-  std::vector<std::uint64_t> seeds;
-  for (std::uint64_t k = 0; k < opt.seeds; ++k) {
-    const std::uint64_t seed = opt.first_seed + k;
-    const fs::path point = dir / fmt::format("seed-{}", seed);
-    fs::remove_all(point, ec);
-    fs::create_directories(point, ec);
-    write_file(point / "scenario.json", campaign_scenario(seed));
-    std::vector<std::string> argv{self_executable(), "run",   (point / "scenario.json").string(),
-                                  "--quiet",         "--out", (point / "out").string()};
-    for (const auto& o : opt.overrides) {
-      argv.push_back("--set");
-      argv.push_back(o);
-    }
-    jobs.push_back(
-        {std::move(argv), (point / "stdout.txt").string(), (point / "stderr.txt").string()});
-    seeds.push_back(seed);
-  }
-  std::size_t done = 0;
-  const auto results = run_children(jobs, opt.jobs, [&](std::size_t, const ChildResult&) {
-    ++done;
-    if (!opt.quiet && (done % 50 == 0 || done == jobs.size()))
-      fmt::print(err, "[{}/{}]\n", done, jobs.size());
-  });
+  // The seeds run a batch at a time: each batch's scenarios are written as it starts, and the
+  // clean ones removed as it ends, so the folder holds one batch's (and the findings) however
+  // many seeds the campaign runs.
+  const std::uint64_t batch = std::max<std::uint64_t>(64, 4ull * opt.jobs);
+  std::uint64_t done = 0, runs = 0;
   std::size_t clean = 0, failed_steps = 0, stale = 0;
   std::vector<std::string> findings;
-  for (std::size_t k = 0; k < results.size(); ++k) {
-    const fs::path point = dir / fmt::format("seed-{}", seeds[k]);
-    const Verdict v = judge(results[k], point / "out", point / "stderr.txt");
-    if (!v.why.empty()) {
-      findings.push_back(fmt::format("seed {}: {} ({})", seeds[k], v.why, point.string()));
-      continue;
+  for (std::uint64_t from = 0; from < opt.seeds; from += std::min(batch, opt.seeds - from)) {
+    std::vector<ChildJob> jobs;
+    std::vector<std::uint64_t> seeds;
+    for (std::uint64_t k = from; k < from + std::min(batch, opt.seeds - from); ++k) {
+      const std::uint64_t seed = opt.first_seed + k;
+      const fs::path point = dir / fmt::format("seed-{}", seed);
+      fs::remove_all(point, ec);
+      fs::create_directories(point, ec);
+      write_file(point / "scenario.json", campaign_scenario(seed));
+      std::vector<std::string> argv{self_executable(), "run",   (point / "scenario.json").string(),
+                                    "--quiet",         "--out", (point / "out").string()};
+      for (const auto& o : opt.overrides) {
+        argv.push_back("--set");
+        argv.push_back(o);
+      }
+      jobs.push_back(
+          {std::move(argv), (point / "stdout.txt").string(), (point / "stderr.txt").string()});
+      seeds.push_back(seed);
     }
-    ++(results[k].exit_code == 0 ? clean : failed_steps);
-    stale += v.stale;
-    if (!opt.keep) fs::remove_all(point, ec);
+    const auto results = run_children(jobs, opt.jobs, [&](std::size_t, const ChildResult&) {
+      ++done;
+      if (!opt.quiet && (done % 50 == 0 || done == opt.seeds))
+        fmt::print(err, "[{}/{}]\n", done, opt.seeds);
+    });
+    runs += results.size();
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const fs::path point = dir / fmt::format("seed-{}", seeds[k]);
+      const Verdict v = judge(results[k], point / "out", point / "stderr.txt");
+      if (!v.why.empty()) {
+        findings.push_back(fmt::format("seed {}: {} ({})", seeds[k], v.why, point.string()));
+        continue;
+      }
+      ++(results[k].exit_code == 0 ? clean : failed_steps);
+      stale += v.stale;
+      if (!opt.keep) fs::remove_all(point, ec);
+    }
   }
   fmt::print(out,
              "campaign: seeds {}..{}: {} runs; {} clean, {} with steps failing as faults make "
              "them (errnos), {} with stale imports at teardown; {} finding(s)\n",
-             opt.first_seed, opt.first_seed + opt.seeds - 1, results.size(), clean, failed_steps,
-             stale, findings.size());
+             opt.first_seed, opt.first_seed + (opt.seeds - 1), runs, clean, failed_steps, stale,
+             findings.size());
   for (const auto& f : findings)
     fmt::print(out, "  {}\n", f);
   return findings.empty() ? 0 : 1;

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "sim/core/config_io.hpp"
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/tools/golden.hpp"
@@ -46,8 +47,11 @@ json::value parse_file(const fs::path& p) {
   po.allow_comments = true;
   po.allow_trailing_commas = true;
   boost::system::error_code ec;
-  json::value v = json::parse(slurp(p), ec, {}, po);
+  const std::string text = slurp(p);
+  json::value v = json::parse(text, ec, {}, po);
   if (ec) throw CasesError(fmt::format("{}: not valid JSON: {}", p.string(), ec.message()));
+  if (const auto d = config::find_duplicate_key(text))  // the parser would keep the last
+    throw CasesError(fmt::format("{}: {}: the key appears twice", p.string(), d->path));
   return v;
 }
 
@@ -206,9 +210,27 @@ int regress_command(const RegressOptions& opt, std::ostream& out, std::ostream& 
       continue;
     }
     std::vector<Difference> diffs;
-    const bool have_golden = fs::exists(golden_file);
+    bool have_golden = fs::exists(golden_file);
+    // A golden that cannot be read is this case's failure (blessing writes a new one); the
+    // other cases are still compared.
+    json::object golden;
     if (have_golden) {
-      json::object golden = parse_file(golden_file).as_object();
+      try {
+        const json::value v = parse_file(golden_file);
+        if (!v.is_object() || !v.as_object().contains("digest") || !v.as_object().contains("stats"))
+          throw CasesError(golden_file.string() +
+                           ": not a golden (an object with \"digest\" and \"stats\")");
+        golden = v.as_object();
+      } catch (const CasesError& e) {
+        fmt::print(out, "{}: {}\n", c.name, e.what());
+        have_golden = false;
+        if (!opt.bless) {
+          rc = 1;
+          continue;
+        }
+      }
+    }
+    if (have_golden) {
       json::object g = golden, a = actual;
       g.erase("digest");
       a.erase("digest");

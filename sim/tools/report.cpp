@@ -1,6 +1,7 @@
 #include "sim/tools/report.hpp"
 
 #include "sim/core/config_io.hpp"
+#include "sim/core/files.hpp"
 #include "sim/core/units.hpp"
 
 #include <fmt/format.h>
@@ -43,15 +44,15 @@ std::ptrdiff_t line_at(const std::string& text, std::size_t at) {
 std::string slurp(const fs::path& p) {
   std::error_code ec;
   if (fs::is_directory(p, ec)) throw ReportError(p.string() + ": is a directory, not a file");
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw ReportError("cannot read " + p.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  if (const auto nul = text.find('\0'); nul != std::string::npos)
-    throw ReportError(
-        fmt::format("{}:{}: a NUL byte: not a file podsim wrote", p.string(), line_at(text, nul)));
-  return text;
+  // What podsim writes is a regular file (a FIFO would wait for a writer, /dev/zero not end),
+  // and text (the read stops at a NUL byte, or past 4 GiB).
+  if (fs::exists(p, ec) && !fs::is_regular_file(p, ec))
+    throw ReportError(p.string() + ": not a regular file: not a file podsim wrote");
+  try {
+    return read_text_file(p, std::size_t{4} << 30);
+  } catch (const std::runtime_error& e) {
+    throw ReportError(std::string(e.what()) + ": not a file podsim wrote");
+  }
 }
 
 // A JSON document podsim wrote, read with every lookup checked: what is missing or of the
@@ -442,6 +443,34 @@ std::string fmt_num(double v) {
 
 // ---- a run -------------------------------------------------------------------------------
 
+// Why a run's results are not results, in words (none: it completed as configured). A run
+// writes run.json last: a directory without one holds a run that was stopped or killed.
+std::vector<std::string> failure_reasons(const fs::path& dir, const J& stats_doc,
+                                         const std::optional<JsonFile>& run_file) {
+  std::vector<std::string> why;
+  if (run_file) {
+    const J run = run_file->root();
+    if (!run.at("finished").boolean())
+      why.push_back("it did not finish (run.json: finished false)");
+    if (const auto n = run.at("failures").items().size())
+      why.push_back(fmt::format("{} failure{} (run.json)", n, n > 1 ? "s" : ""));
+    if (const auto n = run.at("invariant_violations").items().size())
+      why.push_back(fmt::format("{} invariant violation{} (run.json)", n, n > 1 ? "s" : ""));
+  } else {
+    why.push_back("it has no run.json, which a run writes last: it was stopped or killed");
+  }
+  if (stats_doc.contains("ok") && !stats_doc.at("ok").boolean())
+    why.push_back("it did not complete as configured (stats.json: ok false)");
+  std::vector<std::string> marked;
+  for (const char* f : {"latency.csv", "latency_histogram.csv", "breakdown.csv", "timeseries.csv",
+                        "collectives.csv"})
+    if (fs::exists(dir / f) && Csv(dir / f).failed()) marked.push_back(f);
+  if (!marked.empty())
+    why.push_back(fmt::format("{} {} marked as from a failed run", fmt::join(marked, ", "),
+                              marked.size() > 1 ? "are" : "is"));
+  return why;
+}
+
 std::string run_report(const fs::path& dir, std::string& title) {
   const JsonFile stats_file = read_json(dir / "stats.json");
   const J stats_doc = stats_file.root();
@@ -459,35 +488,23 @@ std::string run_report(const fs::path& dir, std::string& title) {
       {"simulated time",  // in a fitting unit: "2.301 ms"
        pretty(Time::ps(std::llround(stats_doc.at("simulated_time_ns").num() * 1e3)))},
       {"podsim", stats_doc.at("podsim_version").str()}};
-  bool failed = false;
   if (run_file) {
     const J run = run_file->root();
-    const bool finished = run.at("finished").boolean();
-    const std::size_t failures = run.at("failures").items().size();
-    const std::size_t violations = run.at("invariant_violations").items().size();
-    failed = !finished || failures > 0 || violations > 0;
     meta.push_back({"config", run.at("config_source").str()});
-    meta.push_back({"finished", finished ? "yes" : "no"});
-    meta.push_back({"failures", std::to_string(failures)});
-    meta.push_back({"invariant violations", std::to_string(violations)});
+    meta.push_back({"finished", run.at("finished").boolean() ? "yes" : "no"});
+    meta.push_back({"failures", std::to_string(run.at("failures").items().size())});
+    meta.push_back(
+        {"invariant violations", std::to_string(run.at("invariant_violations").items().size())});
   } else {
-    meta.push_back({"run.json", "missing"});
+    meta.push_back({"run.json", "missing: the run was stopped or killed"});
   }
-  if (stats_doc.contains("ok")) {
-    const bool ok = stats_doc.at("ok").boolean();
-    failed = failed || !ok;
-    meta.push_back({"completed as configured", ok ? "yes" : "no"});
-  }
-  for (const char* f : {"latency.csv", "latency_histogram.csv", "breakdown.csv", "timeseries.csv",
-                        "collectives.csv"})
-    if (fs::exists(dir / f) && Csv(dir / f).failed()) {
-      failed = true;
-      meta.push_back({f, "marked: from a failed run"});
-    }
-  if (failed)
-    body +=
-        "<p class=note><b>This run failed</b> (see the table below and run.json): its "
-        "results describe a run that did not complete as configured.</p>\n";
+  if (stats_doc.contains("ok"))
+    meta.push_back({"completed as configured", stats_doc.at("ok").boolean() ? "yes" : "no"});
+  if (const auto why = failure_reasons(dir, stats_doc, run_file); !why.empty())
+    body += fmt::format(
+        "<p class=note><b>This run failed</b>: {}. Its results describe a run that did not "
+        "complete as configured.</p>\n",
+        svg::escape(fmt::format("{}", fmt::join(why, "; "))));
   body += table({"run", ""}, meta);
   // What the run does not measure as it seems to (run.json "warnings"), before any number.
   if (run_file)
@@ -824,6 +841,18 @@ std::string compare_report(const fs::path& a, const fs::path& b, std::string& ti
   std::string body =
       fmt::format("<p>{}: <code>{}</code><br>{}: <code>{}</code></p>\n", svg::escape(la),
                   svg::escape(a.string()), svg::escape(lb), svg::escape(b.string()));
+  // A run that failed, or was stopped, is said first: its numbers are not results.
+  for (const auto& [label, dir, doc] :
+       {std::tuple{la, a, sa_file.root()}, std::tuple{lb, b, sb_file.root()}}) {
+    const std::optional<JsonFile> run_file =
+        fs::exists(dir / "run.json") ? std::optional<JsonFile>(read_json(dir / "run.json"))
+                                     : std::nullopt;
+    if (const auto why = failure_reasons(dir, doc, run_file); !why.empty())
+      body += fmt::format(
+          "<p class=note><b>{} failed</b>: {}. Its numbers below describe a run that did not "
+          "complete as configured, not results to compare.</p>\n",
+          svg::escape(label), svg::escape(fmt::format("{}", fmt::join(why, "; "))));
+  }
 
   // What differs between the two configs (config.json: every value, defaults filled in).
   body += "<h2>Config differences</h2>\n";
@@ -994,6 +1023,23 @@ int report_command(const ReportOptions& opt, std::ostream& out, std::ostream& er
                         : opt.against.empty() ? dir / "report.html"
                                               : fs::path("podsim-compare.html");
   std::string title, body;
+  // The page may not replace a file it is drawn from (stats.json, run.json, the CSVs, ...).
+  {
+    std::error_code ec;
+    const fs::path target = fs::weakly_canonical(file, ec);
+    for (const fs::path& in : {dir, fs::path(opt.against)}) {
+      if (in.empty()) continue;
+      const fs::path base = fs::weakly_canonical(in, ec);
+      const auto [b, t] = std::mismatch(base.begin(), base.end(), target.begin(), target.end());
+      if (b == base.end() && fs::exists(target, ec) && target.extension() != ".html") {
+        fmt::print(err,
+                   "podsim report: --out {} would overwrite {}, a file of the results it reports "
+                   "on\n",
+                   file.string(), target.string());
+        return 2;
+      }
+    }
+  }
   try {
     if (!opt.against.empty())
       body = compare_report(dir, opt.against, title);
@@ -1012,10 +1058,10 @@ int report_command(const ReportOptions& opt, std::ostream& out, std::ostream& er
     fmt::print(err, "podsim report: {}\n", e.what());
     return 2;
   }
-  std::ofstream f(file, std::ios::binary);
-  f << page(title, body);
-  if (!f.flush()) {
-    fmt::print(err, "podsim report: cannot write {}\n", file.string());
+  try {
+    write_file(file, page(title, body));  // whole or not at all
+  } catch (const std::runtime_error& e) {
+    fmt::print(err, "podsim report: {}\n", e.what());
     return 1;
   }
   fmt::print(out, "wrote {}\n", file.string());

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -20,6 +21,7 @@
 #include "sim/core/files.hpp"
 #include "sim/core/json_write.hpp"
 #include "sim/pod/pod_config_io.hpp"
+#include "sim/pod/workload_files.hpp"
 #include "sim/tools/mpi_world.hpp"
 #include "sim/tools/process_pool.hpp"
 
@@ -258,6 +260,14 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     fmt::print(err, "podsim sweep: nothing to vary (give --vary key.path=v1,v2,...)\n");
     return refuse(2);
   }
+  // The sweep's directory: its files and points/ are replaced there, so never the current
+  // directory by an empty name, nor a file.
+  if (std::error_code ec;
+      opt.out_dir.empty() || (fs::exists(opt.out_dir, ec) && !fs::is_directory(opt.out_dir, ec))) {
+    fmt::print(err, "podsim sweep: --out {}: {}\n", opt.out_dir.empty() ? "\"\"" : opt.out_dir,
+               opt.out_dir.empty() ? "an empty name (give a directory)" : "is not a directory");
+    return refuse(2);
+  }
   // A key varied twice (or inside another varied key, or also --set) would leave one of the
   // two settings silently unused: the grid would name values no point ran with.
   {
@@ -268,14 +278,17 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
                      opt.vary[a].key, opt.vary[b].key);
           return refuse(2);
         }
-    for (const std::string& set : opt.overrides) {
-      const std::string key = set.substr(0, set.find('='));
+    std::vector<std::string> fixed;  // what each fixes: "--set KEY", "--seed"
+    for (const std::string& set : opt.overrides)
+      fixed.push_back("--set " + set.substr(0, set.find('=')));
+    if (opt.seed) fixed.push_back("--seed");  // the key `seed`, at every point
+    for (const std::string& f : fixed) {
+      const std::string key = f == "--seed" ? "seed" : f.substr(6);
       for (const Vary& v : opt.vary)
         if (config::paths_overlap(key, v.key)) {
           fmt::print(err,
-                     "podsim sweep: --set {} and --vary {}: the same setting both fixed and "
-                     "varied\n",
-                     key, v.key);
+                     "podsim sweep: {} and --vary {}: the same setting both fixed and varied\n", f,
+                     v.key);
           return refuse(2);
         }
     }
@@ -313,15 +326,28 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     if (config_axis) return p[*config_axis];
     return opt.config_path;
   };
-  // Every point's config, checked before anything runs or is written.
+  // Every point's config, and the files it names (traces), checked before anything runs or is
+  // written, as `podsim run` checks them (each file once for each pod size it is read for).
+  std::set<std::string> files_checked;
   for (std::size_t i = 0; i < points.size(); ++i) {
+    std::vector<std::string> what = assignments(points[i]);
+    if (config_axis) what.insert(what.begin(), "config=" + points[i][*config_axis]);
     try {
-      (void)load_pod_config(config_of(points[i]), assignments(points[i]));
+      PodConfig cfg = load_pod_config(config_of(points[i]), assignments(points[i]));
+      const auto& w = cfg.workload;
+      const std::string key =
+          fmt::format("{}\n{}\n{}\n{}\n{}\n{}", config_of(points[i]).value_or(""), w.traffic.trace,
+                      w.kind == WorkloadKind::Model ? w.model : "", w.model_groups, cfg.pod.gpus,
+                      w.collective.chunk_size.count());
+      if ((!w.traffic.trace.empty() || w.kind == WorkloadKind::Model) &&
+          files_checked.insert(key).second)
+        (void)resolve_workload_files(cfg, config_of(points[i]), assignments(points[i]));
     } catch (const config::ConfigError& e) {
-      std::vector<std::string> what = assignments(points[i]);
-      if (config_axis) what.insert(what.begin(), "config=" + points[i][*config_axis]);
       fmt::print(err, "podsim sweep: config error at point {} ({}): {}\n", i, fmt::join(what, " "),
                  e.what());
+      return refuse(2);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(err, "podsim sweep: at point {} ({}): {}\n", i, fmt::join(what, " "), e.what());
       return refuse(2);
     }
   }

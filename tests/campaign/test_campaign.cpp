@@ -109,3 +109,16 @@ TEST_CASE("the campaign's scenarios vary link error rates and fill rings", "[cam
   CHECK_THAT(slurp(out + "/seed-1158/out/run.json"), Catch::Contains("\"result\": \"ENOSPC\""));
   fs::remove_all(out);
 }
+
+TEST_CASE("a campaign's bad --set and seeds past 2^64 - 1 are usage errors, before any seed runs",
+          "[campaign]") {
+  const std::string out = fresh("podsim-campaign-usage");
+  auto set = run_podsim({"campaign", "--seeds", "2", "-q", "--set", "bogus=1", "-o", out}, false);
+  CHECK(set.exit_code == 2);
+  CHECK_THAT(set.err, Catch::Contains("config error: --set bogus=1: bogus: unknown key"));
+  auto wrap = run_podsim(
+      {"campaign", "--seeds", "2", "--first", "18446744073709551615", "-q", "-o", out}, false);
+  CHECK(wrap.exit_code == 2);
+  CHECK_THAT(wrap.err, Catch::Contains("go past the largest seed, 2^64 - 1"));
+  CHECK_FALSE(fs::exists(out));
+}

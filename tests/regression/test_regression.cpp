@@ -125,3 +125,34 @@ TEST_CASE("study pages show what their commands print", "[regression][studies]")
   }
   CHECK(studies == 5);
 }
+
+TEST_CASE("podsim regress: a golden it cannot read fails its case only, naming the file",
+          "[regression]") {
+  const fs::path dir = fs::path(write_temp_file("cases.json", "")).parent_path();
+  fs::create_directories(dir / "configs");
+  fs::copy_file(source_path("configs/default.json"), dir / "configs" / "one.json");
+  fs::copy_file(source_path("configs/default.json"), dir / "configs" / "two.json");
+  spit(dir / "cases.json", R"({"configs_dir": "configs", "cases": {
+    "one": {"set": ["workload.traffic.accesses=20"]},
+    "two": {"set": ["workload.traffic.accesses=20"]}}})");
+  REQUIRE(run_podsim({"regress", "--dir", dir.string(), "--bless"}, false).exit_code == 0);
+  const fs::path one = dir / "golden" / "one.json";
+  for (const char* broken : {"{\"digest\": ", "{\"stats\": {}}"}) {
+    INFO(broken);
+    spit(one, broken);
+    auto r = run_podsim({"regress", "--dir", dir.string()}, false);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.out, Catch::Contains("one: " + one.string()));
+    CHECK_THAT(r.out, Catch::Contains("two: matches its golden"));
+    CHECK_THAT(r.err, !Catch::Contains("internal error"));
+  }
+  // Blessing replaces it.
+  REQUIRE(run_podsim({"regress", "--dir", dir.string(), "--bless"}, false).exit_code == 0);
+  CHECK(run_podsim({"regress", "--dir", dir.string()}, false).exit_code == 0);
+  // A case named twice in cases.json would be run once, silently: an error.
+  spit(dir / "cases.json", R"({"configs_dir": "configs", "cases": {
+    "one": {"set": []}, "two": {"set": []}, "one": {"set": []}}})");
+  auto twice = run_podsim({"regress", "--dir", dir.string()}, false);
+  CHECK(twice.exit_code == 2);
+  CHECK_THAT(twice.err, Catch::Contains("cases.json: cases.one: the key appears twice"));
+}

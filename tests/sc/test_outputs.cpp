@@ -387,7 +387,7 @@ TEST_CASE(
   REQUIRE(report.exit_code == 0);
   const std::string html = podsim::test::slurp(bad.out_dir + "/report.html");
   CHECK_THAT(html,
-             Catch::Contains("This run failed") && Catch::Contains("marked: from a failed run"));
+             Catch::Contains("This run failed") && Catch::Contains("marked as from a failed run"));
 }
 
 TEST_CASE(
@@ -535,4 +535,63 @@ TEST_CASE("a run removes the half-written stats.json a killed run left", "[outpu
                             Catch::Contains("none of the run's outputs were kept"));
   CHECK_FALSE(fs::exists(tmp));
   CHECK_FALSE(fs::exists(dir / "stats.json"));
+}
+
+TEST_CASE("a run's outputs never replace what it reads, and a refused run keeps the last run's",
+          "[outputs]") {
+  // A config saved as config.json (a run's, say), run with its folder as --out.
+  const std::string config = podsim::test::write_temp_file(
+      "config.json", R"({"pod": {"gpus": 4}, "workload": {"traffic": {"accesses": 20}}})");
+  const fs::path base = fs::path(config).parent_path();
+  const std::string text = podsim::test::slurp(config);
+  // An extra file onto the config it runs.
+  auto log = run_podsim({"run", config, "--quiet", "--access-log", config});
+  CHECK(log.exit_code == 2);
+  CHECK_THAT(log.err, Catch::Contains("--access-log " + config +
+                                      " would overwrite the config "
+                                      "file " +
+                                      config));
+  // The run's own config.json onto the config it runs (a run's config.json, run again there).
+  auto same = run_podsim({"run", config, "--quiet", "--out", base.string()}, false);
+  CHECK(same.exit_code == 2);
+  CHECK_THAT(same.err, Catch::Contains("the run's config.json (in " + base.string() +
+                                       ") would overwrite the config file " + config));
+  CHECK(podsim::test::slurp(config) == text);
+  // Refused for an extra file it cannot write: the last run's outputs stay, nothing is made.
+  auto first = run_podsim({"run", config, "--quiet"});
+  REQUIRE(first.exit_code == 0);
+  auto refused = run_podsim({"run", config, "--quiet", "--out", first.out_dir, "--access-log",
+                             "/nonexistent/dir/a.trace"},
+                            false);
+  CHECK(refused.exit_code == 2);
+  CHECK(fs::exists(fs::path(first.out_dir) / "run.json"));
+  const std::string fresh = (base / "never-made").string();
+  CHECK(run_podsim(
+            {"run", config, "--quiet", "--out", fresh, "--access-log", "/nonexistent/dir/a.trace"},
+            false)
+            .exit_code == 2);
+  CHECK_FALSE(fs::exists(fresh));
+  // An extra file in the output directory not made yet is fine: it is made.
+  auto inside = run_podsim(
+      {"run", config, "--quiet", "--out", fresh, "--access-log", fresh + "/a.trace"}, false);
+  CHECK(inside.exit_code == 0);
+  CHECK(fs::exists(fresh + "/a.trace"));
+}
+
+TEST_CASE("a run stopped part way leaves no earlier run's access log beside its outputs",
+          "[outputs]") {
+  // The second run is killed at 1 s of CPU time (ulimit -t), long before it ends.
+  const std::string log = podsim::test::write_temp_file("access.trace", "");
+  auto first =
+      run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=20", "--access-log", log});
+  REQUIRE(first.exit_code == 0);
+  REQUIRE(fs::file_size(log) > 0);
+  auto killed = podsim::test::run_podsim_after(
+      "ulimit -t 1; ",
+      {"run", "--quiet", "--set", "workload.traffic.accesses=50000000", "--out", first.out_dir,
+       "--access-log", log},
+      false);
+  CHECK(killed.exit_code != 0);
+  CHECK_FALSE(fs::exists(log));
+  CHECK_FALSE(fs::exists(fs::path(first.out_dir) / "run.json"));
 }

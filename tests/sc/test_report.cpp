@@ -1,6 +1,8 @@
 // podsim report: one self-contained HTML file, rendered here in headless Chromium, which must
 // lay out every plot's marks. The screenshots are kept in tests/artifacts/ of the build.
 #include <fmt/format.h>
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -356,4 +358,54 @@ TEST_CASE("report: a bandwidth axis spanning a few units at 1e17 is drawn, not a
       << "t_ns,remote_GBps,local_GBps\n100000000000000000,1,0\n100000000000016384,1,0\n";
   auto r = run_podsim({"report", run.out_dir}, false);
   CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("report: a failed or stopped run is marked, alone and beside another", "[report]") {
+  const std::vector<std::string> few{"run", "--quiet", "--set", "workload.traffic.accesses=20"};
+  auto good = run_podsim(few);
+  auto cut = few;  // stopped at sim.max_time inside its access phase: exit 1, its files marked
+  cut.insert(cut.end(), {"--set", "sim.max_time=1590500ns"});
+  auto partial = run_podsim(cut);
+  REQUIRE(good.exit_code == 0);
+  REQUIRE(partial.exit_code == 1);
+  const std::string page = write_temp_file("compare.html", "");
+  auto both = run_podsim({"report", partial.out_dir, good.out_dir, "-o", page}, false);
+  REQUIRE(both.exit_code == 0);
+  const std::string html = slurp(page);
+  CHECK_THAT(html,
+             Catch::Contains("<b>A failed</b>: it did not finish (run.json: finished false)"));
+  CHECK_THAT(html, !Catch::Contains("<b>B failed</b>"));
+  // A run with no run.json (written last) was stopped or killed: failed, alone and beside another.
+  fs::remove(fs::path(good.out_dir) / "run.json");
+  auto killed = run_podsim({"report", good.out_dir}, false);
+  REQUIRE(killed.exit_code == 0);
+  CHECK_THAT(slurp(good.out_dir + "/report.html"),
+             Catch::Contains("<b>This run failed</b>: it has no run.json, which a run writes last: "
+                             "it was stopped or killed"));
+  REQUIRE(run_podsim({"report", partial.out_dir, good.out_dir, "-o", page}, false).exit_code == 0);
+  CHECK_THAT(slurp(page), Catch::Contains("<b>B failed</b>: it has no run.json"));
+}
+
+TEST_CASE("report: its page replaces none of the files it is drawn from, and reads only files",
+          "[report]") {
+  auto run = run_podsim({"run", "--quiet", "--set", "workload.traffic.accesses=20"});
+  REQUIRE(run.exit_code == 0);
+  const std::string stats = slurp(run.out_dir + "/stats.json");
+  for (const char* f : {"stats.json", "run.json", "latency.csv"}) {
+    auto r = run_podsim({"report", run.out_dir, "-o", run.out_dir + "/" + f}, false);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("a file of the results it reports on"));
+  }
+  CHECK(slurp(run.out_dir + "/stats.json") == stats);
+  // A FIFO in place of run.json would wait for ever for a writer; /dev/zero would never end.
+  fs::remove(fs::path(run.out_dir) / "run.json");
+  REQUIRE(::mkfifo((run.out_dir + "/run.json").c_str(), 0600) == 0);
+  auto fifo = run_podsim({"report", run.out_dir}, false);
+  CHECK(fifo.exit_code == 2);
+  CHECK_THAT(fifo.err, Catch::Contains("run.json: not a regular file"));
+  fs::remove(fs::path(run.out_dir) / "run.json");
+  fs::create_symlink("/dev/zero", fs::path(run.out_dir) / "run.json");
+  auto zero = run_podsim({"report", run.out_dir}, false);
+  CHECK(zero.exit_code == 2);
+  CHECK_THAT(zero.err, Catch::Contains("run.json: not a regular file"));
 }

@@ -419,3 +419,35 @@ TEST_CASE("a sweep point killed by a signal says so", "[sweep]") {
   CHECK_THAT(podsim::test::slurp(out + "/sweep.md"),
              Catch::Contains("| FAILED (killed by signal " + std::to_string(signal) + ") |"));
 }
+
+TEST_CASE("a sweep refuses what would misstate its points or its folder, before any runs",
+          "[sweep]") {
+  // --seed fixes the key `seed` at every point: varied too, the rows would name seeds no point
+  // ran with.
+  const std::string out = fresh_dir("sweep-refusals");
+  auto seed = run_podsim({"sweep", "--quiet", "--seed", "5", "--vary", "seed=1,2", "--set",
+                          "workload.traffic.accesses=20", "--out", out},
+                         false);
+  CHECK(seed.exit_code == 2);
+  CHECK_THAT(seed.err, Catch::Contains("--seed and --vary seed: the same setting both fixed and "
+                                       "varied"));
+  // An empty --out would be the current directory (its points/ replaced), a file no folder.
+  auto empty = run_podsim({"sweep", "--quiet", "--vary", "pod.gpus=2,3", "--out", ""}, false);
+  CHECK(empty.exit_code == 2);
+  CHECK_THAT(empty.err, Catch::Contains("--out \"\": an empty name"));
+  const std::string file = podsim::test::write_temp_file("a-file", "x");
+  auto onto = run_podsim({"sweep", "--quiet", "--vary", "pod.gpus=2,3", "--out", file}, false);
+  CHECK(onto.exit_code == 2);
+  CHECK_THAT(onto.err, Catch::Contains("--out " + file + ": is not a directory"));
+  // A point's trace is checked as `podsim run` checks it, before any point runs.
+  const std::string good = podsim::test::write_temp_file("good.trace", "0 0 R 0x100000000000 64\n");
+  const std::string bad = podsim::test::write_temp_file("bad.trace", "0 0 Q 0 64\n");
+  auto trace = run_podsim(
+      {"sweep", "--quiet", "--vary", "workload.traffic.trace=" + good + "," + bad, "--out", out},
+      false);
+  CHECK(trace.exit_code == 2);
+  CHECK_THAT(trace.err,
+             Catch::Contains("at point 1") &&
+                 Catch::Contains("trace error: " + bad + ":1: op \"Q\" is not R, W or A"));
+  CHECK_FALSE(fs::exists(out));
+}

@@ -65,6 +65,7 @@ TEST_CASE("bad model traces are errors naming the file and the node") {
       {"{", "t.json: line 1, column 2: invalid JSON"},
       {R"({"nodes": [], "nodez": 1})", "t.json: the trace: unknown key \"nodez\""},
       {R"({"groups": {}})", "t.json: the trace: needs \"nodes\""},
+      {R"({"nodes": []})", "t.json: no nodes in it: nothing to run"},
       {with_node(
            R"({"id": "x", "gpu": 0, "type": "compute", "duration": "1us", "deps": ["nope"]})"),
        "t.json: node \"x\": depends on \"nope\", which is no node"},
@@ -259,4 +260,10 @@ TEST_CASE("a broadcast in a model trace has a root its members agree on") {
       {"id": "b", "gpu": 0, "type": "collective", "op": "broadcast", "group": "g", "bytes": "64KiB"}]})",
                                          "t.json", 4, 65536);
   CHECK(d.nodes[1].root == 2);
+}
+
+TEST_CASE("a model trace that is no text file is refused as read, not read to the end") {
+  // /dev/zero would be read until memory ran out.
+  CHECK_THROWS_WITH(podsim::load_model_trace("/dev/zero", 8, 65536, ""),
+                    Catch::Contains("/dev/zero:1: a NUL byte: not a JSON model trace"));
 }

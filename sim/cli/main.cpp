@@ -222,6 +222,11 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, bool p
   if (vm.count("access-log")) opt.access_log = vm["access-log"].as<std::string>();
   if (vm.count("trace")) opt.timeline = vm["trace"].as<std::string>();
   if (vm.count("state-digest")) opt.state_digest = vm["state-digest"].as<std::string>();
+  for (const char* o : {"trace-sample", "trace-max-events"})
+    if (!vm[o].defaulted() && !opt.timeline) {
+      fmt::print(std::cerr, "podsim run: --{} is for --trace, which is not given\n", o);
+      return 2;
+    }
   opt.timeline_sample = vm["trace-sample"].as<AtLeast<1>>().value;
   opt.timeline_max_access_events = vm["trace-max-events"].as<Count>().value;
   if (opt.timeline_sample == 0) {
@@ -486,6 +491,11 @@ int dispatch(int argc, char* argv[]) {
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
       std::cout << kUsage;
       return 0;
+    }
+    // Commands that take no arguments: anything after them is a mistake, not to be ignored.
+    if ((cmd == "--version" || cmd == "config-reference") && !rest.empty()) {
+      fmt::print(std::cerr, "podsim {}: takes no arguments, got '{}'\n", cmd, rest.front());
+      return 2;
     }
     if (cmd == "--version") {
       std::cout << "podsim " << podsim::podsim_version() << "\n";

@@ -134,7 +134,9 @@ class PodSummary {
   double payload_ = 0, wire_ = 0;  // bytes over every GPU port
 
   StatGroup stats_{"summary"};
-  Counter accesses_{stats_, "remote_accesses", "count", "remote loads and stores completed"};
+  Counter accesses_{stats_, "remote_accesses", "count",
+                    "remote loads and stores completed with an answer (posted stores have none: "
+                    "measured.remote_accesses counts them as issued)"};
   Counter reads_{stats_, "remote_reads", "count", "remote loads completed"};
   Counter writes_{stats_, "remote_writes", "count", "remote stores completed"};
   Counter faults_{stats_, "faults", "count",

@@ -293,6 +293,21 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
         }
     }
   }
+  // A value given twice would make two rows of one point; a --stat twice, two equal columns.
+  for (const Vary& v : opt.vary)
+    for (std::size_t a = 0; a < v.values.size(); ++a)
+      if (std::find(v.values.begin() + static_cast<std::ptrdiff_t>(a) + 1, v.values.end(),
+                    v.values[a]) != v.values.end()) {
+        fmt::print(err, "podsim sweep: --vary {}: the value {} is given twice\n", v.key,
+                   v.values[a]);
+        return refuse(2);
+      }
+  for (std::size_t a = 0; a < opt.extra_stats.size(); ++a)
+    if (std::find(opt.extra_stats.begin() + static_cast<std::ptrdiff_t>(a) + 1,
+                  opt.extra_stats.end(), opt.extra_stats[a]) != opt.extra_stats.end()) {
+      fmt::print(err, "podsim sweep: --stat {} is given twice\n", opt.extra_stats[a]);
+      return refuse(2);
+    }
   // `--vary config=a.json,b.json` varies the config file itself (not a key in it).
   std::optional<std::size_t> config_axis;
   for (std::size_t k = 0; k < opt.vary.size(); ++k)

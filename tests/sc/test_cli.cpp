@@ -29,6 +29,21 @@ TEST_CASE("version and help", "[cli]") {
   auto bad_opt = run_podsim({"run", "--frobnicate"});
   CHECK(bad_opt.exit_code == 2);
   CHECK_FALSE(bad_opt.out_dir_exists);
+  // What a command would ignore is refused instead.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--version", "extra"},
+        std::vector<std::string>{"config-reference", "x.json"},
+        std::vector<std::string>{"config-reference", "--bogus"}}) {
+    auto r = run_podsim(args, false);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("takes no arguments, got '" + args[1] + "'"));
+  }
+  for (const char* o : {"--trace-sample", "--trace-max-events"}) {
+    auto r = run_podsim({"run", o, "5"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(std::string(o) + " is for --trace, which is not given"));
+    CHECK_FALSE(r.out_dir_exists);
+  }
 }
 
 TEST_CASE("config errors: exit 2, the file and key path named, nothing written", "[cli]") {

@@ -439,6 +439,15 @@ TEST_CASE("a sweep refuses what would misstate its points or its folder, before 
   auto onto = run_podsim({"sweep", "--quiet", "--vary", "pod.gpus=2,3", "--out", file}, false);
   CHECK(onto.exit_code == 2);
   CHECK_THAT(onto.err, Catch::Contains("--out " + file + ": is not a directory"));
+  // A value or a --stat given twice: two rows of one point, two equal columns.
+  auto twice = run_podsim({"sweep", "--quiet", "--vary", "pod.gpus=2,3,2", "--out", out}, false);
+  CHECK(twice.exit_code == 2);
+  CHECK_THAT(twice.err, Catch::Contains("--vary pod.gpus: the value 2 is given twice"));
+  auto stat = run_podsim({"sweep", "--quiet", "--vary", "pod.gpus=2,3", "--stat",
+                          "pod.summary.retries", "--stat", "pod.summary.retries", "--out", out},
+                         false);
+  CHECK(stat.exit_code == 2);
+  CHECK_THAT(stat.err, Catch::Contains("--stat pod.summary.retries is given twice"));
   // A point's trace is checked as `podsim run` checks it, before any point runs.
   const std::string good = podsim::test::write_temp_file("good.trace", "0 0 R 0x100000000000 64\n");
   const std::string bad = podsim::test::write_temp_file("bad.trace", "0 0 Q 0 64\n");

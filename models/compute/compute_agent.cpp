@@ -325,9 +325,15 @@ std::uint64_t ComputeAgent::issue(AccessOp op, std::uint64_t va, std::uint32_t s
     a.posted = true;
     posted_.inc();
     ++completed_;
-    remote_bytes_.inc(size);
     last_complete_ = now;
-    if (a.measured != Measured::No) note_window(size, now);  // no latency: none for the trend
+    // Remote unless it is in one of this GPU's own buffers (a store that then faults in GpuVm
+    // is counted lost there).
+    const bool local = std::any_of(local_.begin(), local_.end(),
+                                   [&](const Pick& p) { return va - p.va < p.bytes; });
+    if (!local) {
+      remote_bytes_.inc(size);
+      if (a.measured != Measured::No) note_window(size, now);  // no latency: none for the trend
+    }
   } else {
     ++in_flight_;
   }

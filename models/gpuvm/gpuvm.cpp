@@ -95,7 +95,12 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
     if (fault_log_.size() < cfg_.fault_log) fault_log_.push_back({now, a.vmid, a.vaddr, write});
     a.status = AccessStatus::Fault;
     gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    answer(*gp, d);  // a posted store's fault is counted here only
+    if (a.posted) {  // its fault is counted here only: nobody waits for the answer
+      ++posted_faults_;
+      posted_fault_bytes_ += a.size;
+      if (a.measured != Measured::No) m_posted_fault_bytes_ += a.size;
+    }
+    answer(*gp, d);
     return;
   }
 

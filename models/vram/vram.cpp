@@ -116,7 +116,7 @@ void Vram::serve(const Arrival& arr) {
   if (a.mailbox != MailboxWrite::None) [[unlikely]]
     if (mailbox_watch_) mailbox_watch_(a, done + access_latency_);
   if (unanswered(a)) {  // a posted store: done, and nobody waits for it
-    if (a.posted && a.mailbox == MailboxWrite::None) [[unlikely]] {
+    if (a.posted && a.mailbox == MailboxWrite::None) {
       posted_landed_ = std::max(posted_landed_, done);
       if (measured) m_posted_landed_ = std::max(m_posted_landed_, done);
     }

@@ -135,7 +135,9 @@ int parse(const std::string& cmd, const std::vector<std::string>& args,
 // takes part in this agreement exactly once: one starting `podsim run` or `podsim sweep` just
 // before it starts, any other as it ends (sc_main). Unless all started the same, none goes on;
 // rank 0 says what each rank did, with what the others printed (they are silenced).
-enum class Started : int { nothing = 0, run = 1, sweep = 2 };
+// (A rank that started nothing says whether its command line ended it well or was refused:
+// ranks refused where others were not have their messages printed too.)
+enum class Started : int { nothing = 0, run = 1, sweep = 2, refused = 3 };
 bool g_agreed = false;
 
 bool agree_to_start(Started mine) {
@@ -151,6 +153,7 @@ bool agree_to_start(Started mine) {
     auto what = [](int c) {
       return c == 1   ? "started `podsim run`"
              : c == 2 ? "started `podsim sweep`"
+             : c == 3 ? "started nothing (its command line was refused)"
                       : "started nothing (its command line ended it)";
     };
     fmt::print(std::cerr,
@@ -590,7 +593,9 @@ int sc_main(int argc, char* argv[]) {
   MpiWorld::set_silenced(&silenced);
   int rc = dispatch(argc, argv);
   // A rank that started neither a run nor a sweep still takes part in the ranks' agreement.
-  if (MpiWorld::launched() && !g_agreed && !agree_to_start(Started::nothing) && rc == 0) rc = 2;
+  if (MpiWorld::launched() && !g_agreed &&
+      !agree_to_start(rc == 0 ? Started::nothing : Started::refused) && rc == 0)
+    rc = 2;
   MpiWorld::set_silenced(nullptr);
   std::cout.rdbuf(out);
   std::cerr.rdbuf(err);

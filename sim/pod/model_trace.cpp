@@ -497,16 +497,16 @@ ModelTrace load_model_trace(const std::string& path, std::uint32_t gpus, std::ui
                           "PREFIX.1.et, ...)");
   if (std::filesystem::is_directory(path, ec))
     throw ModelTraceError(path + ": is a directory, not a model trace");
-  if (!std::ifstream(path, std::ios::binary))
-    throw ModelTraceError(path +
-                          ": cannot open the model trace (a JSON file, or the prefix of "
-                          "a Chakra trace's PREFIX.0.et, PREFIX.1.et, ...)");
   // A JSON trace is text, and at most 1 GiB (/dev/zero or /dev/urandom is not read on until
-  // memory runs out).
+  // memory runs out); opened once (a FIFO is read as it comes).
   std::string text;
   try {
     text = read_text_file(path, std::size_t{1} << 30);
   } catch (const std::runtime_error& e) {
+    if (!std::filesystem::exists(path, ec))
+      throw ModelTraceError(path +
+                            ": cannot open the model trace (a JSON file, or the prefix of "
+                            "a Chakra trace's PREFIX.0.et, PREFIX.1.et, ...)");
     throw ModelTraceError(std::string(e.what()) + ": not a JSON model trace");
   }
   return parse_model_trace(text, path, gpus, chunk_size);

@@ -92,9 +92,11 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     // earlier than it lands (here, at its target).
     if (const Time t = g->vram.posted_landed(); t > Time{}) phase_.cover(t, t);
     if (const Time t = g->vram.measured_posted_landed(); t > Time{}) window_.cover(t, t);
-    posted_lost_.inc(g->npa_mmu.posted_lost());
-    lost_bytes_ += g->npa_mmu.posted_lost_bytes();
-    m_lost_bytes_ += g->npa_mmu.measured_posted_lost_bytes();
+    // Posted stores lost: faulted in their own GPUVM (never sent), or refused at their target.
+    posted_lost_.inc(g->npa_mmu.posted_lost() + g->gpuvm.posted_faults());
+    lost_bytes_ += g->npa_mmu.posted_lost_bytes() + g->gpuvm.posted_fault_bytes();
+    m_lost_bytes_ +=
+        g->npa_mmu.measured_posted_lost_bytes() + g->gpuvm.measured_posted_fault_bytes();
     const ComputeAgent& a = g->agent;
     faults_.inc(a.faults());
     gpuvm_faults_.inc(a.gpuvm_faults());

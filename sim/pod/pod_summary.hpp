@@ -148,9 +148,9 @@ class PodSummary {
   Counter unreachable_{stats_, "unreachable", "count", "of faults: sent to a GPU that was down"};
   Counter retries_{stats_, "retries", "count", "accesses re-issued after a retry answer"};
   Counter posted_lost_{stats_, "posted_lost", "count",
-                       "posted stores answered with a retry or a fault at their target (revoked "
-                       "or unmapped as they landed): nobody waits for the answer, so they are "
-                       "lost"};
+                       "posted stores that faulted in their own GPUVM (never sent), or were "
+                       "answered with a retry or a fault at their target (revoked or unmapped "
+                       "as they landed): nobody waits for the answer, so they are lost"};
   Counter bytes_{stats_, "remote_bytes", "bytes", "payload bytes of remote accesses"};
   Distribution latency_{stats_, "remote_latency", "ns", "latency of remote accesses, all GPUs",
                         kPsPerNs};

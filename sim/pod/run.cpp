@@ -213,11 +213,9 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
         }
       }
       for (const auto& [option, path] : extra) {
-        const fs::path full = fs::weakly_canonical(path, ec);
         // Writable: its temporary file (what write_file renames into place) can be made; or,
         // where something other than a regular file is there (a symlink, a device, a FIFO:
-        // written through), it may be written. A file in the output directory, not made yet,
-        // will be (the directory is checked as it is made).
+        // written through), it may be written.
         const auto kind = fs::symlink_status(path, ec).type();
         if (kind != fs::file_type::not_found && kind != fs::file_type::regular) {
           if (::access(path.c_str(), W_OK) != 0) {
@@ -227,8 +225,17 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
           }
           continue;
         }
-        const fs::path parent = full.parent_path();
-        if (!fs::exists(parent, ec) && parent == out_dir) continue;
+        // The output directory and its parents are made before anything is written: a file
+        // there (however the two paths are spelt) needs no probe now.
+        auto plain = [](const fs::path& p) {  // absolute, no "." or "..", no trailing slash
+          fs::path a = fs::absolute(p).lexically_normal();
+          return a.has_filename() ? a : a.parent_path();
+        };
+        const fs::path parent = plain(path).parent_path(), made = plain(opt.out_dir);
+        if (!fs::exists(parent, ec) &&
+            std::mismatch(parent.begin(), parent.end(), made.begin(), made.end()).first ==
+                parent.end())
+          continue;
         const fs::path probe = fs::path(path.string() + ".tmp");
         const bool existed = fs::exists(probe, ec);
         if (!std::ofstream(probe, std::ios::app)) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -69,7 +70,16 @@ std::vector<TraceEntry> parse_stream(std::streambuf& in, const std::string& name
     TraceEntry e;
     try {
       e.at = parse_time(f[0] + "ns");
-    } catch (const UnitError&) {
+    } catch (const UnitError& e) {
+      // A number that is no time here (too large, finer than a picosecond) says which.
+      char* end = nullptr;
+      const double v = std::strtod(f[0].c_str(), &end);
+      if (end == f[0].c_str() + f[0].size() && v >= 0)
+        throw TraceError(
+            name, n,
+            f[0].find_first_of("eE") != std::string::npos
+                ? fmt::format("time \"{}\": write ns in plain digits (no exponent)", f[0])
+                : fmt::format("time \"{}\" ns: {}", f[0], e.what()));
       throw TraceError(name, n, fmt::format("time \"{}\" is not a number of ns", f[0]));
     }
     std::uint64_t gpu = 0, va = 0, size = 0;

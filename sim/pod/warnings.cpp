@@ -87,9 +87,10 @@ static void served_warnings(const PodSummary& s, std::vector<RunWarning>& out) {
     out.push_back(
         {"posted_lost",
          fmt::format(
-             "{} posted stores were lost: their target answered with a retry or a fault "
-             "(its mapping revoked or gone as they landed: pod.gpuN.npa_mmu.posted_lost), "
-             "and nobody waits for a posted store's answer. A posted store is done for "
+             "{} posted stores were lost: they faulted in their own GPUVM (unmapped by a "
+             "revoke: pod.gpuN.gpuvm.faults), or their target answered with a retry or a fault "
+             "(its mapping revoked or gone as they landed: pod.gpuN.npa_mmu.posted_lost); "
+             "nobody waits for a posted store's answer. A posted store is done for "
              "its GPU as it is issued, so the access phase can end, and the teardown "
              "revoke, with stores still queued in the fabric; they count in remote_bytes "
              "(sent), not in the bandwidths (delivered). Pace them below what their targets "

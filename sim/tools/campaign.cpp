@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <unistd.h>
 #include <algorithm>
+
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -229,13 +231,24 @@ int campaign_command(const CampaignOptions& opt, std::ostream& out, std::ostream
                opt.first_seed, opt.seeds);
     return 2;
   }
-  // A --set that no config takes is the command line's error, not the generator's: checked on
-  // the default pod before any seed runs (the scenarios' own keys are checked as each runs).
-  try {
-    (void)load_pod_config(std::nullopt, opt.overrides);
-  } catch (const config::ConfigError& e) {
-    fmt::print(err, "podsim campaign: config error: {}\n", e.what());
-    return 2;
+  // A --set that the campaign's scenarios do not take is the command line's error, not the
+  // generator's: checked on the first seed's scenario before any seed runs.
+  {
+    std::error_code ec;
+    const fs::path probe =
+        fs::temp_directory_path(ec) / fmt::format("podsim-campaign-check-{}.json", ::getpid());
+    try {
+      write_file(probe, campaign_scenario(opt.first_seed));
+      (void)load_pod_config(probe.string(), opt.overrides);
+      fs::remove(probe, ec);
+    } catch (const config::ConfigError& e) {
+      fs::remove(probe, ec);
+      fmt::print(err, "podsim campaign: config error (seed {}'s scenario with --set): {}\n",
+                 opt.first_seed, e.what());
+      return 2;
+    } catch (const std::runtime_error&) {  // no temporary directory: checked as seeds run
+      fs::remove(probe, ec);
+    }
   }
   const fs::path dir(opt.out_dir);
   std::error_code ec;

@@ -571,10 +571,14 @@ std::string run_report(const fs::path& dir, std::string& title) {
   const LatencyData ld = read_latency(dir);
   body += "<h2>Latency by path</h2>\n";
   body += table({"path", "count", "mean ns", "p50", "p90", "p99", "p99.9", "max"}, ld.rows);
+  if (!fs::exists(dir / "latency.csv"))
+    body += "<p class=note>latency.csv is missing: no latency table.</p>\n";
   const std::vector<svg::Line> cdf_lines = cdf_lines_of(ld, "");
   if (!cdf_lines.empty())
     body += svg::line_chart("latency-cdf", "Latency CDF by path", {"latency (ns)", {}},
                             {"fraction of accesses at or below", {}}, cdf_lines, true);
+  else if (!fs::exists(dir / "latency_histogram.csv"))
+    body += "<p class=note>latency_histogram.csv is missing: no latency CDF.</p>\n";
   else
     body += "<p class=note>No completed accesses: no latency CDF.</p>\n";
 

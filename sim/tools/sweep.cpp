@@ -499,12 +499,16 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       jobs.push_back(job_of(i, points_dir));
     }
   // Progress counts every point of the sweep (rank 0 prints the others' as they arrive).
+  auto ended = [](const ChildResult& r) {
+    return r.signal ? fmt::format("killed by signal {}", r.signal)
+                    : fmt::format("exit {}", r.exit_code);
+  };
   std::size_t done = 0;
   const auto ran = run_children(jobs, opt.jobs, [&](std::size_t k, const ChildResult& r) {
     ++done;
     if (!opt.quiet && me == 0)
-      fmt::print(err, "[{}/{}] point {:03} ({}) exit {}\n", done, points.size(), mine[k],
-                 fmt::join(points[mine[k]], ", "), r.exit_code);
+      fmt::print(err, "[{}/{}] point {:03} ({}) {}\n", done, points.size(), mine[k],
+                 fmt::join(points[mine[k]], ", "), ended(r));
   });
   std::vector<ChildResult> results(points.size());
   for (std::size_t k = 0; k < mine.size(); ++k)
@@ -519,8 +523,8 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     const std::size_t i =
         unpack_point(MpiWorld::receive(-1, kPointTag, &from), points_dir, points.size(), results);
     if (!opt.quiet)
-      fmt::print(err, "[{}/{}] point {:03} ({}) exit {}, from rank {}\n", ++done, points.size(), i,
-                 fmt::join(points[i], ", "), results[i].exit_code, from);
+      fmt::print(err, "[{}/{}] point {:03} ({}) {}, from rank {}\n", ++done, points.size(), i,
+                 fmt::join(points[i], ", "), ended(results[i]), from);
   }
 
   // One row per point, in grid order.

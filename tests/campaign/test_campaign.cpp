@@ -115,7 +115,8 @@ TEST_CASE("a campaign's bad --set and seeds past 2^64 - 1 are usage errors, befo
   const std::string out = fresh("podsim-campaign-usage");
   auto set = run_podsim({"campaign", "--seeds", "2", "-q", "--set", "bogus=1", "-o", out}, false);
   CHECK(set.exit_code == 2);
-  CHECK_THAT(set.err, Catch::Contains("config error: --set bogus=1: bogus: unknown key"));
+  CHECK_THAT(set.err, Catch::Contains("config error (seed 1's scenario with --set): --set "
+                                      "bogus=1: bogus: unknown key"));
   auto wrap = run_podsim(
       {"campaign", "--seeds", "2", "--first", "18446744073709551615", "-q", "-o", out}, false);
   CHECK(wrap.exit_code == 2);

@@ -576,6 +576,16 @@ TEST_CASE("a run's outputs never replace what it reads, and a refused run keeps 
       {"run", config, "--quiet", "--out", fresh, "--access-log", fresh + "/a.trace"}, false);
   CHECK(inside.exit_code == 0);
   CHECK(fs::exists(fresh + "/a.trace"));
+  // However the two are spelt, and in a parent the output directory's making makes too.
+  const std::string b = base.string();
+  for (const auto& [dir, file] :
+       {std::pair{b + "/n1/", b + "/n1/a.trace"}, std::pair{b + "/./n2", b + "/n2/../n2/a.trace"},
+        std::pair{b + "/p/q", b + "/p/a.trace"}}) {
+    INFO(dir << " " << file);
+    auto r = run_podsim({"run", config, "--quiet", "--out", dir, "--access-log", file}, false);
+    CHECK(r.exit_code == 0);
+    CHECK(fs::exists(file));
+  }
 }
 
 TEST_CASE("a run stopped part way leaves no earlier run's access log beside its outputs",

@@ -540,13 +540,13 @@ TEST_CASE("ranks that do not all start the same command end together", "[partiti
   const std::string out =
       (std::filesystem::path(podsim::test::write_temp_file("x", "")).parent_path() / "out")
           .string();
-  const std::vector<std::string> run{"run", "--quiet", "--set", "workload.traffic.accesses=5",
+  const std::vector<std::string> run{"run",   "--quiet", "--set", "workload.traffic.accesses=5",
                                      "--out", out};
   const PodsimRun bad = podsim::test::run_podsim_mpi_apart(run, {"run", "--no-such-option"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("the ranks did not all start the same command") &&
                           Catch::Contains("rank 0 started `podsim run`") &&
-                          Catch::Contains("rank 1 started nothing (its command line ended it), "
+                          Catch::Contains("rank 1 started nothing (its command line was refused), "
                                           "saying: podsim run: unrecognised option "
                                           "'--no-such-option'"));
   const PodsimRun sweep = podsim::test::run_podsim_mpi_apart(
@@ -559,5 +559,11 @@ TEST_CASE("ranks that do not all start the same command end together", "[partiti
   CHECK(help.exit_code != 124);
   CHECK_THAT(help.err, Catch::Contains("rank 0 started nothing") &&
                            Catch::Contains("rank 1 started `podsim run`"));
+  // Both started nothing, one refused: the refused one's message is printed too.
+  const PodsimRun version = podsim::test::run_podsim_mpi_apart({"--version"}, {"run", "--bogus"});
+  CHECK(version.exit_code == 2);
+  CHECK_THAT(version.err,
+             Catch::Contains("rank 1 started nothing (its command line was refused), saying: "
+                             "podsim run: unrecognised option '--bogus'"));
   CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -397,6 +397,14 @@ TEST_CASE("report: its page replaces none of the files it is drawn from, and rea
     CHECK_THAT(r.err, Catch::Contains("a file of the results it reports on"));
   }
   CHECK(slurp(run.out_dir + "/stats.json") == stats);
+  // A missing table says so; it is not a run without accesses.
+  fs::remove(fs::path(run.out_dir) / "latency.csv");
+  fs::remove(fs::path(run.out_dir) / "latency_histogram.csv");
+  REQUIRE(run_podsim({"report", run.out_dir}, false).exit_code == 0);
+  const std::string page = slurp(run.out_dir + "/report.html");
+  CHECK_THAT(page, Catch::Contains("latency.csv is missing: no latency table") &&
+                       Catch::Contains("latency_histogram.csv is missing: no latency CDF") &&
+                       !Catch::Contains("No completed accesses"));
   // A FIFO in place of run.json would wait for ever for a writer; /dev/zero would never end.
   fs::remove(fs::path(run.out_dir) / "run.json");
   REQUIRE(::mkfifo((run.out_dir + "/run.json").c_str(), 0600) == 0);

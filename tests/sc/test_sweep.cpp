@@ -403,10 +403,12 @@ TEST_CASE("a sweep point killed by a signal says so", "[sweep]") {
       (std::filesystem::path(podsim::test::write_temp_file("x", "")).parent_path() / "sweep")
           .string();
   const auto r = podsim::test::run_podsim_after(
-      "ulimit -t 2; ",
-      {"sweep", "--quiet", "--vary", "workload.traffic.accesses=5,400000000", "--out", out}, false);
+      "ulimit -t 2; ", {"sweep", "--vary", "workload.traffic.accesses=5,400000000", "--out", out},
+      false);
   INFO(r.err);
   CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Matches("(.|\n)*point 001 \\(400000000\\) "
+                                   "killed by signal [0-9]+\n(.|\n)*"));
   const boost::json::value doc = boost::json::parse(podsim::test::slurp(out + "/sweep.json"));
   const auto& rows = doc.at("points").as_array();
   REQUIRE(rows.size() == 2);

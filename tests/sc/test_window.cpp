@@ -340,6 +340,32 @@ TEST_CASE(
   CHECK(bw <= 87.2);
   CHECK(bw == Approx(delivered / r.stat("pod.summary.access_phase_time")).epsilon(1e-9));
   CHECK(r.stat("pod.summary.measured.achieved_bandwidth") == Approx(bw).epsilon(1e-9));
+  // Posted stores that fault in their own GPUVM (their import revoked under them) are lost
+  // too, and left out of the bandwidth as those refused at their target are.
+  auto revoked = run_podsim({"run", source_path("configs/revoke-under-load.json"), "--quiet",
+                             "--set", "workload.traffic.posted_writes=true"});
+  REQUIRE(revoked.exit_code == 0);
+  double gpuvm_lost = 0, npa_lost = 0;
+  for (int g = 0; g < 4; ++g) {  // the config's 4 GPUs
+    const std::string gpu = fmt::format("pod.gpu{}.", g);
+    gpuvm_lost += revoked.stat(gpu + "gpuvm.faults") - revoked.stat(gpu + "agent.faults");
+    npa_lost += revoked.stat(gpu + "npa_mmu.posted_lost");
+  }
+  CHECK(gpuvm_lost > 0);
+  CHECK(revoked.stat("pod.summary.posted_lost") == gpuvm_lost + npa_lost);
+  const double size = 64;  // the config's access size (the default)
+  CHECK(revoked.stat("pod.summary.achieved_bandwidth") ==
+        Approx((revoked.stat("pod.summary.remote_bytes") - size * (gpuvm_lost + npa_lost)) /
+               revoked.stat("pod.summary.access_phase_time"))
+            .epsilon(1e-9));
+  // Posted stores into the GPU's own VRAM are no remote bytes.
+  auto local =
+      run_podsim({"run", "--quiet", "--set", "workload.traffic.posted_writes=true", "--set",
+                  "workload.traffic.local_fraction=1", "--set", "workload.traffic.read_fraction=0",
+                  "--set", "workload.traffic.accesses=100"});
+  REQUIRE(local.exit_code == 0);
+  CHECK(local.stat("pod.summary.remote_bytes") == 0);
+  CHECK(local.stat("pod.summary.achieved_bandwidth") == 0);
   // Paced below what GPU 0 takes, nothing is lost and nothing said.
   auto paced = base;
   paced.insert(paced.end(), {"--set", "workload.traffic.offered_load=0.1"});

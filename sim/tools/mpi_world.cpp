@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <sstream>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 

@@ -97,8 +97,7 @@ void GpuVm::translate(tlm::tlm_generic_payload* gp) {
     gp->set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     if (a.posted) {  // its fault is counted here only: nobody waits for the answer
       ++posted_faults_;
-      posted_fault_bytes_ += a.size;
-      if (a.measured != Measured::No) m_posted_fault_bytes_ += a.size;
+      posted_fault_bytes_.add(a);
     }
     answer(*gp, d);
     return;

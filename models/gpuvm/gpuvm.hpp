@@ -68,10 +68,9 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
 
   const StatGroup& stat_group() const override { return stats_; }
   // Posted stores that faulted here (never sent; nobody waits for the answer, so they are
-  // lost), and their payload bytes, all and measured (Access::measured).
+  // lost), and their payload bytes.
   std::uint64_t posted_faults() const { return posted_faults_; }
-  std::uint64_t posted_fault_bytes() const { return posted_fault_bytes_; }
-  std::uint64_t measured_posted_fault_bytes() const { return m_posted_fault_bytes_; }
+  const LostBytes& posted_fault_bytes() const { return posted_fault_bytes_; }
   const GpuVmConfig& config() const { return cfg_; }
 
  private:
@@ -111,7 +110,8 @@ class GpuVm final : public sc_core::sc_module, public HasStats {
   Counter light_{stats_, "invalidations_lightweight", "count", "lightweight TLB invalidations"};
   Counter heavy_{stats_, "invalidations_heavyweight", "count",
                  "heavyweight TLB invalidations (remote shootdowns included)"};
-  std::uint64_t posted_faults_ = 0, posted_fault_bytes_ = 0, m_posted_fault_bytes_ = 0;
+  std::uint64_t posted_faults_ = 0;
+  LostBytes posted_fault_bytes_;
 };
 
 }  // namespace podsim

@@ -61,8 +61,7 @@ void NpaMmu::answer(tlm::tlm_generic_payload& gp, const sc_core::sc_time& d) {
   if (const Access& a = access_of(gp); a.posted) {  // nobody waits for it: our reference goes
     if (a.status != AccessStatus::Ok && a.mailbox == MailboxWrite::None) {
       posted_lost_.inc();
-      posted_lost_bytes_ += a.size;
-      if (a.measured != Measured::No) m_posted_lost_bytes_ += a.size;
+      posted_lost_bytes_.add(a);
     }
     gp.release();
     return;

@@ -78,9 +78,7 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
 
   const StatGroup& stat_group() const override { return stats_; }
   std::uint64_t posted_lost() const { return posted_lost_.value(); }
-  // Their payload bytes, and those of the measured ones (Access::measured).
-  std::uint64_t posted_lost_bytes() const { return posted_lost_bytes_; }
-  std::uint64_t measured_posted_lost_bytes() const { return m_posted_lost_bytes_; }
+  const LostBytes& posted_lost_bytes() const { return posted_lost_bytes_; }  // their payload
 
  private:
   tlm::tlm_sync_enum fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph,
@@ -133,7 +131,7 @@ class NpaMmu final : public sc_core::sc_module, public HasStats {
   Counter posted_lost_{stats_, "posted_lost", "count",
                        "posted stores (workload.traffic.posted_writes) answered here with a retry "
                        "or a fault: nobody waits for the answer, so they are lost"};
-  std::uint64_t posted_lost_bytes_ = 0, m_posted_lost_bytes_ = 0;
+  LostBytes posted_lost_bytes_;
 };
 
 }  // namespace podsim

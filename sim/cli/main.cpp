@@ -151,10 +151,13 @@ bool agree_to_start(Started mine) {
   if (me != 0 && all[me] != all[0]) MpiWorld::send(0, kWhyTag, MpiWorld::silenced());
   if (me == 0) {
     auto what = [](int c) {
-      return c == 1   ? "started `podsim run`"
-             : c == 2 ? "started `podsim sweep`"
-             : c == 3 ? "started nothing (its command line was refused)"
-                      : "started nothing (its command line ended it)";
+      switch (static_cast<Started>(c)) {
+        case Started::run: return "started `podsim run`";
+        case Started::sweep: return "started `podsim sweep`";
+        case Started::refused: return "started nothing (its command line was refused)";
+        case Started::nothing: break;
+      }
+      return "started nothing (its command line ended it)";
     };
     fmt::print(std::cerr,
                "podsim: the ranks did not all start the same command (every rank must run the "
@@ -162,9 +165,7 @@ bool agree_to_start(Started mine) {
                what(all[0]));
     for (int r = 1; r < MpiWorld::size(); ++r) {
       if (all[r] == all[0]) continue;
-      std::string said = MpiWorld::receive(r, kWhyTag);
-      while (!said.empty() && said.back() == '\n')
-        said.pop_back();
+      const std::string said = MpiWorld::receive(r, kWhyTag);
       fmt::print(std::cerr, "  rank {} {}{}\n", r, what(all[r]),
                  said.empty() ? "" : ", saying: " + said);
     }

@@ -207,4 +207,19 @@ class PacketPool final : public tlm::tlm_mm_interface {
   std::size_t peak_ = 0;
 };
 
+// Payload bytes of posted stores lost at one place (nobody waits for a posted store's answer),
+// all and those in the measured window: what the pod's bandwidths leave out.
+struct LostBytes {
+  std::uint64_t all = 0, measured = 0;
+  void add(const Access& a) {
+    all += a.size;
+    if (a.measured != Measured::No) measured += a.size;
+  }
+  LostBytes& operator+=(const LostBytes& o) {
+    all += o.all;
+    measured += o.measured;
+    return *this;
+  }
+};
+
 }  // namespace podsim

@@ -94,9 +94,8 @@ void PodSummary::gather(const std::vector<std::unique_ptr<GpuNode>>& gpus,
     if (const Time t = g->vram.measured_posted_landed(); t > Time{}) window_.cover(t, t);
     // Posted stores lost: faulted in their own GPUVM (never sent), or refused at their target.
     posted_lost_.inc(g->npa_mmu.posted_lost() + g->gpuvm.posted_faults());
-    lost_bytes_ += g->npa_mmu.posted_lost_bytes() + g->gpuvm.posted_fault_bytes();
-    m_lost_bytes_ +=
-        g->npa_mmu.measured_posted_lost_bytes() + g->gpuvm.measured_posted_fault_bytes();
+    lost_bytes_ += g->npa_mmu.posted_lost_bytes();
+    lost_bytes_ += g->gpuvm.posted_fault_bytes();
     const ComputeAgent& a = g->agent;
     faults_.inc(a.faults());
     gpuvm_faults_.inc(a.gpuvm_faults());
@@ -165,8 +164,8 @@ void PodSummary::pack_extras(std::vector<std::uint64_t>& out) const {
   out.push_back(static_cast<std::uint64_t>(window_.end.as_ps()));
   out.push_back(m_bytes_);
   out.push_back(max_phases_);
-  out.push_back(lost_bytes_);
-  out.push_back(m_lost_bytes_);
+  out.push_back(lost_bytes_.all);
+  out.push_back(lost_bytes_.measured);
   for (const auto& h : halves_) {
     out.push_back(h.count);
     out.push_back(h.latency_ps);
@@ -184,8 +183,7 @@ const std::uint64_t* PodSummary::merge_extras(const std::uint64_t* in, const std
   if (in[5] & 1) window_.cover(at(6), at(7));
   m_bytes_ += in[8];
   max_phases_ = std::max(max_phases_, in[9]);
-  lost_bytes_ += in[10];
-  m_lost_bytes_ += in[11];
+  lost_bytes_ += LostBytes{in[10], in[11]};
   for (int h = 0; h < 2; ++h) {
     halves_[h].count += in[12 + 2 * h];
     halves_[h].latency_ps += in[13 + 2 * h];
@@ -206,15 +204,16 @@ std::vector<std::pair<std::string, const Distribution*>> PodSummary::latency_pat
 
 double PodSummary::achieved_bandwidth() const {
   const double t = access_phase().as_seconds();
-  return t > 0 && bytes_.value() > lost_bytes_
-             ? static_cast<double>(bytes_.value() - lost_bytes_) / t
+  return t > 0 && bytes_.value() > lost_bytes_.all
+             ? static_cast<double>(bytes_.value() - lost_bytes_.all) / t
              : 0.0;
 }
 
 double PodSummary::measured_bandwidth() const {
   const double t = window_.length().as_seconds();
-  return t > 0 && m_bytes_ > m_lost_bytes_ ? static_cast<double>(m_bytes_ - m_lost_bytes_) / t
-                                           : 0.0;
+  return t > 0 && m_bytes_ > lost_bytes_.measured
+             ? static_cast<double>(m_bytes_ - lost_bytes_.measured) / t
+             : 0.0;
 }
 
 double PodSummary::plane_balance() const {

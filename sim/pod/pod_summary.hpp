@@ -128,7 +128,7 @@ class PodSummary {
   std::uint64_t m_bytes_ = 0;
   // Payload bytes of posted stores lost at their targets (all, measured): counted as moved by
   // their issuers (remote_bytes), not delivered, so not in the bandwidths.
-  std::uint64_t lost_bytes_ = 0, m_lost_bytes_ = 0;
+  LostBytes lost_bytes_;
   std::array<ComputeAgent::Half, 2> halves_{};
   std::uint64_t max_phases_ = 0;
   double payload_ = 0, wire_ = 0;  // bytes over every GPU port

@@ -212,6 +212,13 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
           return 2;
         }
       }
+      // The output directory and its parents are made before anything is written: a file there
+      // (however the two paths are spelt) needs no probe now.
+      auto plain = [](const fs::path& p) {  // absolute, no "." or "..", no trailing slash
+        fs::path a = fs::absolute(p).lexically_normal();
+        return a.has_filename() ? a : a.parent_path();
+      };
+      const fs::path made = plain(opt.out_dir);
       for (const auto& [option, path] : extra) {
         // Writable: its temporary file (what write_file renames into place) can be made; or,
         // where something other than a regular file is there (a symlink, a device, a FIFO:
@@ -225,13 +232,7 @@ int run_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
           }
           continue;
         }
-        // The output directory and its parents are made before anything is written: a file
-        // there (however the two paths are spelt) needs no probe now.
-        auto plain = [](const fs::path& p) {  // absolute, no "." or "..", no trailing slash
-          fs::path a = fs::absolute(p).lexically_normal();
-          return a.has_filename() ? a : a.parent_path();
-        };
-        const fs::path parent = plain(path).parent_path(), made = plain(opt.out_dir);
+        const fs::path parent = plain(path).parent_path();
         if (!fs::exists(parent, ec) &&
             std::mismatch(parent.begin(), parent.end(), made.begin(), made.end()).first ==
                 parent.end())

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include <unistd.h>
 #include <algorithm>
 
 #include <boost/json.hpp>
@@ -233,22 +232,16 @@ int campaign_command(const CampaignOptions& opt, std::ostream& out, std::ostream
   }
   // A --set that the campaign's scenarios do not take is the command line's error, not the
   // generator's: checked on the first seed's scenario before any seed runs.
-  {
-    std::error_code ec;
-    const fs::path probe =
-        fs::temp_directory_path(ec) / fmt::format("podsim-campaign-check-{}.json", ::getpid());
-    try {
-      write_file(probe, campaign_scenario(opt.first_seed));
-      (void)load_pod_config(probe.string(), opt.overrides);
-      fs::remove(probe, ec);
-    } catch (const config::ConfigError& e) {
-      fs::remove(probe, ec);
-      fmt::print(err, "podsim campaign: config error (seed {}'s scenario with --set): {}\n",
-                 opt.first_seed, e.what());
-      return 2;
-    } catch (const std::runtime_error&) {  // no temporary directory: checked as seeds run
-      fs::remove(probe, ec);
-    }
+  try {
+    config::ConfigDoc doc = config::ConfigDoc::from_text(
+        campaign_scenario(opt.first_seed), fmt::format("seed {}'s scenario", opt.first_seed));
+    for (const auto& s : opt.overrides)
+      doc.apply_override(s);
+    (void)read_pod_config(doc);
+  } catch (const config::ConfigError& e) {
+    fmt::print(err, "podsim campaign: config error (seed {}'s scenario with --set): {}\n",
+               opt.first_seed, e.what());
+    return 2;
   }
   const fs::path dir(opt.out_dir);
   std::error_code ec;
@@ -264,10 +257,11 @@ int campaign_command(const CampaignOptions& opt, std::ostream& out, std::ostream
   std::uint64_t done = 0, runs = 0;
   std::size_t clean = 0, failed_steps = 0, stale = 0;
   std::vector<std::string> findings;
-  for (std::uint64_t from = 0; from < opt.seeds; from += std::min(batch, opt.seeds - from)) {
+  for (std::uint64_t from = 0, n = 0; from < opt.seeds; from += n) {
+    n = std::min(batch, opt.seeds - from);
     std::vector<ChildJob> jobs;
     std::vector<std::uint64_t> seeds;
-    for (std::uint64_t k = from; k < from + std::min(batch, opt.seeds - from); ++k) {
+    for (std::uint64_t k = from; k < from + n; ++k) {
       const std::uint64_t seed = opt.first_seed + k;
       const fs::path point = dir / fmt::format("seed-{}", seed);
       fs::remove_all(point, ec);

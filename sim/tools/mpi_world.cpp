@@ -124,7 +124,10 @@ void MpiWorld::set_silenced(const std::ostringstream* text) {
   g_silenced = text;
 }
 std::string MpiWorld::silenced() {
-  return g_silenced ? g_silenced->str() : std::string();
+  std::string text = g_silenced ? g_silenced->str() : std::string();
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  return text;
 }
 
 void MpiWorld::abort(int code) {

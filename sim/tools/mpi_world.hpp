@@ -28,9 +28,9 @@ class MpiWorld {
   static int max_all(int v);
   // Every rank's `v`, in rank order (every rank gets them all).
   static std::vector<int> gather_all(int v);
-  // What this rank has printed so far that nobody saw: a rank other than 0 is silenced (rank 0
-  // speaks for all), so when it refuses alone it sends this to rank 0 to print. main() names
-  // the buffer; empty until then.
+  // What this rank has printed so far that nobody saw (its last newlines left off): a rank other
+  // than 0 is silenced (rank 0 speaks for all), so when it refuses alone it sends this to rank 0
+  // to print. main() names the buffer; empty until then.
   static void set_silenced(const std::ostringstream* text);
   static std::string silenced();
   // Ends every rank at once with `code` (a rank that cannot go on).

@@ -443,6 +443,12 @@ std::string fmt_num(double v) {
 
 // ---- a run -------------------------------------------------------------------------------
 
+// A run's run.json, if it has one (a run writes it last).
+std::optional<JsonFile> read_run_json(const fs::path& dir) {
+  if (!fs::exists(dir / "run.json")) return std::nullopt;
+  return read_json(dir / "run.json");
+}
+
 // Why a run's results are not results, in words (none: it completed as configured). A run
 // writes run.json last: a directory without one holds a run that was stopped or killed.
 std::vector<std::string> failure_reasons(const fs::path& dir, const J& stats_doc,
@@ -476,9 +482,7 @@ std::string run_report(const fs::path& dir, std::string& title) {
   const J stats_doc = stats_file.root();
   const J stats = stats_doc.at("stats");
   stats.obj();
-  const std::optional<JsonFile> run_file =
-      fs::exists(dir / "run.json") ? std::optional<JsonFile>(read_json(dir / "run.json"))
-                                   : std::nullopt;
+  const std::optional<JsonFile> run_file = read_run_json(dir);
   title = fmt::format("podsim run: {}", stats_doc.at("config_name").str());
   std::string body;
 
@@ -845,13 +849,11 @@ std::string compare_report(const fs::path& a, const fs::path& b, std::string& ti
   std::string body =
       fmt::format("<p>{}: <code>{}</code><br>{}: <code>{}</code></p>\n", svg::escape(la),
                   svg::escape(a.string()), svg::escape(lb), svg::escape(b.string()));
+  const std::optional<JsonFile> ra_file = read_run_json(a), rb_file = read_run_json(b);
   // A run that failed, or was stopped, is said first: its numbers are not results.
-  for (const auto& [label, dir, doc] :
-       {std::tuple{la, a, sa_file.root()}, std::tuple{lb, b, sb_file.root()}}) {
-    const std::optional<JsonFile> run_file =
-        fs::exists(dir / "run.json") ? std::optional<JsonFile>(read_json(dir / "run.json"))
-                                     : std::nullopt;
-    if (const auto why = failure_reasons(dir, doc, run_file); !why.empty())
+  for (const auto& [label, dir, doc, run_file] :
+       {std::tuple{la, a, sa_file.root(), &ra_file}, std::tuple{lb, b, sb_file.root(), &rb_file}}) {
+    if (const auto why = failure_reasons(dir, doc, *run_file); !why.empty())
       body += fmt::format(
           "<p class=note><b>{} failed</b>: {}. Its numbers below describe a run that did not "
           "complete as configured, not results to compare.</p>\n",
@@ -885,11 +887,9 @@ std::string compare_report(const fs::path& a, const fs::path& b, std::string& ti
   }
 
   // Warnings of either run, first.
-  for (const auto& [label, dir] : {std::pair{la, a}, std::pair{lb, b}}) {
-    if (!fs::exists(dir / "run.json")) continue;
-    body += warnings_note(read_json(dir / "run.json").root(),
-                          "<b>Warnings of " + svg::escape(label) + "</b>");
-  }
+  for (const auto& [label, run_file] : {std::pair{la, &ra_file}, std::pair{lb, &rb_file}})
+    if (*run_file)
+      body += warnings_note((*run_file)->root(), "<b>Warnings of " + svg::escape(label) + "</b>");
 
   // The headline numbers, each run's and their ratio.
   const bool measured = sa.contains("pod.summary.measured.window_time") &&

@@ -141,10 +141,8 @@ int agree_on_refusals(int code, std::ostream& err) {
   if (last < 0) return 0;
   if (last != 0 && MpiWorld::rank() == last) MpiWorld::send(0, kWhyTag, MpiWorld::silenced());
   if (last != 0 && MpiWorld::rank() == 0) {
-    std::string said = MpiWorld::receive(last, kWhyTag);
+    const std::string said = MpiWorld::receive(last, kWhyTag);
     if (code) return code;
-    while (!said.empty() && said.back() == '\n')
-      said.pop_back();
     fmt::print(err,
                "podsim sweep: rank {} of {}{} refused the sweep where rank 0 did not (every "
                "rank must run the same command with the same files){}{}\n",
@@ -278,17 +276,18 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
                      opt.vary[a].key, opt.vary[b].key);
           return refuse(2);
         }
-    std::vector<std::string> fixed;  // what each fixes: "--set KEY", "--seed"
-    for (const std::string& set : opt.overrides)
-      fixed.push_back("--set " + set.substr(0, set.find('=')));
-    if (opt.seed) fixed.push_back("--seed");  // the key `seed`, at every point
-    for (const std::string& f : fixed) {
-      const std::string key = f == "--seed" ? "seed" : f.substr(6);
+    std::vector<std::pair<std::string, std::string>> fixed;  // the option, the key it fixes
+    for (const std::string& set : opt.overrides) {
+      const std::string key = set.substr(0, set.find('='));
+      fixed.emplace_back("--set " + key, key);
+    }
+    if (opt.seed) fixed.emplace_back("--seed", "seed");  // the key `seed`, at every point
+    for (const auto& [option, key] : fixed) {
       for (const Vary& v : opt.vary)
         if (config::paths_overlap(key, v.key)) {
           fmt::print(err,
-                     "podsim sweep: {} and --vary {}: the same setting both fixed and varied\n", f,
-                     v.key);
+                     "podsim sweep: {} and --vary {}: the same setting both fixed and varied\n",
+                     option, v.key);
           return refuse(2);
         }
     }
@@ -395,10 +394,6 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
       return refuse(2);
     }
 
-  // Under mpirun every rank must sweep the same grid: each starts from its own command line
-  // (an MPMD launch can give them different ones) and reads its own config files (which can
-  // differ between hosts). The ranks first agree that none refused the sweep (above); then
-  // each compares what it would run with rank 0's before anything runs.
   // A rank other than 0 runs its points in a scratch directory of its own (their files go to
   // rank 0 to be written): one that cannot make it refuses the sweep too, before anything runs.
   const int ranks = MpiWorld::size(), me = MpiWorld::rank();
@@ -429,6 +424,10 @@ int sweep_command(const SweepOptions& opt, std::ostream& out, std::ostream& err)
     }
   }
 
+  // Under mpirun every rank must sweep the same grid: each starts from its own command line
+  // (an MPMD launch can give them different ones) and reads its own config files (which can
+  // differ between hosts). The ranks first agree that none refused the sweep (above); then
+  // each compares what it would run with rank 0's before anything runs.
   if (MpiWorld::launched()) {
     if (const int refused = agree_on_refusals(0, err)) return refused;
     Digest d;
